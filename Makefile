@@ -1,0 +1,79 @@
+# gke-finetune — one entry point for tests, the offline plan and the Pulumi CLI.
+#
+# Three Python environments, each matching where its code runs:
+#   .venv      Pulumi program, infra/ and workloads/   (Python 3.11)
+#   .venv-jax  trainers/gemma_jax, as in the TPU image  (Python 3.12: gemma 4.x needs it)
+#   .venv-gpu  trainers/trl_gpu, as in the GPU image    (Python 3.11, torch CPU build here)
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+STACK ?= dev
+PY311 ?= $(shell command -v python3.11 || command -v python3)
+PY312 ?= $(shell PYENV_VERSION=3.12.1 pyenv which python3.12 2>/dev/null || command -v python3.12)
+PIP_VERSION := 26.3
+
+VENV := .venv
+VENV_JAX := .venv-jax
+VENV_GPU := .venv-gpu
+PYTEST_ARGS ?=
+
+# Pulumi keeps state in a local file backend unless the user points elsewhere.
+PULUMI_BACKEND_URL ?= file://$(CURDIR)/.pulumi-state
+export PULUMI_BACKEND_URL
+
+.PHONY: help test test-infra test-jax test-gpu venvs up preview destroy
+
+help:
+	@echo "make test                 create the environments and run every test (offline)"
+	@echo "make up STACK=dev         pulumi up on a stack (local state unless PULUMI_BACKEND_URL is set)"
+	@echo "make preview STACK=dev    pulumi preview --diff"
+	@echo "make destroy STACK=dev    pulumi destroy (the data bucket is kept)"
+
+$(VENV)/.installed: requirements.txt requirements-test.txt
+	$(PY311) -m venv $(VENV)
+	$(VENV)/bin/python -m pip install -q pip==$(PIP_VERSION)
+	$(VENV)/bin/python -m pip install -q -r requirements.txt -r requirements-test.txt
+	touch $@
+
+$(VENV_JAX)/.installed: trainers/gemma_jax/requirements.txt requirements-test.txt
+	$(PY312) -m venv $(VENV_JAX)
+	$(VENV_JAX)/bin/python -m pip install -q pip==$(PIP_VERSION)
+	$(VENV_JAX)/bin/python -m pip install -q -r trainers/gemma_jax/requirements.txt -r requirements-test.txt
+	touch $@
+
+# torch==2.13.0 resolves to the CPU wheel on this machine's disk; the GPU image
+# installs the CUDA build of the same version from the same requirements file.
+$(VENV_GPU)/.installed: trainers/trl_gpu/requirements.txt requirements-test.txt
+	$(PY311) -m venv $(VENV_GPU)
+	$(VENV_GPU)/bin/python -m pip install -q pip==$(PIP_VERSION)
+	$(VENV_GPU)/bin/python -m pip install -q -r trainers/trl_gpu/requirements.txt -r requirements-test.txt
+	touch $@
+
+venvs: $(VENV)/.installed $(VENV_JAX)/.installed $(VENV_GPU)/.installed
+
+test: test-infra test-jax test-gpu
+
+test-infra: $(VENV)/.installed
+	$(VENV)/bin/python -m pytest tests/infra $(PYTEST_ARGS)
+
+test-jax: $(VENV_JAX)/.installed
+	$(VENV_JAX)/bin/python -m pytest tests/gemma_jax $(PYTEST_ARGS)
+
+test-gpu: $(VENV_GPU)/.installed
+	$(VENV_GPU)/bin/python -m pytest tests/trl_gpu $(PYTEST_ARGS)
+
+# --- Pulumi CLI (needs the CLI, gcloud credentials and gke-gcloud-auth-plugin) ---
+.pulumi-state:
+	mkdir -p .pulumi-state
+
+_stack: $(VENV)/.installed | .pulumi-state
+	pulumi stack select $(STACK) 2>/dev/null || pulumi stack init $(STACK)
+
+up: _stack
+	pulumi up --stack $(STACK)
+
+preview: _stack
+	pulumi preview --diff --stack $(STACK)
+
+destroy: _stack
+	pulumi destroy --stack $(STACK)
