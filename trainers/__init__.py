@@ -1,0 +1,1 @@
+"""Trainers shipped as images. Plain Python: nothing here imports Pulumi."""

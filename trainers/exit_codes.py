@@ -1,0 +1,13 @@
+"""Process exit codes shared by every trainer, and read by the run manifests.
+
+The JobSet failure policy (workloads/) keys on these: a configuration error
+fails the run at once instead of burning restarts, while a pod that was told
+to stop (SIGTERM on preemption or maintenance) is restarted and resumes.
+"""
+
+OK = 0
+# sysexits.h EX_CONFIG: bad flags, unknown model or column, missing token.
+# Retrying cannot fix these, so the failure policy fails the run on this code.
+CONFIG_ERROR = 78
+# 128 + SIGTERM: the trainer saved a checkpoint and stopped because it was asked to.
+TERMINATED = 143
