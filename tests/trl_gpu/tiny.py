@@ -1,0 +1,134 @@
+"""Builders for the CPU tests: a tiny random Gemma model, a Gemma-style
+tokenizer and a small text-to-SQL dataset, all written to local paths.
+
+Nothing here downloads anything: the tokenizer is trained on the generated
+rows at test time and carries the real Gemma 3 / Gemma 4 chat templates that
+TRL ships, so the prompt/answer boundary is the one the real models see.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import trl
+
+# Special tokens of both template generations; ids 0..2 follow Gemma's layout.
+SPECIAL_TOKENS = ["<pad>", "<eos>", "<bos>", "<|turn>", "<turn|>", "<start_of_turn>", "<end_of_turn>"]
+END_OF_TURN = {"gemma4": "<turn|>", "gemma3": "<end_of_turn>"}
+TEMPLATES = {"gemma4": "gemma4_v5.jinja", "gemma3": "gemma3.jinja"}
+
+TABLES = ["orders", "customers", "products", "employees", "shipments", "invoices"]
+COLUMNS = ["id", "name", "price", "city", "amount", "status", "year"]
+
+
+def sql_rows(n: int, seed: int = 0) -> list[dict]:
+    """Rows with the dataset's real columns and a learnable question→SQL map."""
+    rng = random.Random(seed)
+    rows = []
+    for i in range(n):
+        table, col, other = rng.choice(TABLES), rng.choice(COLUMNS), rng.choice(COLUMNS)
+        value = rng.randint(1, 99)
+        rows.append(
+            {
+                "id": i,
+                "domain": "retail",
+                "domain_description": "Sales and stock records.",
+                "sql_complexity": "basic SQL",
+                "sql_complexity_description": "basic SQL with a simple select statement",
+                "sql_task_type": "data retrieval",
+                "sql_task_type_description": "basic data fetching queries",
+                "sql_prompt": f"Show the {col} of {table} where {other} is above {value}.",
+                "sql_context": f"CREATE TABLE {table} ({col} INT, {other} INT);",
+                "sql": f"SELECT {col} FROM {table} WHERE {other} > {value};",
+                "sql_explanation": f"Filters {table} on {other}.",
+            }
+        )
+    return rows
+
+
+def write_dataset(path: Path, n: int = 64, seed: int = 0) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w") as f:
+        for row in sql_rows(n, seed):
+            f.write(json.dumps(row) + "\n")
+    return path
+
+
+def build_tokenizer(family: str, corpus: list[str]):
+    """A byte-level BPE tokenizer trained on `corpus`, with Gemma's special
+    tokens and the family's real chat template."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE(unk_token=None))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=600,
+        special_tokens=SPECIAL_TOKENS,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train_from_iterator(corpus, trainer=trainer)
+    template = (Path(trl.__file__).parent / "chat_templates" / TEMPLATES[family]).read_text()
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        bos_token="<bos>",
+        eos_token="<eos>",
+        pad_token="<pad>",
+        additional_special_tokens=SPECIAL_TOKENS[3:],
+        chat_template=template,
+    )
+
+
+def tiny_config(family: str, vocab_size: int, tokenizer):
+    common = dict(
+        vocab_size=vocab_size,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=16,
+        sliding_window=64,
+        max_position_embeddings=512,
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=[tokenizer.eos_token_id, tokenizer.convert_tokens_to_ids(END_OF_TURN[family])],
+    )
+    if family == "gemma4":
+        from transformers import Gemma4TextConfig
+
+        return Gemma4TextConfig(
+            **common,
+            global_head_dim=16,
+            hidden_size_per_layer_input=8,
+            vocab_size_per_layer_input=vocab_size,
+            layer_types=["sliding_attention", "full_attention"],
+        )
+    from transformers import Gemma3TextConfig
+
+    return Gemma3TextConfig(**common, query_pre_attn_scalar=16, layer_types=["sliding_attention", "full_attention"])
+
+
+def build_model_dir(path: Path, family: str = "gemma4", seed: int = 0) -> Path:
+    """Save a tiny random causal LM and its tokenizer with save_pretrained."""
+    import torch
+    from transformers import AutoModelForCausalLM, GenerationConfig
+
+    rows = sql_rows(200, seed=1234)
+    corpus = [r[k] for r in rows for k in ("sql_prompt", "sql_context", "sql")]
+    corpus.append("You are a text to SQL query translator. Given the USER_QUERY and the SCHEMA, generate")
+    tokenizer = build_tokenizer(family, corpus)
+    config = tiny_config(family, len(tokenizer), tokenizer)
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_config(config)
+    model.generation_config = GenerationConfig(
+        bos_token_id=config.bos_token_id, eos_token_id=config.eos_token_id, pad_token_id=config.pad_token_id
+    )
+    path.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path

@@ -1,0 +1,172 @@
+"""Command-line flags, parsed the way TRL's own scripts parse them.
+
+Two dataclass groups go through `TrlParser`: `ScriptArguments` (model, data,
+LoRA and the checks around training) and `TrainingArguments` (TRL's
+`SFTConfig` with the defaults of the original Gemma text-to-SQL recipe). An
+optional `--config file.yaml` sets defaults; flags on the command line
+override it. Every parse or validation failure is a `ConfigError`, which the
+entry point turns into exit code 78.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+import torch
+from transformers.trainer_utils import IntervalStrategy, SaveStrategy, SchedulerType
+from transformers.training_args import OptimizerNames
+from trl import SFTConfig, TrlParser
+
+def _bf16_available() -> bool:
+    # The recipe trains in bf16 on GPUs that have it (A4's B200 does); on CPU
+    # the tests run in fp32.
+    return torch.cuda.is_available() and torch.cuda.is_bf16_supported()
+
+
+# Columns the prompt and the answer are built from.
+REQUIRED_COLUMNS = ("sql_prompt", "sql_context", "sql")
+
+
+class ConfigError(Exception):
+    """A problem that no retry can fix: bad flag, unknown model/column, no token."""
+
+
+@dataclass
+class ScriptArguments:
+    model_id: str = field(
+        default="google/gemma-4-31b-it",
+        metadata={"help": "Hub model id, or a local directory written by save_pretrained."},
+    )
+    dataset_name: str = field(
+        default="philschmid/gretel-synthetic-text-to-sql",
+        metadata={"help": "Hub dataset id, a local .jsonl/.json/.csv/.parquet file, or a local dataset directory."},
+    )
+    dataset_split: str = field(default="train", metadata={"help": "Split to read before the train/eval split."})
+    max_samples: int = field(default=12_500, metadata={"help": "Rows kept after the seeded shuffle."})
+    eval_fraction: float = field(
+        default=0.2, metadata={"help": "Held-out fraction of the kept rows (2,500 of 12,500 by default)."}
+    )
+    trust_remote: bool = field(default=False, metadata={"help": "Trust remote code when loading the tokenizer."})
+    use_fast: bool = field(default=True, metadata={"help": "Use the fast (Rust) tokenizer."})
+    lora_r: int = field(default=16, metadata={"help": "LoRA rank."})
+    lora_alpha: int = field(default=32, metadata={"help": "LoRA alpha scaling factor."})
+    lora_dropout: float = field(default=0.05, metadata={"help": "LoRA dropout probability."})
+    warmup_ratio: float = field(
+        default=0.03, metadata={"help": "Fraction of the optimizer steps spent warming up the learning rate."}
+    )
+    logging_dir: str | None = field(
+        default=None, metadata={"help": "TensorBoard log directory (default: <output_dir>/tensorboard)."}
+    )
+    merge_adapter: bool = field(
+        default=False, metadata={"help": "Also save the base model with the adapter merged into <output_dir>/merged."}
+    )
+    sql_check_samples: int = field(
+        default=0, metadata={"help": "After training, generate SQL for this many held-out prompts; 0 skips it."}
+    )
+    sql_check_max_new_tokens: int = field(default=256, metadata={"help": "Generation budget of the SQL check."})
+    resume: bool = field(
+        default=True, metadata={"help": "Resume from the latest complete checkpoint in --output_dir if any."}
+    )
+
+
+@dataclass
+class TrainingArguments(SFTConfig):
+    """SFTConfig with the recipe's defaults; every field stays a flag."""
+
+    output_dir: str | None = field(default="gemma-31b-text-to-sql", metadata={"help": "Checkpoint directory of the run."})
+    max_length: int | None = field(default=1024, metadata={"help": "Maximum tokenized length of an example."})
+    num_train_epochs: float = field(default=3.0, metadata={"help": "Number of training epochs."})
+    per_device_train_batch_size: int = field(default=2, metadata={"help": "Batch size per device."})
+    gradient_accumulation_steps: int = field(default=32, metadata={"help": "Gradient accumulation steps."})
+    learning_rate: float = field(default=1e-5, metadata={"help": "Peak learning rate."})
+    lr_scheduler_type: SchedulerType | str = field(
+        default="constant_with_warmup", metadata={"help": "Scheduler; the recipe's constant rate, after warmup."}
+    )
+    logging_steps: float = field(default=10, metadata={"help": "Log every N optimizer steps."})
+    save_strategy: SaveStrategy | str = field(default="steps", metadata={"help": "Checkpoint save strategy."})
+    save_steps: float = field(default=100, metadata={"help": "Save a checkpoint every N optimizer steps."})
+    save_total_limit: int | None = field(default=3, metadata={"help": "Checkpoints kept (at least 2)."})
+    eval_strategy: IntervalStrategy | str = field(default="steps", metadata={"help": "Evaluate the held-out split at intervals."})
+    eval_steps: float | None = field(default=100, metadata={"help": "Evaluate every N optimizer steps."})
+    max_grad_norm: float = field(default=0.3, metadata={"help": "Gradient clipping norm."})
+    activation_checkpointing: bool | None = field(
+        default=True, metadata={"help": "Recompute activations in backward (saves memory on the 31B model)."}
+    )
+    optim: OptimizerNames | str = field(default="adamw_torch", metadata={"help": "Optimizer."})
+    bf16: bool | None = field(default=_bf16_available(), metadata={"help": "bf16 mixed precision (default: on if the GPU has it)."})
+    hub_private_repo: bool | None = field(default=True, metadata={"help": "Push to a private Hub repository."})
+    report_to: None | str | list[str] = field(default="tensorboard", metadata={"help": "Metric sinks."})
+    dataset_num_proc: int | None = field(default=None, metadata={"help": "Processes for tokenization."})
+
+
+class _Parser(TrlParser):
+    def error(self, message):  # argparse would exit 2; a bad flag is a configuration error
+        raise ConfigError(f"invalid command line: {message}")
+
+
+def parse_args(argv: list[str] | None = None) -> tuple[ScriptArguments, TrainingArguments]:
+    parser = _Parser((ScriptArguments, TrainingArguments))
+    try:
+        script_args, training_args = parser.parse_args_and_config(args=argv)
+    except ConfigError:
+        raise
+    except (ValueError, TypeError, OSError) as err:  # __post_init__ checks, unreadable --config
+        raise ConfigError(str(err)) from err
+    validate(script_args, training_args)
+    apply_derived(script_args, training_args)
+    return script_args, training_args
+
+
+def _check(ok: bool, flag: str, value, allowed: str) -> None:
+    if not ok:
+        raise ConfigError(f"{flag}={value!r} is invalid: {allowed}")
+
+
+def validate(script: ScriptArguments, training: TrainingArguments) -> None:
+    _check(0.0 <= script.warmup_ratio < 1.0, "--warmup_ratio", script.warmup_ratio, "expected 0 <= ratio < 1")
+    _check(
+        training.warmup_steps == 0,
+        "--warmup_steps",
+        training.warmup_steps,
+        "use --warmup_ratio (a fraction of the optimizer steps) instead",
+    )
+    _check(0.0 < script.eval_fraction < 1.0, "--eval_fraction", script.eval_fraction, "expected 0 < fraction < 1")
+    _check(script.max_samples > 1, "--max_samples", script.max_samples, "expected at least 2 rows")
+    _check(script.lora_r > 0, "--lora_r", script.lora_r, "expected a positive rank")
+    _check(script.lora_alpha > 0, "--lora_alpha", script.lora_alpha, "expected a positive value")
+    _check(0.0 <= script.lora_dropout < 1.0, "--lora_dropout", script.lora_dropout, "expected 0 <= p < 1")
+    _check(script.sql_check_samples >= 0, "--sql_check_samples", script.sql_check_samples, "expected >= 0")
+    # Rotation deletes old checkpoints before the newest one is marked complete,
+    # so keeping a single one could leave nothing to resume from.
+    limit = training.save_total_limit
+    _check(limit is None or limit >= 2, "--save_total_limit", limit, "keep at least 2 checkpoints, or unset it")
+    _check(training.max_length is None or training.max_length > 8, "--max_length", training.max_length, "too small")
+    _check(not training.packing, "--packing", training.packing, "packing is not supported with the answer-only mask")
+    _check(
+        not training.assistant_only_loss,
+        "--assistant_only_loss",
+        training.assistant_only_loss,
+        "the answer-only mask is built by this trainer; leave it false",
+    )
+    _check(
+        not training.label_names,
+        "--label_names",
+        training.label_names,
+        "the loss reads the 'labels' column; leave it unset",
+    )
+
+
+def apply_derived(script: ScriptArguments, training: TrainingArguments) -> None:
+    # transformers reads a warmup_steps value in [0, 1) as a ratio of the total steps.
+    training.warmup_steps = script.warmup_ratio
+    # The dataset is tokenized here with its own mask; TRL only builds labels from it.
+    training.completion_only_loss = True
+    training.dataset_kwargs = None
+    # tokens/s counts real tokens, padding excluded.
+    if training.include_num_input_tokens_seen in ("no", False):
+        training.include_num_input_tokens_seen = "non_padding"
+    # The TensorBoard callback reads its directory from this variable (transformers 5).
+    logging_dir = script.logging_dir or os.path.join(training.output_dir, "tensorboard")
+    os.environ["TENSORBOARD_LOGGING_DIR"] = logging_dir
+    script.logging_dir = logging_dir

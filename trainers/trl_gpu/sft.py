@@ -1,0 +1,51 @@
+"""LoRA fine-tuning of a Gemma 3/4 causal LM for text-to-SQL with TRL.
+
+In the cluster (one A4 node, 8 GPUs, FSDP v2), as the run manifest launches it:
+
+```bash
+accelerate launch --config_file trainers/trl_gpu/accelerate_fsdp_8gpu.yaml \\
+    -m trainers.trl_gpu.sft \\
+    --model_id google/gemma-4-31b-it \\
+    --output_dir /checkpoints/<run> --logging_dir /profiles/<run>/tensorboard \\
+    --save_steps 20 --push_to_hub
+```
+
+On a CPU, end to end, with a local model directory and a local data file:
+
+```bash
+python -m trainers.trl_gpu.sft \\
+    --model_id ./tiny-gemma --dataset_name ./text_to_sql.jsonl \\
+    --output_dir /tmp/run --max_steps 20 --per_device_train_batch_size 4 \\
+    --gradient_accumulation_steps 1 --learning_rate 1e-3 --gradient_checkpointing false
+```
+
+Flags: `--help`, or trainers/trl_gpu/README.md. Exit codes: trainers/exit_codes.py
+(0 done, 78 configuration error, 143 stopped by SIGTERM after saving a checkpoint).
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+from trainers import exit_codes
+
+from .args import ConfigError, parse_args
+from .checkpoints import GracefulStop
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
+    stopper = GracefulStop()  # from the start, so a SIGTERM while loading is not lost
+    try:
+        script_args, training_args = parse_args(argv)
+        from .training import run  # heavy imports after the flags are known to be valid
+
+        return run(script_args, training_args, stopper)
+    except ConfigError as err:
+        print(f"configuration error: {err}", file=sys.stderr, flush=True)
+        return exit_codes.CONFIG_ERROR
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,124 @@
+"""One run: data, model, resume, train, final save, checks, push, merge."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+
+from accelerate.utils import DistributedType
+
+from trainers import exit_codes
+
+from . import checkpoints, data, evaluation, model as model_lib
+from .args import ConfigError
+from .trainer import build_trainer
+
+log = logging.getLogger(__name__)
+
+
+def prepare_data(script_args, training_args, tokenizer):
+    with training_args.main_process_first(local=False, desc="dataset preparation"):
+        rows = data.load_rows(script_args.dataset_name, script_args.dataset_split)
+        train_rows, eval_rows = data.split_rows(
+            rows, script_args.max_samples, script_args.eval_fraction, training_args.seed
+        )
+        num_proc = training_args.dataset_num_proc
+        train_set = data.tokenize_split(train_rows, tokenizer, training_args.max_length, num_proc)
+        eval_set = data.tokenize_split(eval_rows, tokenizer, training_args.max_length, num_proc)
+    log.info("train: %d examples, held out: %d", len(train_set), len(eval_set))
+    return train_set, eval_set, eval_rows
+
+
+def resume_point(script_args, training_args) -> str | None:
+    """The latest complete checkpoint, the same on every rank; leftovers of a
+    cut-short save are removed first (by the main process, before the others look)."""
+    if not script_args.resume:
+        return None
+    with training_args.main_process_first(local=False, desc="checkpoint lookup"):
+        if training_args.process_index == 0:
+            for path in checkpoints.remove_incomplete_checkpoints(training_args.output_dir):
+                log.warning("removed incomplete checkpoint %s", path)
+        latest = checkpoints.latest_complete_checkpoint(training_args.output_dir)
+    if latest:
+        log.info("resuming from %s", latest)
+    return latest
+
+
+def check_distributed(trainer) -> dict:
+    """What accelerate actually set up. On machines without GPUs it falls back
+    from FSDP to DDP or to independent processes without an error, so the
+    requested mode is checked rather than trusted."""
+    accelerator = trainer.accelerator
+    info = {
+        "distributed_type": str(accelerator.distributed_type.value),
+        "num_processes": accelerator.num_processes,
+        "mixed_precision": accelerator.mixed_precision,
+    }
+    fsdp_requested = os.environ.get("ACCELERATE_USE_FSDP", "false").lower() == "true"
+    if fsdp_requested and accelerator.distributed_type != DistributedType.FSDP:
+        raise ConfigError(
+            f"the accelerate config asks for FSDP, but accelerate set up {info['distributed_type']} "
+            f"with {info['num_processes']} process(es) (FSDP needs GPUs)"
+        )
+    launched = int(os.environ.get("WORLD_SIZE", "1"))
+    if launched != accelerator.num_processes:
+        raise ConfigError(f"{launched} processes were launched but accelerate trains with {accelerator.num_processes}")
+    if trainer.is_world_process_zero():
+        os.makedirs(trainer.args.output_dir, exist_ok=True)
+        with open(os.path.join(trainer.args.output_dir, "run_info.json"), "w") as f:
+            json.dump(info, f, indent=2)
+    log.info("distributed setup: %s", info)
+    return info
+
+
+def save_final(trainer, output_dir: str) -> None:
+    # Checkpoints may be sharded per rank; the final adapter is one plain file.
+    if trainer.is_fsdp_enabled:
+        trainer.accelerator.state.fsdp_plugin.set_state_dict_type("FULL_STATE_DICT")
+    trainer.save_model(output_dir)
+    log.info("final adapter saved to %s", output_dir)
+
+
+def merge_adapter(script_args, training_args) -> None:
+    """Base model + adapter merged into plain weights, on the main process only
+    (the FSDP processes are done by then; this needs host memory for the model)."""
+    from peft import PeftModel
+
+    base = model_lib.load_model(script_args.model_id, training_args.bf16, script_args.trust_remote)
+    merged = PeftModel.from_pretrained(base, training_args.output_dir).merge_and_unload()
+    target = os.path.join(training_args.output_dir, "merged")
+    merged.save_pretrained(target)
+    model_lib.load_tokenizer(script_args.model_id, script_args.trust_remote, script_args.use_fast).save_pretrained(
+        target
+    )
+    log.info("merged model saved to %s", target)
+
+
+def run(script_args, training_args, stopper) -> int:
+    model_lib.check_hub_token(script_args.model_id, training_args.push_to_hub)
+    tokenizer = model_lib.load_tokenizer(script_args.model_id, script_args.trust_remote, script_args.use_fast)
+    train_set, eval_set, eval_rows = prepare_data(script_args, training_args, tokenizer)
+    model = model_lib.load_model(script_args.model_id, training_args.bf16, script_args.trust_remote)
+    trainer = build_trainer(model, tokenizer, script_args, training_args, train_set, eval_set, stopper)
+    check_distributed(trainer)
+    resume_from = resume_point(script_args, training_args)
+    if stopper.requested:  # told to stop while loading: nothing new to save
+        return exit_codes.TERMINATED
+    trainer.train(resume_from_checkpoint=resume_from)
+    if stopper.stopped:
+        log.warning("stopped on request after saving checkpoint-%d", trainer.state.global_step)
+        trainer.end()
+        return exit_codes.TERMINATED
+    save_final(trainer, training_args.output_dir)
+    metrics = trainer.evaluate()
+    log.info("held-out loss after training: %.4f", metrics["eval_loss"])
+    evaluation.run_sql_check(
+        trainer, tokenizer, eval_rows, script_args.sql_check_samples, script_args.sql_check_max_new_tokens
+    )
+    if training_args.push_to_hub:
+        trainer.push_to_hub(dataset_name=script_args.dataset_name)
+    trainer.end()  # closes the metric writers and the process group
+    if script_args.merge_adapter and training_args.process_index == 0:
+        merge_adapter(script_args, training_args)
+    return exit_codes.OK
