@@ -1,0 +1,481 @@
+"""The stack's configuration, read once and validated before any resource exists.
+
+`load()` is the only code in the project that reads Pulumi config. It collects
+every key of the project namespace (so a misspelt key is an error, not a
+silent default), parses it into the frozen `StackConfig` below and raises one
+`ConfigError` listing every problem, one line each:
+`<key path>: <value> <what is wrong>; allowed: <what is>`.
+
+The models themselves import nothing from Pulumi: tests and the offline plan
+build a `StackConfig` from a plain dict with `StackConfig.from_mapping`.
+Defaults live here; Pulumi.yaml declares the same keys and defaults
+(tests/infra/test_config.py keeps the two in step).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+from pydantic.alias_generators import to_camel
+
+from infra import accelerators as catalog
+from infra.accelerators import CatalogError, Family
+from infra.ids import default_bucket_name
+from workloads.spec import RunConfig
+
+PROJECT = "gke-finetune"
+
+Capacity = Literal["on-demand", "spot", "reservation", "flex-start", "queued"]
+CAPACITIES: tuple[str, ...] = ("on-demand", "spot", "reservation", "flex-start", "queued")
+
+_DNS_LABEL = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
+# https://cloud.google.com/resource-manager/docs/creating-managing-projects#before_you_begin
+_PROJECT_ID = re.compile(r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$")
+_REGION = re.compile(r"^[a-z]+-[a-z]+[0-9]+$")
+_ZONE = re.compile(r"^(?P<region>[a-z]+-[a-z]+[0-9]+)-[a-z]$")
+# https://cloud.google.com/compute/docs/instances/reservations-shared#consuming_shared_reservations
+_RESERVATION = re.compile(r"^(projects/[a-z][a-z0-9-]{4,28}[a-z0-9]/reservations/)?[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
+_IMAGE_DIGEST = re.compile(r"^[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9._-]+)+@sha256:[0-9a-f]{64}$")
+# GKE caps node pool names at 40 characters; slices add "-s<N>".
+POOL_NAME_MAX = 32
+
+
+class ConfigError(ValueError):
+    """The stack file is invalid. `problems` holds one line per problem."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = problems
+        super().__init__(
+            "invalid stack configuration:\n" + "\n".join(f"  - {p}" for p in problems)
+        )
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, alias_generator=to_camel, populate_by_name=True
+    )
+
+
+class Autoscaling(_Model):
+    """Total node count bounds of one GKE node pool (one slice)."""
+
+    min_nodes: int = Field(default=0, ge=0, description="0 lets an idle pool scale to zero")
+    max_nodes: int | None = Field(
+        default=None, ge=1, description="default: the VMs of one slice (TPU) or 1 (GPU)"
+    )
+
+
+class ShapeConfig(_Model):
+    """An accelerator shape and how its capacity is obtained (Autopilot `shapes:`)."""
+
+    name: str = Field(pattern=_DNS_LABEL, max_length=POOL_NAME_MAX)
+    accelerator: str
+    topology: str | None = None
+    machine_type: str | None = None
+    slices: int = Field(default=1, ge=1)
+    capacity: Capacity = "on-demand"
+    reservation: str | None = None
+
+    @model_validator(mode="after")
+    def _shape_rules(self) -> ShapeConfig:
+        problems = _shape_problems(self)
+        if problems:
+            raise ValueError("\n".join(problems))
+        return self
+
+    def shape(self) -> catalog.Shape:
+        return catalog.lookup(self.accelerator, self.topology, self.machine_type)
+
+
+class PoolConfig(ShapeConfig):
+    """A Standard-mode accelerator node pool (`pools:`); `slices` node pools of one shape."""
+
+    zones: tuple[str, ...] = Field(default=(), description="node locations; default: `zones`")
+    autoscaling: Autoscaling = Autoscaling()
+
+    @model_validator(mode="after")
+    def _pool_rules(self) -> PoolConfig:
+        problems = _autoscaling_problems(self)
+        if problems:
+            raise ValueError("\n".join(problems))
+        return self
+
+    def max_nodes(self) -> int:
+        if self.autoscaling.max_nodes is not None:
+            return self.autoscaling.max_nodes
+        return self.shape().vms_per_slice
+
+
+class Images(_Model):
+    """Trainer images, by digest (`repo/name@sha256:<64 hex>`), never by tag."""
+
+    gemma_jax: str | None = Field(default=None, alias="gemma-jax")
+    trl_gpu: str | None = Field(default=None, alias="trl-gpu")
+
+    @model_validator(mode="after")
+    def _digests(self) -> Images:
+        bad = [
+            f"{alias}: {ref!r} is not a digest reference; allowed: <registry>/<path>@sha256:<64 hex> (no tags, no :latest)"
+            for alias, ref in (("gemma-jax", self.gemma_jax), ("trl-gpu", self.trl_gpu))
+            if ref is not None and not _IMAGE_DIGEST.match(ref)
+        ]
+        if bad:
+            raise ValueError("\n".join(bad))
+        return self
+
+    def by_trainer(self) -> dict[str, str]:
+        return {k: v for k, v in (("gemma-jax", self.gemma_jax), ("trl-gpu", self.trl_gpu)) if v}
+
+
+class StackConfig(_Model):
+    """Everything one stack file says. Built only through validation; immutable."""
+
+    project: str = Field(description="gcp:project")
+    region: str = Field(description="gcp:region")
+    stack: str = Field(default="dev", min_length=1, description="the Pulumi stack name")
+    mode: Literal["standard", "autopilot"] = "standard"
+    cluster_name: str = Field(default="finetune", pattern=_DNS_LABEL, max_length=40)
+    release_channel: Literal["RAPID", "REGULAR", "STABLE"] = "REGULAR"
+    deletion_protection: bool = True
+    system_machine_type: str = "e2-standard-4"
+    system_node_count: int = Field(default=1, ge=1, description="per zone of the region")
+    zones: tuple[str, ...] = Field(default=(), description="default node locations of pools")
+    bucket_name: str = Field(default="", description="default: <project>-<stack>-finetune")
+    registry_name: str = Field(default="finetune", pattern=_DNS_LABEL, max_length=63)
+    pools: tuple[PoolConfig, ...] = ()
+    shapes: tuple[ShapeConfig, ...] = ()
+    images: Images = Images()
+    runs: tuple[RunConfig, ...] = ()
+
+    @field_validator("project")
+    @classmethod
+    def _project_id(cls, value: str) -> str:
+        if not _PROJECT_ID.match(value):
+            raise ValueError(
+                f"{value!r} is not a project id; allowed: 6-30 lowercase letters, digits or "
+                "hyphens, starting with a letter, not ending with a hyphen"
+            )
+        return value
+
+    @field_validator("region")
+    @classmethod
+    def _region(cls, value: str) -> str:
+        if not _REGION.match(value):
+            raise ValueError(f"{value!r} is not a region; allowed: e.g. 'us-east5'")
+        return value
+
+    @field_validator("zones")
+    @classmethod
+    def _zones(cls, value: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
+        problems = _zone_problems("", value, info.data.get("region"))
+        if problems:
+            raise ValueError("\n".join(problems))
+        return value
+
+    @field_validator("bucket_name")
+    @classmethod
+    def _bucket(cls, value: str) -> str:
+        problems = _bucket_problems("", value) if value else []
+        if problems:
+            raise ValueError("\n".join(problems))
+        return value
+
+    @field_validator("pools")
+    @classmethod
+    def _pools(cls, pools: tuple[PoolConfig, ...], info: ValidationInfo) -> tuple[PoolConfig, ...]:
+        region, zones = info.data.get("region"), info.data.get("zones", ())
+        problems = []
+        for i, pool in enumerate(pools):
+            if not (pool.zones or zones):
+                problems.append(f"[{i}].zones: empty and no stack `zones`; allowed: zones of {region}")
+            problems += _zone_problems(f"[{i}].zones", pool.zones, region)
+            if pool.shape().multi_host and len(pool.zones or zones) > 1:
+                # A multi-host TPU slice lives in one zone.
+                problems.append(
+                    f"[{i}].zones: {list(pool.zones or zones)} for multi-host {pool.shape().description}; "
+                    "allowed: exactly one zone"
+                )
+        if problems:
+            raise ValueError("\n".join(problems))
+        return pools
+
+    @model_validator(mode="after")
+    def _stack_rules(self) -> StackConfig:
+        problems = _stack_problems(self)
+        if problems:
+            raise ValueError("\n".join(problems))
+        return self
+
+    @property
+    def data_bucket(self) -> str:
+        return self.bucket_name or default_bucket_name(self.project, self.stack)
+
+    @property
+    def autopilot(self) -> bool:
+        return self.mode == "autopilot"
+
+    def accelerator_groups(self) -> tuple[ShapeConfig, ...]:
+        """The named shapes runs may refer to: pools (Standard) or shapes (Autopilot)."""
+        return self.shapes if self.autopilot else self.pools
+
+    def pool_zones(self, pool: PoolConfig) -> tuple[str, ...]:
+        return pool.zones or self.zones
+
+    @classmethod
+    def from_mapping(cls, values: dict[str, Any]) -> StackConfig:
+        """Validate a plain mapping (camelCase keys as in the stack file)."""
+        try:
+            return cls.model_validate(values)
+        except ValidationError as err:
+            raise ConfigError(_problem_lines(err)) from None
+
+
+# --- rules -------------------------------------------------------------------
+
+
+def _shape_problems(s: ShapeConfig) -> list[str]:
+    if s.accelerator not in catalog.ACCELERATORS:
+        return [f"accelerator: {s.accelerator!r} is unknown; allowed: {sorted(catalog.ACCELERATORS)}"]
+    try:
+        shape = s.shape()
+    except CatalogError as err:
+        key = "machineType" if "machine type" in str(err) else "topology"
+        return [f"{key}: {err}"]
+    problems = []
+    if s.slices > 1 and not shape.multislice_capable:
+        problems.append(
+            f"slices: {s.slices} needs a multi-host TPU slice, and {shape.description} is not one; "
+            "allowed: 1, or a multi-host topology"
+        )
+    if s.capacity == "reservation" and not s.reservation:
+        problems.append("reservation: missing; capacity 'reservation' needs the reservation name")
+    if s.reservation and s.capacity != "reservation":
+        problems.append(
+            f"reservation: {s.reservation!r} can't be combined with capacity {s.capacity!r}; "
+            "allowed: capacity 'reservation' (spot, flex-start and queued exclude reservations)"
+        )
+    if s.reservation and not _RESERVATION.match(s.reservation):
+        problems.append(
+            f"reservation: {s.reservation!r} is not a reservation name; "
+            "allowed: <name> or projects/<project>/reservations/<name>"
+        )
+    return problems
+
+
+def _autoscaling_problems(p: PoolConfig) -> list[str]:
+    try:
+        shape = p.shape()
+    except CatalogError:
+        return []  # reported by the shape rules
+    a, problems = p.autoscaling, []
+    top = p.max_nodes()
+    if a.min_nodes > top:
+        problems.append(f"autoscaling.minNodes: {a.min_nodes} exceeds maxNodes {top}")
+    if shape.multi_host and (top != shape.vms_per_slice or a.min_nodes not in (0, top)):
+        # A multi-host slice is atomic: its pool has exactly the slice's VMs or none.
+        problems.append(
+            f"autoscaling: {a.min_nodes}..{top} nodes for {shape.description}; "
+            f"allowed: minNodes 0 or {shape.vms_per_slice}, maxNodes {shape.vms_per_slice}"
+        )
+    if p.capacity in ("queued", "flex-start") and a.min_nodes != 0:
+        problems.append(
+            f"autoscaling.minNodes: {a.min_nodes} with capacity {p.capacity!r}; allowed: 0 "
+            "(nodes exist only while a request holds them)"
+        )
+    return problems
+
+
+def _stack_problems(c: StackConfig) -> list[str]:
+    problems = [] if c.bucket_name else _bucket_problems("bucketName (derived)", c.data_bucket)
+    problems += _mode_problems(c)
+    problems += _unique_names(c)
+    problems += _runs_problems(c)
+    return problems
+
+
+def _mode_problems(c: StackConfig) -> list[str]:
+    if c.autopilot:
+        problems = []
+        if c.pools:
+            problems.append(
+                f"pools: {len(c.pools)} pool(s) declared in autopilot mode; allowed: none "
+                "(Autopilot provisions accelerator nodes from the runs' selectors; declare `shapes:`)"
+            )
+        problems += [
+            f"shapes[{i}].capacity: 'queued' on Autopilot; allowed: on-demand, spot, reservation, flex-start"
+            for i, s in enumerate(c.shapes)
+            if s.capacity == "queued"
+        ]
+        return problems
+    problems = []
+    if c.shapes:
+        problems.append(
+            f"shapes: {len(c.shapes)} shape(s) declared in standard mode; allowed: none (declare `pools:`)"
+        )
+    return problems
+
+
+def _zone_problems(key: str, zones: tuple[str, ...], region: str | None) -> list[str]:
+    problems = []
+    for j, zone in enumerate(zones):
+        m = _ZONE.match(zone)
+        if not m or (region and m.group("region") != region):
+            where = f"region {region!r}" if region else "a valid region"
+            problems.append(f"{key}[{j}]: {zone!r} is not a zone of {where}; allowed: {region or '<region>'}-<letter>")
+    return problems
+
+
+def _bucket_problems(key: str, name: str) -> list[str]:
+    sep = ": " if key else ""
+    """https://cloud.google.com/storage/docs/buckets#naming (names without dots)."""
+    rules = [
+        (3 <= len(name) <= 63, "3 to 63 characters"),
+        (re.fullmatch(r"[a-z0-9][a-z0-9_-]*[a-z0-9]", name) is not None,
+         "lowercase letters, digits, '-' and '_', starting and ending with a letter or digit"),
+        (not name.startswith("goog") and "google" not in name, "no 'goog' prefix and no 'google'"),
+    ]
+    return [f"{key}{sep}{name!r} breaks GCS bucket naming; allowed: {rule}" for ok, rule in rules if not ok]
+
+
+def _unique_names(c: StackConfig) -> list[str]:
+    key = "shapes" if c.autopilot else "pools"
+    seen: set[str] = set()
+    problems = []
+    for i, group in enumerate(c.accelerator_groups()):
+        if group.name in seen:
+            problems.append(f"{key}[{i}].name: {group.name!r} is used twice; allowed: unique names")
+        seen.add(group.name)
+    return problems
+
+
+def _runs_problems(c: StackConfig) -> list[str]:
+    """Cross-checks of runs against the pools/shapes they name.
+
+    The run rules belong to workloads/spec.py: once it defines
+    `validate_runs(runs, contracts) -> list[str]`, its problems join these.
+    """
+    from infra.scheduling import derive_contracts  # noqa: PLC0415 (import cycle)
+    from workloads import spec  # noqa: PLC0415
+
+    hook = getattr(spec, "validate_runs", None)
+    if hook is None or not c.runs:
+        return []
+    return list(hook(c.runs, derive_contracts(c)))
+
+
+def _problem_lines(err: ValidationError) -> list[str]:
+    lines = []
+    for e in err.errors():
+        path = _path(e["loc"])
+        if e["type"] == "value_error":
+            for line in str(e["ctx"]["error"]).splitlines():
+                lines.append(_join(path, line))
+        elif e["type"] == "extra_forbidden":
+            lines.append(f"{path}: unknown key; check the spelling against Pulumi.yaml")
+        else:
+            lines.append(f"{path}: {e.get('input')!r} {e['msg'].lower()}")
+    return lines
+
+
+# A validator line starting with `key:` or `[i]:` is relative to the validated
+# value's path; any other line is about the value itself.
+_RELATIVE = re.compile(r"^([A-Za-z][\w.-]*|\[\d+\])[^ ]*: ")
+_TOP_LEVEL_ALIASES = {"project": "gcp:project", "region": "gcp:region"}
+
+
+def _join(path: str, line: str) -> str:
+    if not path:
+        return line
+    if _RELATIVE.match(line):
+        return f"{path}{line}" if line.startswith("[") else f"{path}.{line}"
+    return f"{path}: {line}"
+
+
+def _path(loc: tuple) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else _TOP_LEVEL_ALIASES.get(str(part), str(part))
+    return out
+
+
+# --- reading Pulumi config -----------------------------------------------------
+
+# Keys whose stack value is structured; Pulumi hands them to the program as JSON.
+_STRUCTURED = ("pools", "shapes", "images", "runs", "zones")
+_NOT_MODEL_KEYS = ("hfToken",)
+
+
+def load() -> StackConfig:
+    """Read and validate the current stack's config; raise ConfigError on any problem."""
+    import pulumi  # noqa: PLC0415 (the models stay importable without Pulumi)
+
+    gcp = pulumi.Config("gcp")
+    values: dict[str, Any] = {
+        "project": gcp.get("project") or "",
+        "region": gcp.get("region") or "",
+        "stack": pulumi.get_stack(),
+    }
+    for key, raw in _project_keys().items():
+        if key in _NOT_MODEL_KEYS:
+            continue
+        values[key] = _decode(key, raw)
+    problems = []
+    hf_key = f"{PROJECT}:hfToken"
+    if pulumi.runtime.get_config(hf_key) is None:
+        problems.append("hfToken: not set; run `pulumi config set --secret hfToken <token>`")
+    elif not pulumi.runtime.is_config_secret(hf_key):
+        problems.append(
+            "hfToken: stored in plain text; allowed: a secret (`pulumi config set --secret hfToken <token>`)"
+        )
+    try:
+        config = StackConfig.model_validate(values)
+    except ValidationError as err:
+        problems += _problem_lines(err)
+        config = None
+    if problems:
+        raise ConfigError(problems)
+    return config
+
+
+def hf_token():
+    """The Hugging Face token as a Pulumi secret Output (validated by `load`)."""
+    import pulumi  # noqa: PLC0415
+
+    return pulumi.Config(PROJECT).require_secret("hfToken")
+
+
+def _project_keys() -> dict[str, Any]:
+    import pulumi.runtime.config as runtime_config  # noqa: PLC0415
+
+    merged = {**runtime_config.get_config_env(), **runtime_config.CONFIG.get()}
+    prefix = f"{PROJECT}:"
+    return {k[len(prefix):]: v for k, v in merged.items() if k.startswith(prefix)}
+
+
+def _decode(key: str, raw: Any) -> Any:
+    if key in _STRUCTURED and isinstance(raw, str):
+        try:
+            return json.loads(raw)
+        except json.JSONDecodeError:
+            return raw  # pydantic reports the type mismatch with the value
+    return raw
+
+
+__all__ = [
+    "Autoscaling", "CAPACITIES", "ConfigError", "Family", "Images", "PoolConfig",
+    "ShapeConfig", "StackConfig", "hf_token", "load",
+]

@@ -1,0 +1,34 @@
+"""Cloud resource ids derived from the stack name, within GCP's limits. Pure functions."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+# https://cloud.google.com/iam/docs/service-accounts-create#creating:
+# 6-30 characters, lowercase letters, digits and hyphens, starting with a letter.
+SERVICE_ACCOUNT_ID_MAX = 30
+_SERVICE_ACCOUNT_ID = re.compile(r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$")
+
+
+def slug(text: str) -> str:
+    """Lowercase letters, digits and single hyphens (Pulumi stack names also allow `_` and `.`)."""
+    cleaned = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+    return cleaned or "stack"
+
+
+def service_account_id(stack: str, role: str) -> str:
+    """`ft-<stack>-<role>`, the stack part shortened with a hash suffix when it would not fit."""
+    base = f"ft-{slug(stack)}-{role}"
+    if len(base) <= SERVICE_ACCOUNT_ID_MAX:
+        result = base
+    else:
+        digest = hashlib.sha256(stack.encode()).hexdigest()[:6]
+        room = SERVICE_ACCOUNT_ID_MAX - len(f"ft--{digest}-{role}")
+        result = f"ft-{slug(stack)[:room].rstrip('-')}-{digest}-{role}"
+    assert _SERVICE_ACCOUNT_ID.match(result), result
+    return result
+
+
+def default_bucket_name(project: str, stack: str) -> str:
+    return f"{project}-{slug(stack)}-finetune"

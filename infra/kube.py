@@ -1,0 +1,66 @@
+"""The Kubernetes provider for the cluster, authenticated by gke-gcloud-auth-plugin."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_kubernetes as k8s
+import yaml
+
+
+def kubeconfig(name: str, endpoint: str, ca_certificate: str) -> str:
+    """A kubeconfig that gets short-lived tokens from gcloud, never a stored credential.
+    https://cloud.google.com/kubernetes-engine/docs/how-to/cluster-access-for-kubectl#install_plugin"""
+    return yaml.safe_dump(
+        {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {"name": name, "cluster": {"server": f"https://{endpoint}", "certificate-authority-data": ca_certificate}}
+            ],
+            "contexts": [{"name": name, "context": {"cluster": name, "user": name}}],
+            "current-context": name,
+            "users": [
+                {
+                    "name": name,
+                    "user": {
+                        "exec": {
+                            "apiVersion": "client.authentication.k8s.io/v1beta1",
+                            "command": "gke-gcloud-auth-plugin",
+                            "installHint": "gcloud components install gke-gcloud-auth-plugin",
+                            "provideClusterInfo": True,
+                        }
+                    },
+                }
+            ],
+        },
+        sort_keys=False,
+    )
+
+
+@dataclass
+class KubernetesAccessArgs:
+    cluster_name: pulumi.Input[str]
+    endpoint: pulumi.Input[str]
+    ca_certificate: pulumi.Input[str]
+
+
+class KubernetesAccess(pulumi.ComponentResource):
+    """Holds the provider every Kubernetes resource of the stack is declared with."""
+
+    provider: k8s.Provider
+
+    def __init__(self, name: str, args: KubernetesAccessArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("gke-finetune:platform:KubernetesAccess", name, None, opts)
+        config = pulumi.Output.all(args.cluster_name, args.endpoint, args.ca_certificate).apply(
+            lambda v: kubeconfig(v[0], v[1], v[2])
+        )
+        self.provider = k8s.Provider(
+            name,
+            kubeconfig=config,
+            # Every object the stack declares is applied server-side.
+            enable_server_side_apply=True,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        self.register_outputs({})
