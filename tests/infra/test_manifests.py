@@ -1,0 +1,270 @@
+"""Every rendered run: schema-valid (strictly), true to its pool's contract, and as reviewed."""
+
+from __future__ import annotations
+
+import copy
+import re
+
+import pytest
+import yaml
+
+from infra.accelerators import Family
+from trainers.exit_codes import CONFIG_ERROR, TERMINATED
+from workloads import examples, jobset, render, schemas, storage
+from workloads.manifests import build_run
+
+STACKS = [render.EXAMPLES, *render.shipped_stacks()]
+
+
+def stack_inputs(stack: str):
+    """(runs, contracts) of a stack, to check manifests against what they were built from."""
+    if stack == render.EXAMPLES:
+        return examples.RUNS, examples.CONTRACTS
+    runs, contracts, _facts = render.stack_inputs(stack)
+    return runs, contracts
+
+
+CASES = [
+    pytest.param(stack, run, contracts[run.pool], render.manifests_for(stack)[run.name], id=f"{stack}/{run.name}")
+    for stack in STACKS
+    for runs, contracts in [stack_inputs(stack)]
+    for run in runs
+]
+
+
+def pod(manifest: dict) -> dict:
+    return manifest["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]
+
+
+def trainer(manifest: dict) -> dict:
+    [container] = pod(manifest)["spec"]["containers"]
+    return container
+
+
+# --- schemas ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("stack,run,contract,manifest", CASES)
+def test_manifest_is_schema_valid(stack, run, contract, manifest):
+    assert schemas.manifest_errors(manifest) == []
+
+
+def typo(manifest: dict, path: tuple, wrong: str) -> dict:
+    """`manifest` with the field at `path` renamed to `wrong`."""
+    broken = copy.deepcopy(manifest)
+    node = broken
+    for key in path[:-1]:
+        node = node[key]
+    node[wrong] = node.pop(path[-1])
+    return broken
+
+
+MULTISLICE = examples.RUNS[2]
+JOB = ("spec", "replicatedJobs", 0, "template", "spec")
+
+
+@pytest.fixture(scope="module")
+def multislice_manifest():
+    return build_run(MULTISLICE, examples.CONTRACTS[MULTISLICE.pool], examples.FACTS)
+
+
+@pytest.mark.parametrize(
+    "path,wrong",
+    [
+        (("spec", "failurePolicy"), "failurPolicy"),
+        (("spec", "network", "enableDNSHostnames"), "enableDnsHostnames"),
+        (("spec", "replicatedJobs", 0, "replicas"), "replica"),
+        (("metadata", "annotations"), "anotations"),
+    ],
+)
+def test_jsonschema_rejects_a_typo_in_the_jobset(multislice_manifest, path, wrong):
+    errors = schemas.jobset_errors(typo(multislice_manifest, path, wrong))
+    assert any(f"'{wrong}' was unexpected" in e for e in errors), errors
+
+
+@pytest.mark.parametrize(
+    "path,wrong",
+    [
+        ((*JOB, "backoffLimit"), "backofLimit"),
+        ((*JOB, "template", "spec", "nodeSelector"), "nodeSelecter"),
+        ((*JOB, "template", "spec", "containers", 0, "volumeMounts"), "volumeMount"),
+    ],
+)
+def test_both_validators_reject_a_typo_in_the_job(multislice_manifest, path, wrong):
+    broken = typo(multislice_manifest, path, wrong)
+    assert any(f"'{wrong}' was unexpected" in e for e in schemas.jobset_errors(broken))
+    assert any(f"'{wrong}' was unexpected" in e for e in schemas.job_errors(broken))
+
+
+def test_jsonschema_rejects_an_action_outside_the_v0_12_enum(multislice_manifest):
+    broken = copy.deepcopy(multislice_manifest)
+    broken["spec"]["failurePolicy"]["rules"][1]["action"] = "RestartJobSetAndIgnoreMaxRestart"
+    assert any("is not one of" in e for e in schemas.jobset_errors(broken))
+
+
+def test_strict_keeps_fields_the_schema_preserves():
+    schema = {"type": "object", "properties": {
+        "open": {"type": "object", "properties": {"a": {}}, "x-kubernetes-preserve-unknown-fields": True},
+        "closed": {"type": "object", "properties": {"a": {}}},
+        "metadata": {"type": "object"},
+    }}  # fmt: skip
+    strict = schemas.strict(schema)
+    assert "additionalProperties" not in strict["properties"]["open"]
+    assert strict["properties"]["closed"]["additionalProperties"] is False
+
+
+# --- invariants ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("stack,run,contract,manifest", CASES)
+def test_scheduling_equals_the_contract(stack, run, contract, manifest):
+    rjob = manifest["spec"]["replicatedJobs"][0]
+    spec = pod(manifest)["spec"]
+    assert rjob["replicas"] == contract.slices
+    assert rjob["template"]["spec"]["parallelism"] == contract.hosts_per_slice
+    assert rjob["template"]["spec"]["completions"] == contract.hosts_per_slice
+    assert contract.node_selector.items() <= spec["nodeSelector"].items()
+    assert spec["tolerations"] == list(contract.tolerations)
+    chips = str(run.chips_per_host or contract.chips_per_host)
+    resources = trainer(manifest)["resources"]
+    assert resources["limits"] == resources["requests"] == {contract.resource_name: chips}
+    if contract.reservation:
+        assert spec["nodeSelector"]["cloud.google.com/reservation-name"] == contract.reservation
+        assert spec["nodeSelector"]["cloud.google.com/reservation-affinity"] == "specific"
+
+
+@pytest.mark.parametrize("stack,run,contract,manifest", CASES)
+def test_multislice_runs_are_one_job_per_node_pool_and_join_over_dcn(stack, run, contract, manifest):
+    annotations = manifest["metadata"]["annotations"]
+    env = {e["name"]: e for e in trainer(manifest)["env"]}
+    if contract.family is Family.TPU and contract.slices > 1:
+        assert annotations["alpha.jobset.sigs.k8s.io/exclusive-topology"] == "cloud.google.com/gke-nodepool"
+        assert env["MEGASCALE_COORDINATOR_ADDRESS"]["value"] == f"{run.name}-trainer-0-0.{run.name}"
+        assert "job-index" in env["MEGASCALE_SLICE_ID"]["valueFrom"]["fieldRef"]["fieldPath"]
+        assert "replicatedjob-replicas" in env["MEGASCALE_NUM_SLICES"]["valueFrom"]["fieldRef"]["fieldPath"]
+        assert manifest["spec"]["network"]["subdomain"] == run.name
+    else:
+        assert not any(name.startswith("MEGASCALE_") for name in env)
+
+
+@pytest.mark.parametrize("stack,run,contract,manifest", CASES)
+def test_images_by_digest_only(stack, run, contract, manifest):
+    image = trainer(manifest)["image"]
+    assert re.search(r"@sha256:[0-9a-f]{64}$", image)
+    assert ":latest" not in yaml.safe_dump(manifest)
+
+
+SECRETISH = re.compile(r"(token|secret|password|key)", re.IGNORECASE)
+
+
+@pytest.mark.parametrize("stack,run,contract,manifest", CASES)
+def test_no_secret_literal(stack, run, contract, manifest):
+    for var in trainer(manifest)["env"]:
+        if SECRETISH.search(var["name"]) and "value" in var:
+            assert var["value"].startswith("/var/run/secrets/"), var  # a path to a mounted file, not the secret
+    text = yaml.safe_dump(manifest)
+    assert not re.search(r"hf_[A-Za-z0-9]{20,}", text)
+    assert "secretKeyRef" not in text or "hf-token" in text
+
+
+@pytest.mark.parametrize("stack,run,contract,manifest", CASES)
+def test_read_write_mounts_only_where_the_trainer_writes(stack, run, contract, manifest):
+    spec = pod(manifest)["spec"]
+    volumes = {v["name"]: v for v in spec["volumes"]}
+    writable = {m["mountPath"] for m in trainer(manifest)["volumeMounts"] if not m.get("readOnly")}
+    expected = {storage.CHECKPOINT_DIR, "/dev/shm"} if run.trainer == "trl-gpu" else {storage.CHECKPOINT_DIR}
+    assert writable == expected | ({storage.PROFILE_DIR} if run.profile else set())
+    for volume in volumes.values():
+        if "csi" not in volume:
+            continue
+        options = volume["csi"]["volumeAttributes"]["mountOptions"]
+        only_dir = re.search(r"only-dir=([^,]+)", options).group(1)
+        if volume["csi"]["readOnly"]:
+            assert only_dir == "datasets"
+        else:
+            assert only_dir in {f"checkpoints/{run.name}", f"profiles/{run.name}"}
+            assert "file-cache:max-size-mb:0" in options and "metadata-cache:ttl-secs:0" in options
+
+
+@pytest.mark.parametrize("stack,run,contract,manifest", CASES)
+def test_lifecycle_under_pulumi(stack, run, contract, manifest):
+    spec = manifest["spec"]
+    assert manifest["metadata"]["name"] == run.name
+    assert manifest["metadata"]["annotations"]["pulumi.com/skipAwait"] == "true"
+    assert "ttlSecondsAfterFinished" not in spec
+    assert spec["suspend"] is run.suspend
+    # What JobSet's defaulting webhook would otherwise add (v0.12.0 jobset_webhook.go Default).
+    assert spec["successPolicy"] == {"operator": "All"}
+    assert spec["startupPolicy"] == {"startupPolicyOrder": "AnyOrder"}
+    assert spec["network"]["enableDNSHostnames"] is True and spec["network"]["publishNotReadyAddresses"] is True
+    assert spec["failurePolicy"]["restartStrategy"] == "Recreate"
+    assert all(rule["name"] for rule in spec["failurePolicy"]["rules"])
+    rjob = spec["replicatedJobs"][0]
+    assert rjob["groupName"] == "default" and rjob["template"]["spec"]["completionMode"] == "Indexed"
+    assert pod(manifest)["spec"]["restartPolicy"] == "Never"
+    assert pod(manifest)["metadata"]["annotations"]["gke-gcsfuse/volumes"] == "true"
+
+
+# --- failure policy --------------------------------------------------------
+
+# The messages the Job controller writes when a podFailurePolicy FailJob rule
+# matches (k8s.io/kubernetes pkg/controller/job/pod_failure_policy.go).
+def exit_message(code: int) -> str:
+    return f"Container trainer for pod finetune/run-trainer-0-0-abcde failed with exit code {code} matching FailJob rule at index 0"
+
+
+DISRUPTED = "Pod finetune/run-trainer-0-1-abcde has condition DisruptionTarget matching FailJob rule at index 1"
+
+
+def first_rule(message: str, reason: str = "PodFailurePolicy") -> str:
+    """The JobSet rule that handles a Job failure, as the JobSet controller picks it."""
+    for rule in jobset.failure_policy(3)["rules"]:
+        reasons = rule.get("onJobFailureReasons", [])
+        patterns = rule.get("onJobFailureMessagePatterns", [])
+        if (not reasons or reason in reasons) and (not patterns or any(re.search(p, message) for p in patterns)):
+            return rule["action"]
+    return "RestartJobSet"
+
+
+def test_config_error_fails_the_run_at_once():
+    assert first_rule(exit_message(CONFIG_ERROR)) == "FailJobSet"
+
+
+def test_disruption_restarts_without_counting():
+    assert first_rule(DISRUPTED) == "RestartJobSetAndIgnoreMaxRestarts"
+
+
+@pytest.mark.parametrize("code", [1, 2, 137, TERMINATED, 178])
+def test_other_failures_restart_and_count(code):
+    assert first_rule(exit_message(code), reason="BackoffLimitExceeded") == "RestartJobSet"
+
+
+def test_pod_failure_policy_routes_exit_78_and_disruptions_to_the_jobset():
+    rules = jobset.pod_failure_policy("trainer")["rules"]
+    assert rules[0]["onExitCodes"] == {"containerName": "trainer", "operator": "In", "values": [CONFIG_ERROR]}
+    assert rules[1]["onPodConditions"] == [{"type": "DisruptionTarget", "status": "True"}]
+    assert all(rule["action"] == "FailJob" for rule in rules)
+
+
+# --- goldens ---------------------------------------------------------------
+
+REGENERATE = "regenerate with `python -m workloads.render --update-goldens` and review the diff"
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_goldens_match(stack):
+    manifests = render.manifests_for(stack)
+    directory = render.GOLDEN_DIR / stack
+    on_disk = {p.stem for p in directory.glob("*.yaml")}
+    assert on_disk == set(manifests), f"golden files differ from the runs of {stack}; {REGENERATE}"
+    for name, manifest in manifests.items():
+        golden = (directory / f"{name}.yaml").read_text()
+        assert render.to_yaml(manifest) == golden, f"{stack}/{name}.yaml is stale; {REGENERATE}"
+
+
+def test_render_writes_one_file_per_run_and_drops_stale_ones(tmp_path):
+    (tmp_path / "removed-run.yaml").write_text("old")
+    assert render.main(["--examples", "--out", str(tmp_path)]) == 0
+    assert {p.stem for p in tmp_path.glob("*.yaml")} == {r.name for r in examples.RUNS}
+    loaded = yaml.safe_load((tmp_path / "gemma3-multislice.yaml").read_text())
+    assert loaded == render.example_manifests()["gemma3-multislice"]

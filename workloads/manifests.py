@@ -1,0 +1,153 @@
+"""A run and its pool's contract in, the run's JobSet manifest (a plain dict) out.
+
+`build_runs` is what both the Pulumi component (infra/runs.py) and the YAML
+renderer (workloads/render.py) call, so what is reviewed is what is applied.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from infra.accelerators import RESERVATION_AFFINITY_LABEL, RESERVATION_NAME_LABEL, Family
+from infra.names import RUNS_NAMESPACE, TRAINER_KSA
+from infra.scheduling import SchedulingContract
+from workloads import jobset, storage, trainers
+from workloads.images import require_digest
+from workloads.spec import RunConfig, validate_runs
+
+APP_LABEL = "app.kubernetes.io/name"
+APP = "gke-finetune"
+RUN_LABEL = "gke-finetune/run"
+
+# Pulumi submits the run and returns instead of waiting for it to finish
+# (a fine-tuning run takes hours).
+# https://www.pulumi.com/registry/packages/kubernetes/api-docs/apiextensions/customresource/
+SKIP_AWAIT = {"pulumi.com/skipAwait": "true"}
+
+
+@dataclass(frozen=True)
+class PlatformFacts:
+    """What the platform provides to every run."""
+
+    bucket: str
+    images: Mapping[str, str]  # trainer -> image by digest
+    namespace: str = RUNS_NAMESPACE
+    service_account: str = TRAINER_KSA
+    extra_labels: Mapping[str, str] = field(default_factory=dict)
+
+
+class RunError(ValueError):
+    """The stack's runs do not fit its pools; the message lists every problem."""
+
+
+def build_runs(
+    runs: Iterable[RunConfig], contracts: Mapping[str, SchedulingContract], facts: PlatformFacts
+) -> dict[str, dict]:
+    """Every run's manifest by run name, after checking all runs together."""
+    runs = list(runs)
+    problems = validate_runs(runs, contracts) + [
+        f"run {run.name!r}: no image for trainer {run.trainer}; set the stack's `images.{run.trainer}` "
+        "or the run's `image` (by digest)"
+        for run in runs
+        if not (run.image or facts.images.get(run.trainer))
+    ]
+    if problems:
+        raise RunError("invalid runs:\n- " + "\n- ".join(problems))
+    return {run.name: build_run(run, contracts[run.pool], facts) for run in runs}
+
+
+def build_run(run: RunConfig, contract: SchedulingContract, facts: PlatformFacts) -> dict:
+    labels = {APP_LABEL: APP, RUN_LABEL: run.name, **facts.extra_labels}
+    annotations = dict(SKIP_AWAIT)
+    if contract.family is Family.TPU and contract.hosts_per_slice > 1:
+        annotations.update(jobset.EXCLUSIVE_TOPOLOGY)
+    return jobset.jobset(
+        name=run.name,
+        namespace=facts.namespace,
+        labels=labels,
+        annotations=annotations,
+        job=child_job(run, contract, facts, labels),
+        replicas=contract.slices,
+        run_spec={"suspend": run.suspend, "max_restarts": run.max_restarts},
+    )
+
+
+def child_job(run: RunConfig, contract: SchedulingContract, facts: PlatformFacts, labels: dict) -> dict:
+    """The batch/v1 Job template of one slice: one pod per host, Indexed."""
+    hosts = contract.hosts_per_slice
+    return {
+        "spec": {
+            "parallelism": hosts,
+            "completions": hosts,
+            "completionMode": "Indexed",
+            "backoffLimit": 0,
+            "podFailurePolicy": jobset.pod_failure_policy(trainers.CONTAINER),
+            "template": {
+                "metadata": {"labels": dict(labels), "annotations": dict(storage.SIDECAR_ANNOTATIONS)},
+                "spec": pod_spec(run, contract, facts),
+            },
+        }
+    }
+
+
+def multislice(contract: SchedulingContract) -> bool:
+    return contract.family is Family.TPU and contract.slices > 1
+
+
+def pod_spec(run: RunConfig, contract: SchedulingContract, facts: PlatformFacts) -> dict:
+    # Multislice traffic between slices goes over DCN; host networking spares
+    # it the pod network's overlay, as GKE's multislice guide does.
+    # https://cloud.google.com/kubernetes-engine/docs/how-to/tpu-multislice
+    host_network = multislice(contract)
+    mounts = storage.run_mounts(run.name, run.profile)
+    extra_volumes, extra_mounts = trainers.extra_volumes(run)
+    spec = {
+        "serviceAccountName": facts.service_account,
+        "restartPolicy": "Never",
+        "terminationGracePeriodSeconds": trainers.GRACE_SECONDS[run.trainer],
+        "nodeSelector": node_selector(contract),
+        "tolerations": [dict(t) for t in contract.tolerations],
+        "containers": [container(run, contract, facts, [storage.volume_mount(m) for m in mounts] + extra_mounts)],
+        "volumes": [storage.volume(m, facts.bucket, host_network) for m in mounts] + extra_volumes,
+    }
+    if host_network:
+        spec.update({"hostNetwork": True, "dnsPolicy": "ClusterFirstWithHostNet"})
+    return spec
+
+
+def node_selector(contract: SchedulingContract) -> dict[str, str]:
+    """The contract's selector, plus the reservation the pool consumes, if any.
+
+    GKE labels nodes that consume a specific reservation with its name; a pod
+    selecting it cannot land on on-demand capacity of the same shape.
+    https://cloud.google.com/kubernetes-engine/docs/how-to/consuming-reservations
+    """
+    selector = {}
+    if contract.reservation:
+        selector = {RESERVATION_NAME_LABEL: contract.reservation, RESERVATION_AFFINITY_LABEL: "specific"}
+    return {**selector, **contract.node_selector}
+
+
+def container(run: RunConfig, contract: SchedulingContract, facts: PlatformFacts, mounts: list[dict]) -> dict:
+    chips = run.chips_per_host or contract.chips_per_host
+    accelerators = {contract.resource_name: str(chips)}
+    env = trainers.env(run)
+    if multislice(contract):
+        env = jobset.megascale_env(run.name) + env
+    spec = {
+        "name": trainers.CONTAINER,
+        "image": require_digest(run.image or facts.images[run.trainer]),
+        # A digest never changes, so the node's copy is always the right one.
+        "imagePullPolicy": "IfNotPresent",
+        "workingDir": trainers.WORKDIR,
+        "command": trainers.command(run, chips),
+        "args": trainers.platform_args(run, contract) + list(run.args),
+        "env": env,
+        "resources": {"limits": accelerators, "requests": dict(accelerators)},
+        "volumeMounts": mounts,
+    }
+    ports = trainers.ports(run, contract)
+    if ports:
+        spec["ports"] = ports
+    return spec

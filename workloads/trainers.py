@@ -1,0 +1,90 @@
+"""What each trainer needs in its pod: command, flags, environment, extra volumes.
+
+The images hold the repository's `trainers/` package at /app (WORKDIR), so a
+trainer is started as a module of that package.
+"""
+
+from __future__ import annotations
+
+from infra.names import HF_TOKEN_KEY, HF_TOKEN_SECRET
+from infra.scheduling import SchedulingContract
+from workloads.spec import RunConfig
+from workloads.storage import CHECKPOINT_DIR, DATA_DIR, PROFILE_DIR
+
+CONTAINER = "trainer"
+WORKDIR = "/app"
+
+# Seconds between SIGTERM and SIGKILL: the trainers write a final checkpoint
+# when told to stop. GKE gives Spot VMs about 30 s of notice whatever this
+# says, but maintenance and `kubectl delete` honour it.
+# https://cloud.google.com/kubernetes-engine/docs/concepts/node-pool-upgrade-strategies#graceful-termination
+GRACE_SECONDS = {"gemma-jax": 300, "trl-gpu": 600}
+
+# libtpu's port for the hosts of one slice to reach each other.
+TPU_RUNTIME_PORT = 8471
+
+HF_TOKEN_DIR = "/var/run/secrets/huggingface"
+ACCELERATE_CONFIG = "trainers/trl_gpu/accelerate_fsdp_8gpu.yaml"
+# Accelerate puts NCCL's shared-memory buffers in /dev/shm; the container
+# runtime's 64 MiB default is far too small for 8 GPUs.
+SHM_SIZE = "64Gi"
+
+
+def command(run: RunConfig, chips: int) -> list[str]:
+    if run.trainer == "gemma-jax":
+        return ["python", "-m", "trainers.gemma_jax.train"]
+    # --num_processes overrides the config file's 8 when a run uses fewer GPUs.
+    return ["accelerate", "launch", "--config_file", ACCELERATE_CONFIG, "--num_processes", str(chips),
+            "-m", "trainers.trl_gpu.sft"]  # fmt: skip
+
+
+def platform_args(run: RunConfig, contract: SchedulingContract) -> list[str]:
+    """The flags that tell the trainer where its data, checkpoints and profiles are."""
+    if run.trainer == "gemma-jax":
+        args = ["--data_path", f"{DATA_DIR}/{run.data}", "--checkpoint_dir", CHECKPOINT_DIR]
+        if run.profile:
+            args += ["--log_dir", PROFILE_DIR]
+        peak = contract.shape.accelerator.peak_bf16_flops_per_chip
+        return args + ["--peak_flops_per_device", f"{peak:.6g}"]
+    args = ["--output_dir", CHECKPOINT_DIR]
+    if run.data:
+        args += ["--dataset_name", f"{DATA_DIR}/{run.data}"]
+    if run.profile:
+        args += ["--logging_dir", PROFILE_DIR]
+    return args
+
+
+def env(run: RunConfig) -> list[dict]:
+    variables = [{"name": "PYTHONUNBUFFERED", "value": "1"}]
+    if run.trainer == "trl-gpu":
+        # The token is a file from the Secret, never a literal in the manifest.
+        variables.append({"name": "HF_TOKEN_PATH", "value": f"{HF_TOKEN_DIR}/{HF_TOKEN_KEY}"})
+    return variables + [{"name": k, "value": v} for k, v in sorted(run.env.items())]
+
+
+def extra_volumes(run: RunConfig) -> tuple[list[dict], list[dict]]:
+    """(volumes, volumeMounts) a trainer needs besides the bucket."""
+    if run.trainer != "trl-gpu":
+        return [], []
+    volumes = [
+        {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": SHM_SIZE}},
+        {
+            "name": "hf-token",
+            "secret": {
+                "secretName": HF_TOKEN_SECRET,
+                "items": [{"key": HF_TOKEN_KEY, "path": HF_TOKEN_KEY}],
+                "defaultMode": 0o400,
+            },
+        },
+    ]
+    mounts = [
+        {"name": "dshm", "mountPath": "/dev/shm"},
+        {"name": "hf-token", "mountPath": HF_TOKEN_DIR, "readOnly": True},
+    ]
+    return volumes, mounts
+
+
+def ports(run: RunConfig, contract: SchedulingContract) -> list[dict]:
+    if run.trainer == "gemma-jax" and contract.hosts_per_slice > 1:
+        return [{"containerPort": TPU_RUNTIME_PORT, "name": "tpu-runtime", "protocol": "TCP"}]
+    return []
