@@ -1,0 +1,1 @@
+"""Command-line tools that work on the repository without cloud credentials."""

@@ -1,0 +1,207 @@
+"""Run the whole Pulumi program offline, under the SDK's mocks, and return what it declared.
+
+    from tools.offline import run_stack
+
+    deployment = run_stack("dev")                       # Pulumi.dev.yaml as the CLI would load it
+    pools = deployment.of_type("gcp:container/nodePool:NodePool")
+    assert pools[0].inputs["placementPolicy"]["tpuTopology"] == "2x4"
+    deployment.outputs["bucketUrl"]                     # resolved stack outputs
+
+    run_stack("dev", overrides={"gke-finetune:pools": [...]})   # change keys (None removes one)
+    run_stack("dev", secrets={})                        # no hfToken at all
+    run_stack("dev", plain={"gke-finetune:hfToken": "x"}) # a key set in plain text
+    run_stack("dev", root=Path("/tmp/other-checkout"))  # another tree's program and stack files
+
+`run_stack` raises whatever the program raises (e.g. infra.config.ConfigError);
+`declared_before_error(...)` runs it expecting an error and returns both, to
+check that nothing was declared. Config is set exactly as the CLI hands it to
+a Python program: Pulumi.yaml defaults merged in, structured values as JSON
+strings, secret keys flagged. Resource inputs are recorded in their wire
+(camelCase) form, as the providers receive them, with the resource options
+that matter here (protect, retainOnDelete, parent, provider, dependencies).
+
+The tests (tests/infra/pulumi_harness.py) and the offline plan (tools/plan.py)
+both use this module; it imports nothing of the project itself, so it can run
+another checkout's program (`root`) as long as that tree is first on sys.path.
+"""
+
+from __future__ import annotations
+
+import json
+import runpy
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+import pulumi
+import yaml
+from pulumi.runtime.mocks import MockMonitor
+
+ROOT = Path(__file__).resolve().parents[1]
+PROJECT = "gke-finetune"
+DEFAULT_SECRETS = {f"{PROJECT}:hfToken": "hf_test_token"}
+
+
+def shipped_stacks(root: Path = ROOT) -> tuple[str, ...]:
+    return tuple(sorted(p.name[len("Pulumi."):-len(".yaml")] for p in root.glob("Pulumi.*.yaml")))
+
+
+SHIPPED_STACKS = shipped_stacks()
+
+
+@dataclass
+class Declared:
+    """One resource registration: its type token, name, inputs and options."""
+
+    type: str
+    name: str
+    inputs: dict[str, Any]
+    custom: bool
+    urn: str
+    parent: str
+    provider: str
+    protect: bool
+    retain_on_delete: bool
+    dependencies: tuple[str, ...]
+
+
+@dataclass
+class Deployment:
+    resources: list[Declared] = field(default_factory=list)
+    outputs: dict[str, Any] = field(default_factory=dict)
+
+    def of_type(self, type_token: str) -> list[Declared]:
+        return [r for r in self.resources if r.type == type_token]
+
+    def named(self, name: str) -> Declared:
+        matches = [r for r in self.resources if r.name == name]
+        assert len(matches) == 1, f"{len(matches)} resources named {name!r}"
+        return matches[0]
+
+    def types(self) -> set[str]:
+        return {r.type for r in self.resources}
+
+
+class _Mocks(pulumi.runtime.Mocks):
+    """Computed outputs GCP would return, derived from the inputs, so the program's
+    Output plumbing (emails, endpoints, names) resolves to checkable strings."""
+
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs):
+        state = dict(args.inputs)
+        project = state.get("project", "mock-project")
+        if args.typ == "gcp:serviceaccount/account:Account":
+            email = f"{state['accountId']}@{project}.iam.gserviceaccount.com"
+            state.update(email=email, name=f"projects/{project}/serviceAccounts/{email}",
+                         member=f"serviceAccount:{email}")
+        elif args.typ == "gcp:container/cluster:Cluster":
+            state.update(endpoint="203.0.113.10", masterAuth={"clusterCaCertificate": "Q0EtREFUQQ=="})
+            return f"projects/{project}/locations/{state['location']}/clusters/{state['name']}", state
+        elif args.typ == "gcp:artifactregistry/repository:Repository":
+            state.setdefault("name", state.get("repositoryId"))
+        elif args.typ == "docker-build:index:Image":
+            # A stand-in digest, stable per image tag, so runs resolve to a digest reference.
+            import hashlib
+
+            tag = (state.get("tags") or [args.name])[0]
+            state["digest"] = "sha256:" + hashlib.sha256(tag.encode()).hexdigest()
+        elif args.typ == "command:local:Command":
+            import hashlib
+
+            state["stdout"] = "sha256:" + hashlib.sha256(str(state.get("create")).encode()).hexdigest()
+        return f"{args.name}-id", state
+
+    def call(self, args: pulumi.runtime.MockCallArgs):
+        return {}
+
+
+class _RecordingMonitor(MockMonitor):
+    def __init__(self, mocks: pulumi.runtime.Mocks, sink: list[Declared]):
+        super().__init__(mocks)
+        self._sink = sink
+
+    def RegisterResource(self, request):
+        response = super().RegisterResource(request)
+        if request.type != "pulumi:pulumi:Stack":
+            self._sink.append(
+                Declared(
+                    type=request.type,
+                    name=request.name,
+                    inputs=pulumi.runtime.rpc.deserialize_properties(request.object),
+                    custom=request.custom,
+                    urn=response.urn,
+                    parent=request.parent,
+                    provider=request.provider,
+                    protect=request.protect,
+                    retain_on_delete=request.retainOnDelete,
+                    dependencies=tuple(request.dependencies),
+                )
+            )
+        return response
+
+
+def stack_config(
+    stack: str,
+    overrides: dict[str, Any] | None = None,
+    secrets: dict[str, str] | None = None,
+    plain: dict[str, str] | None = None,
+    root: Path = ROOT,
+) -> tuple[dict[str, str], list[str]]:
+    """The config map and secret keys the CLI would pass for `Pulumi.<stack>.yaml`."""
+    project_file = yaml.safe_load((root / "Pulumi.yaml").read_text())
+    values: dict[str, Any] = {
+        f"{PROJECT}:{k}": d["default"]
+        for k, d in project_file.get("config", {}).items()
+        if isinstance(d, dict) and "default" in d
+    }
+    values.update(yaml.safe_load((root / f"Pulumi.{stack}.yaml").read_text()).get("config") or {})
+    for key, value in (overrides or {}).items():
+        if value is None:
+            values.pop(key, None)
+        else:
+            values[key] = value
+    secrets = DEFAULT_SECRETS if secrets is None else secrets
+    values.update(secrets)
+    values.update(plain or {})
+    encoded = {k: v if isinstance(v, str) else json.dumps(v) for k, v in values.items()}
+    return encoded, list(secrets)
+
+
+def run_stack(
+    stack: str,
+    overrides: dict[str, Any] | None = None,
+    secrets: dict[str, str] | None = None,
+    plain: dict[str, str] | None = None,
+    root: Path = ROOT,
+) -> Deployment:
+    """Run __main__.py for a stack under mocks (preview=False); return its resources and outputs."""
+    deployment = Deployment()
+    _run(stack, deployment, overrides, secrets, plain, root)
+    return deployment
+
+
+def declared_before_error(stack: str, **kwargs: Any) -> tuple[Deployment, BaseException]:
+    """Run a stack expected to fail; return what had been declared and the error."""
+    deployment = Deployment()
+    try:
+        _run(stack, deployment, kwargs.get("overrides"), kwargs.get("secrets"), kwargs.get("plain"),
+             kwargs.get("root", ROOT))
+    except Exception as err:  # noqa: BLE001 (the caller asserts on the type)
+        return deployment, err
+    raise AssertionError(f"stack {stack!r} ran without error")
+
+
+def _run(stack, deployment, overrides, secrets, plain, root: Path = ROOT) -> None:
+    config, secret_keys = stack_config(stack, overrides, secrets, plain, root)
+    pulumi.runtime.set_all_config(config, secret_keys)
+    monitor = _RecordingMonitor(_Mocks(), deployment.resources)
+    pulumi.runtime.set_mocks(_Mocks(), project=PROJECT, stack=stack, preview=False, monitor=monitor)
+    exports: dict[str, Any] = {}
+
+    @pulumi.runtime.test
+    def program():
+        with mock.patch.object(pulumi, "export", side_effect=exports.__setitem__):
+            runpy.run_path(str(root / "__main__.py"), run_name="__main__")
+        return pulumi.Output.all(**exports).apply(deployment.outputs.update)
+
+    program()
