@@ -76,4 +76,4 @@ preview: _stack
 	pulumi preview --diff --stack $(STACK)
 
 destroy: _stack
-	pulumi destroy --stack $(STACK)
+	pulumi destroy --exclude-protected --stack $(STACK)

@@ -1,0 +1,242 @@
+"""The whole program under Pulumi mocks, for every shipped stack: what it declares."""
+
+import functools
+
+import pytest
+
+from infra.identity import NODE_ROLES
+from infra.names import POOL_LABEL
+from tests.infra.pulumi_harness import SHIPPED_STACKS, run_stack
+
+NODE_POOL = "gcp:container/nodePool:NodePool"
+CLUSTER = "gcp:container/cluster:Cluster"
+SECRET_SIG = "4dabf18193072939515e22adb298388d"  # how the wire format marks a secret value
+TPU_TAINT = {"key": "google.com/tpu", "value": "present", "effect": "NO_SCHEDULE"}
+GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}
+SPOT_TAINT = {"key": "cloud.google.com/gke-spot", "value": "true", "effect": "NO_SCHEDULE"}
+
+
+@functools.cache
+def deployed(stack):
+    return run_stack(stack)
+
+
+def accelerator_pools(stack):
+    return {r.inputs["name"]: r.inputs for r in deployed(stack).of_type(NODE_POOL) if r.name != "cluster-system"}
+
+
+def only(stack, type_token):
+    found = deployed(stack).of_type(type_token)
+    assert len(found) == 1, [r.name for r in found]
+    return found[0]
+
+
+# --- every stack ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("stack", SHIPPED_STACKS)
+def test_components_follow_the_anatomy(stack):
+    d = deployed(stack)
+    components = {r.urn: r for r in d.resources if not r.custom}
+    assert {r.type for r in components.values()} == {
+        f"gke-finetune:platform:{n}" for n in
+        ("Cluster", "NodePools", "DataBucket", "Identity", "Registry", "KubernetesAccess",
+         "JobSetController", "RunsWorkspace")}
+    for r in d.resources:
+        if r.custom:
+            assert r.parent in components, f"{r.type} {r.name} is not parented to a component"
+
+
+@pytest.mark.parametrize("stack", SHIPPED_STACKS)
+def test_bucket_is_kept_and_private(stack):
+    bucket = only(stack, "gcp:storage/bucket:Bucket")
+    assert bucket.protect and bucket.retain_on_delete
+    assert bucket.inputs["forceDestroy"] is False
+    assert bucket.inputs["uniformBucketLevelAccess"] is True
+    assert bucket.inputs["hierarchicalNamespace"] == {"enabled": True}
+    assert bucket.inputs["publicAccessPrevention"] == "enforced"
+    assert bucket.inputs["softDeletePolicy"]["retentionDurationSeconds"] > 0
+    assert bucket.inputs["name"] == f"my-project-id-{stack}-finetune"
+
+
+@pytest.mark.parametrize("stack", SHIPPED_STACKS)
+def test_trainer_reads_the_bucket_and_writes_only_checkpoints_and_profiles(stack):
+    grants = {r.inputs["role"]: r.inputs for r in deployed(stack).of_type("gcp:storage/bucketIAMMember:BucketIAMMember")}
+    assert set(grants) == {"roles/storage.objectViewer", "roles/storage.objectUser"}
+    trainer = f"serviceAccount:ft-{stack}-trainer@my-project-id.iam.gserviceaccount.com"
+    assert {g["member"] for g in grants.values()} == {trainer}
+    assert "condition" not in grants["roles/storage.objectViewer"]
+    expression = grants["roles/storage.objectUser"]["condition"]["expression"]
+    bucket = f"projects/_/buckets/my-project-id-{stack}-finetune"
+    for prefix in ("checkpoints", "profiles"):
+        assert f'resource.name.startsWith("{bucket}/objects/{prefix}/")' in expression
+    assert "datasets" not in expression
+
+
+@pytest.mark.parametrize("stack", SHIPPED_STACKS)
+def test_node_account_has_only_node_roles_and_registry_read(stack):
+    node = f"serviceAccount:ft-{stack}-nodes@my-project-id.iam.gserviceaccount.com"
+    project_roles = {(r.inputs["role"], r.inputs["member"]) for r in deployed(stack).of_type("gcp:projects/iAMMember:IAMMember")}
+    assert project_roles == {(role, node) for role in NODE_ROLES}
+    reader = only(stack, "gcp:artifactregistry/repositoryIamMember:RepositoryIamMember").inputs
+    assert (reader["role"], reader["member"], reader["repository"]) == ("roles/artifactregistry.reader", node, "finetune")
+    assert only(stack, "gcp:artifactregistry/repository:Repository").inputs["format"] == "DOCKER"
+
+
+@pytest.mark.parametrize("stack", SHIPPED_STACKS)
+def test_no_service_account_keys(stack):
+    assert not [r for r in deployed(stack).resources if r.type == "gcp:serviceaccount/key:Key"]
+
+
+@pytest.mark.parametrize("stack", SHIPPED_STACKS)
+def test_workload_identity_binds_the_trainer_ksa(stack):
+    binding = only(stack, "gcp:serviceaccount/iAMMember:IAMMember").inputs
+    assert binding["role"] == "roles/iam.workloadIdentityUser"
+    assert binding["member"] == "serviceAccount:my-project-id.svc.id.goog[finetune/trainer]"
+    assert binding["serviceAccountId"].endswith(f"/ft-{stack}-trainer@my-project-id.iam.gserviceaccount.com")
+    ksa = only(stack, "kubernetes:core/v1:ServiceAccount").inputs["metadata"]
+    assert (ksa["name"], ksa["namespace"]) == ("trainer", "finetune")
+    assert ksa["annotations"] == {"iam.gke.io/gcp-service-account": f"ft-{stack}-trainer@my-project-id.iam.gserviceaccount.com"}
+    assert only(stack, "kubernetes:core/v1:Namespace").inputs["metadata"]["name"] == "finetune"
+
+
+@pytest.mark.parametrize("stack", SHIPPED_STACKS)
+def test_hf_token_is_a_secret_kubernetes_secret(stack):
+    secret = only(stack, "kubernetes:core/v1:Secret").inputs
+    assert secret["metadata"] == {"name": "hf-token", "namespace": "finetune"}
+    assert secret["stringData"][SECRET_SIG]  # still a secret on the wire
+    assert secret["stringData"]["value"] == {"token": "hf_test_token"}
+
+
+@pytest.mark.parametrize("stack", SHIPPED_STACKS)
+def test_jobset_chart_pinned(stack):
+    release = only(stack, "kubernetes:helm.sh/v3:Release")
+    assert release.inputs["chart"] == "oci://registry.k8s.io/jobset/charts/jobset"
+    assert release.inputs["version"] == "0.12.0"
+    provider = only(stack, "pulumi:providers:kubernetes")
+    assert release.provider.startswith(provider.urn)
+    kubeconfig = provider.inputs["kubeconfig"]
+    assert "gke-gcloud-auth-plugin" in kubeconfig and "https://203.0.113.10" in kubeconfig
+    assert "token:" not in kubeconfig
+
+
+@pytest.mark.parametrize("stack", SHIPPED_STACKS)
+def test_cluster_security_and_identity(stack):
+    c = only(stack, CLUSTER).inputs
+    assert c["deletionProtection"] is True
+    assert c["releaseChannel"] == {"channel": "REGULAR"}
+    assert c["networkingMode"] == "VPC_NATIVE"
+    if stack == "autopilot":
+        assert c["enableAutopilot"] is True
+        defaults = c["clusterAutoscaling"]["autoProvisioningDefaults"]
+        assert defaults["serviceAccount"] == f"ft-{stack}-nodes@my-project-id.iam.gserviceaccount.com"
+    else:
+        assert c["removeDefaultNodePool"] is True
+        assert c["enableShieldedNodes"] is True
+        assert c["workloadIdentityConfig"] == {"workloadPool": "my-project-id.svc.id.goog"}
+        assert c["addonsConfig"]["gcsFuseCsiDriverConfig"] == {"enabled": True}
+
+
+@pytest.mark.parametrize("stack", SHIPPED_STACKS)
+def test_outputs_a_user_needs_next(stack):
+    out = deployed(stack).outputs
+    region = only(stack, CLUSTER).inputs["location"]
+    assert out["getCredentials"] == (
+        f"gcloud container clusters get-credentials finetune --location {region} --project my-project-id")
+    assert out["bucketUrl"] == f"gs://my-project-id-{stack}-finetune"
+    assert out["registryUrl"] == f"{region}-docker.pkg.dev/my-project-id/finetune"
+    assert out["trainerServiceAccount"] == f"ft-{stack}-trainer@my-project-id.iam.gserviceaccount.com"
+    assert {"clusterName", "clusterLocation", "nodeServiceAccount", "pools"} <= set(out)
+
+
+@pytest.mark.parametrize("stack", [s for s in SHIPPED_STACKS if s != "autopilot"])
+def test_standard_accelerator_pools_are_locked_down(stack):
+    for name, p in accelerator_pools(stack).items():
+        cfg = p["nodeConfig"]
+        assert cfg["workloadMetadataConfig"] == {"mode": "GKE_METADATA"}
+        assert cfg["labels"] == {POOL_LABEL: name.rsplit("-s", 1)[0] if "-s" in name else name}
+        assert cfg["serviceAccount"].startswith(f"ft-{stack}-nodes@")
+        assert cfg["shieldedInstanceConfig"] == {"enableIntegrityMonitoring": True, "enableSecureBoot": True}
+
+
+# --- per stack ---------------------------------------------------------------------
+
+
+def test_dev_single_host_v6e():
+    pools = accelerator_pools("dev")
+    assert list(pools) == ["v6e-1x1"]
+    p = pools["v6e-1x1"]
+    assert p["nodeConfig"]["machineType"] == "ct6e-standard-1t"
+    assert "placementPolicy" not in p
+    assert p["nodeConfig"]["taints"] == [TPU_TAINT]
+    assert p["autoscaling"]["totalMinNodeCount"] == 0 and p["autoscaling"]["totalMaxNodeCount"] == 1
+    assert p["nodeLocations"] == ["us-east5-b"]
+    system = deployed("dev").named("cluster-system").inputs
+    assert system["nodeConfig"]["workloadMetadataConfig"] == {"mode": "GKE_METADATA"}
+    assert "taints" not in system["nodeConfig"]
+
+
+def test_multihost_slice_topology_and_node_count():
+    p = accelerator_pools("tpu-multihost")["v6e-2x4"]
+    assert p["nodeConfig"]["machineType"] == "ct6e-standard-4t"
+    assert p["placementPolicy"] == {"type": "COMPACT", "tpuTopology": "2x4"}
+    assert p["autoscaling"]["totalMaxNodeCount"] == 2  # VMs of one 2x4 slice
+    assert p["nodeLocations"] == ["us-east5-b"]
+
+
+def test_multislice_one_identical_pool_per_slice():
+    pools = accelerator_pools("tpu-multislice")
+    assert sorted(pools) == ["v6e-2x4-s0", "v6e-2x4-s1"]
+    for p in pools.values():
+        assert p["placementPolicy"] == {"type": "COMPACT", "tpuTopology": "2x4"}
+        assert p["autoscaling"]["totalMaxNodeCount"] == 2
+        assert p["nodeConfig"]["spot"] is True
+        assert p["nodeConfig"]["taints"] == [TPU_TAINT, SPOT_TAINT]
+        assert p["nodeConfig"]["reservationAffinity"] == {"consumeReservationType": "NO_RESERVATION"}
+        assert p["nodeConfig"]["labels"] == {POOL_LABEL: "v6e-2x4"}
+    selector = deployed("tpu-multislice").outputs["pools"]["v6e-2x4"]["nodeSelector"]
+    assert selector[POOL_LABEL] == "v6e-2x4" and selector["cloud.google.com/gke-spot"] == "true"
+
+
+def test_a4_b200_with_reservation():
+    p = accelerator_pools("a4")["a4"]
+    cfg = p["nodeConfig"]
+    assert cfg["machineType"] == "a4-highgpu-8g"
+    assert cfg["guestAccelerators"] == [
+        {"type": "nvidia-b200", "count": 8, "gpuDriverInstallationConfig": {"gpuDriverVersion": "LATEST"}}]
+    assert cfg["reservationAffinity"] == {
+        "consumeReservationType": "SPECIFIC_RESERVATION",
+        "key": "compute.googleapis.com/reservation-name",
+        "values": ["my-a4-reservation"],
+    }
+    assert cfg["taints"] == [GPU_TAINT]
+    assert cfg["spot"] is False
+
+
+def test_autopilot_declares_no_node_pools_but_publishes_contracts():
+    assert deployed("autopilot").of_type(NODE_POOL) == []
+    pools = deployed("autopilot").outputs["pools"]
+    assert pools["a4"]["nodeSelector"] == {
+        "cloud.google.com/gke-accelerator": "nvidia-b200",
+        "cloud.google.com/reservation-name": "my-a4-reservation",
+        "cloud.google.com/reservation-affinity": "specific",
+        "cloud.google.com/gke-gpu-driver-version": "latest",
+    }
+    assert pools["v6e-1x1"]["nodeSelector"]["cloud.google.com/gke-spot"] == "true"
+    assert all(p["nodePools"] == [] for p in pools.values())
+
+
+def test_queued_and_flex_start_pools_start_empty_without_reservations():
+    pools = [
+        {"name": "q", "accelerator": "tpu-v6e", "topology": "2x4", "machineType": "ct6e-standard-4t", "capacity": "queued"},
+        {"name": "f", "accelerator": "nvidia-b200", "capacity": "flex-start"},
+    ]
+    d = run_stack("dev", overrides={"gke-finetune:pools": pools})
+    by_name = {r.inputs["name"]: r.inputs for r in d.of_type(NODE_POOL)}
+    assert by_name["q"]["queuedProvisioning"] == {"enabled": True}
+    assert by_name["f"]["nodeConfig"]["flexStart"] is True
+    for name in ("q", "f"):
+        p = by_name[name]
+        assert p["autoscaling"]["totalMinNodeCount"] == 0 and p["autoscaling"]["locationPolicy"] == "ANY"
+        assert p["nodeConfig"]["reservationAffinity"] == {"consumeReservationType": "NO_RESERVATION"}
+        assert p["management"]["autoRepair"] is False

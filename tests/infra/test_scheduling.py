@@ -1,0 +1,69 @@
+"""Contracts derived from the stack config, and the ids derived from the stack name."""
+
+import pytest
+
+from infra.config import StackConfig
+from infra.ids import SERVICE_ACCOUNT_ID_MAX, service_account_id
+from infra.names import POOL_LABEL
+from infra.scheduling import derive_contracts
+
+BASE = {"project": "my-project-id", "region": "us-east5", "zones": ["us-east5-b"]}
+TPU_TOLERATION = {"key": "google.com/tpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"}
+SPOT_TOLERATION = {"key": "cloud.google.com/gke-spot", "operator": "Equal", "value": "true", "effect": "NoSchedule"}
+
+
+def contracts(**changes):
+    return derive_contracts(StackConfig.from_mapping({**BASE, **changes}))
+
+
+def test_standard_contract_selects_the_pool_and_tolerates_its_taints():
+    c = contracts(pools=[{"name": "ms", "accelerator": "tpu-v6e", "topology": "4x4", "slices": 3,
+                          "capacity": "spot"}])["ms"]
+    assert c.node_selector == {
+        "cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice",
+        "cloud.google.com/gke-tpu-topology": "4x4",
+        POOL_LABEL: "ms",
+        "cloud.google.com/gke-spot": "true",
+    }
+    assert c.tolerations == (TPU_TOLERATION, SPOT_TOLERATION)
+    assert c.node_pool_names == ("ms-s0", "ms-s1", "ms-s2")
+    assert (c.hosts_per_slice, c.chips_per_host, c.slices, c.total_chips) == (4, 4, 3, 48)
+    assert c.spot and c.reservation is None and c.resource_name == "google.com/tpu"
+
+
+def test_reservation_contract_on_standard_keeps_the_name():
+    c = contracts(pools=[{"name": "a4", "accelerator": "nvidia-b200", "capacity": "reservation",
+                          "reservation": "res-1"}])["a4"]
+    assert c.reservation == "res-1" and c.node_pool_names == ("a4",)
+    assert c.node_selector == {"cloud.google.com/gke-accelerator": "nvidia-b200", POOL_LABEL: "a4"}
+
+
+@pytest.mark.parametrize("capacity, extra", [
+    ("on-demand", {}),
+    ("spot", {"cloud.google.com/gke-spot": "true"}),
+    ("flex-start", {"cloud.google.com/gke-flex-start": "true"}),
+    ("reservation", {"cloud.google.com/reservation-name": "r",
+                     "cloud.google.com/reservation-affinity": "specific"}),
+])
+def test_autopilot_contract_selectors(capacity, extra):
+    shape = {"name": "s", "accelerator": "tpu-v6e", "topology": "2x2", "capacity": capacity}
+    if capacity == "reservation":
+        shape["reservation"] = "r"
+    c = contracts(mode="autopilot", shapes=[shape])["s"]
+    assert c.node_selector == {"cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice",
+                               "cloud.google.com/gke-tpu-topology": "2x2", **extra}
+    assert c.node_pool_names == ()
+    assert POOL_LABEL not in c.node_selector
+
+
+@pytest.mark.parametrize("stack", ["dev", "tpu-multislice", "a-very-long-stack-name-for-production-eu"])
+def test_service_account_ids_fit_gcp_limits(stack):
+    for role in ("nodes", "trainer"):
+        sa = service_account_id(stack, role)
+        assert 6 <= len(sa) <= SERVICE_ACCOUNT_ID_MAX and sa.endswith(role) and sa[0].isalpha()
+
+
+def test_long_stack_names_stay_distinct():
+    a = service_account_id("a-very-long-stack-name-for-production-eu", "trainer")
+    b = service_account_id("a-very-long-stack-name-for-production-us", "trainer")
+    assert a != b
