@@ -6,7 +6,7 @@ renderer (workloads/render.py) call, so what is reviewed is what is applied.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from infra.accelerators import RESERVATION_AFFINITY_LABEL, RESERVATION_NAME_LABEL, Family
@@ -46,31 +46,44 @@ def build_runs(
 ) -> dict[str, dict]:
     """Every run's manifest by run name, after checking all runs together."""
     runs = list(runs)
+    check_runs(runs, contracts, facts.images)
+    return {run.name: build_run(run, contracts[run.pool], facts) for run in runs}
+
+
+def check_runs(
+    runs: list[RunConfig], contracts: Mapping[str, SchedulingContract], images: Collection[str]
+) -> None:
+    """Raise RunError listing every problem: the runs' own, and trainers without an image."""
     problems = validate_runs(runs, contracts) + [
         f"run {run.name!r}: no image for trainer {run.trainer}; set the stack's `images.{run.trainer}` "
         "or the run's `image` (by digest)"
         for run in runs
-        if not (run.image or facts.images.get(run.trainer))
+        if not (run.image or run.trainer in images)
     ]
     if problems:
         raise RunError("invalid runs:\n- " + "\n- ".join(problems))
-    return {run.name: build_run(run, contracts[run.pool], facts) for run in runs}
 
 
 def build_run(run: RunConfig, contract: SchedulingContract, facts: PlatformFacts) -> dict:
+    meta = metadata(run, contract, facts)
+    return jobset.jobset(
+        name=run.name,
+        namespace=facts.namespace,
+        labels=meta["labels"],
+        annotations=meta["annotations"],
+        job=child_job(run, contract, facts, meta["labels"]),
+        replicas=contract.slices,
+        run_spec={"suspend": run.suspend, "max_restarts": run.max_restarts},
+    )
+
+
+def metadata(run: RunConfig, contract: SchedulingContract, facts: PlatformFacts) -> dict:
+    """The JobSet's metadata; it depends on neither the bucket nor the image."""
     labels = {APP_LABEL: APP, RUN_LABEL: run.name, **facts.extra_labels}
     annotations = dict(SKIP_AWAIT)
     if contract.family is Family.TPU and contract.hosts_per_slice > 1:
         annotations.update(jobset.EXCLUSIVE_TOPOLOGY)
-    return jobset.jobset(
-        name=run.name,
-        namespace=facts.namespace,
-        labels=labels,
-        annotations=annotations,
-        job=child_job(run, contract, facts, labels),
-        replicas=contract.slices,
-        run_spec={"suspend": run.suspend, "max_restarts": run.max_restarts},
-    )
+    return {"name": run.name, "namespace": facts.namespace, "labels": labels, "annotations": annotations}
 
 
 def child_job(run: RunConfig, contract: SchedulingContract, facts: PlatformFacts, labels: dict) -> dict:
