@@ -84,3 +84,17 @@ pulumi.export(
 #   cfg.runs, cfg.images.by_trainer(), pools.contracts,
 #   kube.provider, workspace.namespace / workspace.service_account / workspace.hf_secret,
 #   storage.bucket.name, jobset.release (depends_on, so the JobSet CRD exists).
+from infra.runs import Runs, RunsArgs  # noqa: E402
+
+runs = Runs(
+    "runs",
+    RunsArgs(
+        runs=cfg.runs,
+        contracts=pools.contracts,
+        bucket=storage.bucket.name,
+        images=cfg.images.by_trainer(),
+        provider=kube.provider,
+        depends_on=[jobset.release, workspace.namespace, workspace.service_account, workspace.hf_secret],
+    ),
+)
+pulumi.export("runs", sorted(runs.jobsets))
