@@ -360,18 +360,14 @@ def _unique_names(c: StackConfig) -> list[str]:
 
 
 def _runs_problems(c: StackConfig) -> list[str]:
-    """Cross-checks of runs against the pools/shapes they name.
-
-    The run rules belong to workloads/spec.py: once it defines
-    `validate_runs(runs, contracts) -> list[str]`, its problems join these.
-    """
+    """Runs checked against the contracts of the pools/shapes they name.
+    The run rules live with the runs, in workloads/spec.py."""
     from infra.scheduling import derive_contracts  # noqa: PLC0415 (import cycle)
-    from workloads import spec  # noqa: PLC0415
+    from workloads.spec import validate_runs  # noqa: PLC0415
 
-    hook = getattr(spec, "validate_runs", None)
-    if hook is None or not c.runs:
+    if not c.runs:
         return []
-    return list(hook(c.runs, derive_contracts(c)))
+    return list(validate_runs(c.runs, derive_contracts(c)))
 
 
 def _problem_lines(err: ValidationError) -> list[str]:

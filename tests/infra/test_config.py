@@ -158,3 +158,8 @@ def test_harness_passes_structured_values_as_json_like_the_cli():
     assert values["gke-finetune:pools"].startswith("[{")
     assert values["gke-finetune:mode"] == "standard"
     assert secret_keys == ["gke-finetune:hfToken"]
+
+
+def test_runs_are_checked_against_the_pools_they_name():
+    lines = problems(pools=[pool()], runs=[{"name": "r1", "trainer": "trl-gpu", "pool": "nope"}])
+    assert any("'nope'" in line and "r1" in line for line in lines), lines
