@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
 
 from infra.accelerators import Family
 from infra.scheduling import SchedulingContract
@@ -55,7 +56,8 @@ MAX_LABEL = 63
 class RunConfig(BaseModel):
     """One run: which trainer, on which pool, with which arguments."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # camelCase keys in the stack file, like the rest of its config.
+    model_config = ConfigDict(extra="forbid", frozen=True, alias_generator=to_camel, populate_by_name=True)
 
     name: str = Field(description="DNS-1035 label; names the JobSet and the checkpoint prefix")
     trainer: Literal["gemma-jax", "trl-gpu"]

@@ -126,3 +126,12 @@ def test_build_names_a_run_without_an_image():
     facts = examples.FACTS.__class__(bucket="b", images={"gemma-jax": examples.FACTS.images["gemma-jax"]})
     with pytest.raises(RunError, match=r"run 'sql': no image for trainer trl-gpu"):
         build_runs([GPU], CONTRACTS, facts)
+
+
+def test_stack_file_keys_are_camel_case():
+    run = RunConfig.model_validate(
+        {"name": "r", "trainer": "trl-gpu", "pool": "a4", "chipsPerHost": 4, "maxRestarts": 1}
+    )
+    assert (run.chips_per_host, run.max_restarts) == (4, 1)
+    with pytest.raises(ValueError, match="max_restart"):
+        RunConfig.model_validate({"name": "r", "trainer": "trl-gpu", "pool": "a4", "max_restart": 1})
