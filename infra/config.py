@@ -30,7 +30,17 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from infra import accelerators as catalog
-from infra.accelerators import CatalogError, Family
+from infra.accelerators import Family
+from infra.config_rules import (
+    PROJECT_ID,
+    REGION,
+    autoscaling_problems,
+    bucket_problems,
+    problem_lines,
+    shape_problems,
+    stack_problems,
+    zone_problems,
+)
 from infra.ids import default_bucket_name
 from workloads.spec import RunConfig
 
@@ -40,12 +50,6 @@ Capacity = Literal["on-demand", "spot", "reservation", "flex-start", "queued"]
 CAPACITIES: tuple[str, ...] = ("on-demand", "spot", "reservation", "flex-start", "queued")
 
 _DNS_LABEL = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
-# https://cloud.google.com/resource-manager/docs/creating-managing-projects#before_you_begin
-_PROJECT_ID = re.compile(r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$")
-_REGION = re.compile(r"^[a-z]+-[a-z]+[0-9]+$")
-_ZONE = re.compile(r"^(?P<region>[a-z]+-[a-z]+[0-9]+)-[a-z]$")
-# https://cloud.google.com/compute/docs/instances/reservations-shared#consuming_shared_reservations
-_RESERVATION = re.compile(r"^(projects/[a-z][a-z0-9-]{4,28}[a-z0-9]/reservations/)?[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
 _IMAGE_DIGEST = re.compile(r"^[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9._-]+)+@sha256:[0-9a-f]{64}$")
 # GKE caps node pool names at 40 characters; slices add "-s<N>".
 POOL_NAME_MAX = 32
@@ -89,7 +93,7 @@ class ShapeConfig(_Model):
 
     @model_validator(mode="after")
     def _shape_rules(self) -> ShapeConfig:
-        problems = _shape_problems(self)
+        problems = shape_problems(self)
         if problems:
             raise ValueError("\n".join(problems))
         return self
@@ -106,7 +110,7 @@ class PoolConfig(ShapeConfig):
 
     @model_validator(mode="after")
     def _pool_rules(self) -> PoolConfig:
-        problems = _autoscaling_problems(self)
+        problems = autoscaling_problems(self)
         if problems:
             raise ValueError("\n".join(problems))
         return self
@@ -161,7 +165,7 @@ class StackConfig(_Model):
     @field_validator("project")
     @classmethod
     def _project_id(cls, value: str) -> str:
-        if not _PROJECT_ID.match(value):
+        if not PROJECT_ID.match(value):
             raise ValueError(
                 f"{value!r} is not a project id; allowed: 6-30 lowercase letters, digits or "
                 "hyphens, starting with a letter, not ending with a hyphen"
@@ -171,14 +175,14 @@ class StackConfig(_Model):
     @field_validator("region")
     @classmethod
     def _region(cls, value: str) -> str:
-        if not _REGION.match(value):
+        if not REGION.match(value):
             raise ValueError(f"{value!r} is not a region; allowed: e.g. 'us-east5'")
         return value
 
     @field_validator("zones")
     @classmethod
     def _zones(cls, value: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
-        problems = _zone_problems("", value, info.data.get("region"))
+        problems = zone_problems("", value, info.data.get("region"))
         if problems:
             raise ValueError("\n".join(problems))
         return value
@@ -186,7 +190,7 @@ class StackConfig(_Model):
     @field_validator("bucket_name")
     @classmethod
     def _bucket(cls, value: str) -> str:
-        problems = _bucket_problems("", value) if value else []
+        problems = bucket_problems("", value) if value else []
         if problems:
             raise ValueError("\n".join(problems))
         return value
@@ -199,7 +203,7 @@ class StackConfig(_Model):
         for i, pool in enumerate(pools):
             if not (pool.zones or zones):
                 problems.append(f"[{i}].zones: empty and no stack `zones`; allowed: zones of {region}")
-            problems += _zone_problems(f"[{i}].zones", pool.zones, region)
+            problems += zone_problems(f"[{i}].zones", pool.zones, region)
             if pool.shape().multi_host and len(pool.zones or zones) > 1:
                 # A multi-host TPU slice lives in one zone.
                 problems.append(
@@ -212,7 +216,7 @@ class StackConfig(_Model):
 
     @model_validator(mode="after")
     def _stack_rules(self) -> StackConfig:
-        problems = _stack_problems(self)
+        problems = stack_problems(self)
         if problems:
             raise ValueError("\n".join(problems))
         return self
@@ -238,174 +242,7 @@ class StackConfig(_Model):
         try:
             return cls.model_validate(values)
         except ValidationError as err:
-            raise ConfigError(_problem_lines(err)) from None
-
-
-# --- rules -------------------------------------------------------------------
-
-
-def _shape_problems(s: ShapeConfig) -> list[str]:
-    if s.accelerator not in catalog.ACCELERATORS:
-        return [f"accelerator: {s.accelerator!r} is unknown; allowed: {sorted(catalog.ACCELERATORS)}"]
-    try:
-        shape = s.shape()
-    except CatalogError as err:
-        key = "machineType" if "machine type" in str(err) else "topology"
-        return [f"{key}: {err}"]
-    problems = []
-    if s.slices > 1 and not shape.multislice_capable:
-        problems.append(
-            f"slices: {s.slices} needs a multi-host TPU slice, and {shape.description} is not one; "
-            "allowed: 1, or a multi-host topology"
-        )
-    if s.capacity == "reservation" and not s.reservation:
-        problems.append("reservation: missing; capacity 'reservation' needs the reservation name")
-    if s.reservation and s.capacity != "reservation":
-        problems.append(
-            f"reservation: {s.reservation!r} can't be combined with capacity {s.capacity!r}; "
-            "allowed: capacity 'reservation' (spot, flex-start and queued exclude reservations)"
-        )
-    if s.reservation and not _RESERVATION.match(s.reservation):
-        problems.append(
-            f"reservation: {s.reservation!r} is not a reservation name; "
-            "allowed: <name> or projects/<project>/reservations/<name>"
-        )
-    return problems
-
-
-def _autoscaling_problems(p: PoolConfig) -> list[str]:
-    try:
-        shape = p.shape()
-    except CatalogError:
-        return []  # reported by the shape rules
-    a, problems = p.autoscaling, []
-    top = p.max_nodes()
-    if a.min_nodes > top:
-        problems.append(f"autoscaling.minNodes: {a.min_nodes} exceeds maxNodes {top}")
-    if shape.multi_host and (top != shape.vms_per_slice or a.min_nodes not in (0, top)):
-        # A multi-host slice is atomic: its pool has exactly the slice's VMs or none.
-        problems.append(
-            f"autoscaling: {a.min_nodes}..{top} nodes for {shape.description}; "
-            f"allowed: minNodes 0 or {shape.vms_per_slice}, maxNodes {shape.vms_per_slice}"
-        )
-    if p.capacity in ("queued", "flex-start") and a.min_nodes != 0:
-        problems.append(
-            f"autoscaling.minNodes: {a.min_nodes} with capacity {p.capacity!r}; allowed: 0 "
-            "(nodes exist only while a request holds them)"
-        )
-    return problems
-
-
-def _stack_problems(c: StackConfig) -> list[str]:
-    problems = [] if c.bucket_name else _bucket_problems("bucketName (derived)", c.data_bucket)
-    problems += _mode_problems(c)
-    problems += _unique_names(c)
-    problems += _runs_problems(c)
-    return problems
-
-
-def _mode_problems(c: StackConfig) -> list[str]:
-    if c.autopilot:
-        problems = []
-        if c.pools:
-            problems.append(
-                f"pools: {len(c.pools)} pool(s) declared in autopilot mode; allowed: none "
-                "(Autopilot provisions accelerator nodes from the runs' selectors; declare `shapes:`)"
-            )
-        problems += [
-            f"shapes[{i}].capacity: 'queued' on Autopilot; allowed: on-demand, spot, reservation, flex-start"
-            for i, s in enumerate(c.shapes)
-            if s.capacity == "queued"
-        ]
-        return problems
-    problems = []
-    if c.shapes:
-        problems.append(
-            f"shapes: {len(c.shapes)} shape(s) declared in standard mode; allowed: none (declare `pools:`)"
-        )
-    return problems
-
-
-def _zone_problems(key: str, zones: tuple[str, ...], region: str | None) -> list[str]:
-    problems = []
-    for j, zone in enumerate(zones):
-        m = _ZONE.match(zone)
-        if not m or (region and m.group("region") != region):
-            where = f"region {region!r}" if region else "a valid region"
-            problems.append(f"{key}[{j}]: {zone!r} is not a zone of {where}; allowed: {region or '<region>'}-<letter>")
-    return problems
-
-
-def _bucket_problems(key: str, name: str) -> list[str]:
-    sep = ": " if key else ""
-    """https://cloud.google.com/storage/docs/buckets#naming (names without dots)."""
-    rules = [
-        (3 <= len(name) <= 63, "3 to 63 characters"),
-        (re.fullmatch(r"[a-z0-9][a-z0-9_-]*[a-z0-9]", name) is not None,
-         "lowercase letters, digits, '-' and '_', starting and ending with a letter or digit"),
-        (not name.startswith("goog") and "google" not in name, "no 'goog' prefix and no 'google'"),
-    ]
-    return [f"{key}{sep}{name!r} breaks GCS bucket naming; allowed: {rule}" for ok, rule in rules if not ok]
-
-
-def _unique_names(c: StackConfig) -> list[str]:
-    key = "shapes" if c.autopilot else "pools"
-    seen: set[str] = set()
-    problems = []
-    for i, group in enumerate(c.accelerator_groups()):
-        if group.name in seen:
-            problems.append(f"{key}[{i}].name: {group.name!r} is used twice; allowed: unique names")
-        seen.add(group.name)
-    return problems
-
-
-def _runs_problems(c: StackConfig) -> list[str]:
-    """Runs checked against the contracts of the pools/shapes they name.
-    The run rules live with the runs, in workloads/spec.py."""
-    from infra.scheduling import derive_contracts  # noqa: PLC0415 (import cycle)
-    from workloads.spec import validate_runs  # noqa: PLC0415
-
-    if not c.runs:
-        return []
-    return list(validate_runs(c.runs, derive_contracts(c)))
-
-
-def _problem_lines(err: ValidationError) -> list[str]:
-    lines = []
-    for e in err.errors():
-        path = _path(e["loc"])
-        if e["type"] == "value_error":
-            for line in str(e["ctx"]["error"]).splitlines():
-                lines.append(_join(path, line))
-        elif e["type"] == "extra_forbidden":
-            lines.append(f"{path}: unknown key; check the spelling against Pulumi.yaml")
-        else:
-            lines.append(f"{path}: {e.get('input')!r} {e['msg'].lower()}")
-    return lines
-
-
-# A validator line starting with `key:` or `[i]:` is relative to the validated
-# value's path; any other line is about the value itself.
-_RELATIVE = re.compile(r"^([A-Za-z][\w.-]*|\[\d+\])[^ ]*: ")
-_TOP_LEVEL_ALIASES = {"project": "gcp:project", "region": "gcp:region"}
-
-
-def _join(path: str, line: str) -> str:
-    if not path:
-        return line
-    if _RELATIVE.match(line):
-        return f"{path}{line}" if line.startswith("[") else f"{path}.{line}"
-    return f"{path}: {line}"
-
-
-def _path(loc: tuple) -> str:
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += f".{part}" if out else _TOP_LEVEL_ALIASES.get(str(part), str(part))
-    return out
+            raise ConfigError(problem_lines(err)) from None
 
 
 # --- reading Pulumi config -----------------------------------------------------
@@ -440,7 +277,7 @@ def load() -> StackConfig:
     try:
         config = StackConfig.model_validate(values)
     except ValidationError as err:
-        problems += _problem_lines(err)
+        problems += problem_lines(err)
         config = None
     if problems:
         raise ConfigError(problems)
