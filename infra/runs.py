@@ -63,8 +63,10 @@ class Runs(pulumi.ComponentResource):
 
     def _jobset(self, name: str, run: RunConfig, args: RunsArgs) -> k8s.apiextensions.CustomResource:
         contract = args.contracts[run.pool]
-        facts = pulumi.Output.all(bucket=args.bucket, images=pulumi.Output.all(**args.images)).apply(
-            lambda v: PlatformFacts(v["bucket"], v["images"], args.namespace, args.service_account)
+        # Output.all() of nothing is a list; runs that all name their own image pass no images.
+        images = pulumi.Output.all(**args.images) if args.images else {}
+        facts = pulumi.Output.all(bucket=args.bucket, images=images).apply(
+            lambda v: PlatformFacts(v["bucket"], dict(v["images"]), args.namespace, args.service_account)
         )
         manifest = facts.apply(lambda f: build_run(run, contract, f))
         static = PlatformFacts("", {}, args.namespace, args.service_account)

@@ -99,3 +99,11 @@ def test_invalid_runs_declare_nothing():
 def test_a_run_without_an_image_declares_nothing():
     with pytest.raises(RunError, match="no image for trainer trl-gpu"):
         declare([examples.RUNS[3]], images={"gemma-jax": examples.FACTS.images["gemma-jax"]})
+
+
+def test_runs_that_name_their_own_image_need_no_stack_images():
+    own = examples.RUNS[0].model_copy(update={"image": examples.FACTS.images["gemma-jax"]})
+    [(_, inputs)] = jobsets(declare([own], images={}))
+    assert inputs["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["containers"][0][
+        "image"
+    ] == own.image
