@@ -77,3 +77,13 @@ preview: _stack
 
 destroy: _stack
 	pulumi destroy --exclude-protected --stack $(STACK)
+
+# --- Offline plan (no CLI, no credentials: the program under the mocks the tests use) ---
+BASE ?= origin/main
+.PHONY: plan plan-diff
+
+plan: $(VENV)/.installed
+	$(VENV)/bin/python -m tools.plan show --stack $(STACK)
+
+plan-diff: $(VENV)/.installed
+	$(VENV)/bin/python -m tools.plan diff --base $(BASE) --stack $(STACK)

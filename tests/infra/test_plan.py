@@ -1,0 +1,194 @@
+"""The offline plan (`make plan`, `make plan-diff`): resources, cost, masking, errors, diffs."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from infra import accelerators as catalog
+from tools import plan
+from tools.offline import ROOT, SHIPPED_STACKS
+
+# What a planned tree needs: the program, its stack files, and the sources it reads.
+TREE = ("Pulumi.yaml", "__main__.py", "infra", "workloads", "trainers", "docker", "tools")
+
+
+@pytest.fixture(scope="module")
+def plans() -> dict[str, dict]:
+    return {stack: plan.collect(stack) for stack in SHIPPED_STACKS}
+
+
+@pytest.mark.parametrize("stack", SHIPPED_STACKS)
+def test_every_shipped_stack_plans_with_its_pools_and_costs(plans, stack):
+    result = plans[stack]
+    types = {r["type"] for r in result["resources"]}
+    assert "gcp:container/cluster:Cluster" in types
+    assert "kubernetes:helm.sh/v3:Release" in types
+    stack_file = yaml.safe_load((ROOT / f"Pulumi.{stack}.yaml").read_text())["config"]
+    groups = stack_file.get("gke-finetune:pools") or stack_file.get("gke-finetune:shapes") or []
+    assert [p["name"] for p in result["cost"]["pools"]] == [g["name"] for g in groups]
+    total = 0.0
+    for group, line in zip(groups, result["cost"]["pools"]):
+        shape = catalog.lookup(group["accelerator"], group.get("topology"), group.get("machineType"))
+        slices = group.get("slices", 1)
+        assert line["chips"] == shape.chips_per_slice * slices
+        assert line["vms"] == shape.vms_per_slice * slices
+        assert line["slices"] == slices
+        assert line["usd_per_hour"] == pytest.approx(shape.usd_per_hour(slices))
+        assert line["price_as_of"] == shape.accelerator.price.as_of
+        total += shape.usd_per_hour(slices)
+    assert result["cost"]["total_usd_per_hour"] == pytest.approx(total)
+    # Standard stacks declare one GKE node pool per slice of each accelerator pool.
+    if stack_file.get("gke-finetune:mode", "standard") == "standard":
+        node_pools = [r for r in result["resources"] if r["type"] == "gcp:container/nodePool:NodePool"]
+        assert len(node_pools) == 1 + sum(g.get("slices", 1) for g in groups)  # + the system pool
+    runs = stack_file.get("gke-finetune:runs") or []
+    assert [r["name"] for r in result["cost"]["runs"]] == [r["name"] for r in runs]
+
+
+def test_plan_text_shows_the_tree_the_prices_and_the_total(plans):
+    text = plan.render(plans["tpu-multislice"])
+    assert "gke-finetune:platform:NodePools  accelerators" in text
+    assert "├─ " in text and "└─ " in text
+    assert "tpuTopology=2x4" in text
+    price = catalog.TPU_V6E.price
+    assert f"On-demand list prices of {price.as_of}" in text
+    assert "total, every pool at full size" in text
+    assert f"{catalog.TPU_V6E.price.usd_per_chip_hour * 16:.2f}" in text  # 2 slices x 8 chips
+    assert "[protect]" in text  # the data bucket survives destroy
+
+
+def test_secrets_are_never_printed(plans):
+    for result in plans.values():
+        dumped = json.dumps(result) + plan.render(result)
+        assert plan._SECRET_PLACEHOLDER not in dumped
+        (secret,) = [r for r in result["resources"] if r["type"] == "kubernetes:core/v1:Secret"]
+        assert secret["inputs"]["stringData"] == plan.SECRET
+
+
+def test_mask_handles_wire_secrets_embedded_values_and_numbers():
+    wire = {plan._SECRET_SIG_KEY: plan._SECRET_SIG, "value": "hf_abc"}
+    assert plan.mask({"a": wire, "b": [f"token={plan._SECRET_PLACEHOLDER}"], "n": 2.0, "x": 1.5}) == {
+        "a": plan.SECRET, "b": [plan.SECRET], "n": 2, "x": 1.5,
+    }
+
+
+def test_key_inputs_pick_the_telling_fields():
+    inputs = {"name": "v6e", "nodeConfig": {"machineType": "ct6e-standard-4t", "labels": {"a": "b"}},
+              "placementPolicy": {"tpuTopology": "2x4", "type": "COMPACT"}}
+    assert plan.key_inputs(inputs) == (
+        "name=v6e nodeConfig.machineType=ct6e-standard-4t placementPolicy.tpuTopology=2x4"
+    )
+
+
+def test_diff_reports_added_removed_and_modified_inputs():
+    def res(name, **inputs):
+        return {"type": "t", "name": name, "protect": False, "inputs": inputs}
+
+    base = {"resources": [res("a", size=1), res("b", size=1)], "cost": {"total_usd_per_hour": 1.0}}
+    head = {"resources": [res("a", size=2), res("c", size=1)], "cost": {"total_usd_per_hour": 3.0}}
+    changes = plan.diff(base, head)
+    assert changes["added"] == ["t::c"]
+    assert changes["removed"] == ["t::b"]
+    assert changes["modified"] == {"t::a": {"inputs.size": (1, 2)}}
+    text = plan.render_diff(changes, "dev", "origin/main")
+    assert "+ t::c" in text and "- t::b" in text and "~ t::a" in text
+    assert "inputs.size: 1 → 2" in text
+    assert "$1.00/hour → $3.00/hour" in text
+
+
+# --- the command line, on copies of this tree ---------------------------------------------
+
+
+def _copy_tree(dest: Path) -> Path:
+    dest.mkdir(parents=True)
+    for rel in TREE:
+        src = ROOT / rel
+        if src.is_dir():
+            shutil.copytree(src, dest / rel, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        else:
+            shutil.copy2(src, dest / rel)
+    shutil.copy2(ROOT / "Pulumi.dev.yaml", dest / "Pulumi.dev.yaml")
+    return dest
+
+
+def _plan_cli(tree: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(tree / "tools" / "plan.py"), *args],
+        cwd=tree, capture_output=True, text=True, timeout=300,
+    )
+
+
+def _git(tree: Path, *args: str) -> None:
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
+        cwd=tree, check=True, capture_output=True,
+    )
+
+
+def test_show_writes_the_run_manifests(tmp_path):
+    tree = _copy_tree(tmp_path / "tree")
+    out = tmp_path / "manifests"
+    result = _plan_cli(tree, "show", "--stack", "dev", "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("Stack dev: ")
+    runs = yaml.safe_load((tree / "Pulumi.dev.yaml").read_text())["config"].get("gke-finetune:runs") or []
+    assert sorted(p.stem for p in out.glob("*.yaml")) == sorted(r["name"] for r in runs)
+    for path in out.glob("*.yaml"):
+        manifest = yaml.safe_load(path.read_text())
+        assert manifest["kind"] in ("JobSet", "Job")
+        assert ":latest" not in path.read_text()
+
+
+def test_a_bad_stack_exits_non_zero_naming_the_field(tmp_path):
+    tree = _copy_tree(tmp_path / "tree")
+    stack = yaml.safe_load((tree / "Pulumi.dev.yaml").read_text())
+    stack["config"]["gke-finetune:pools"][0]["topology"] = "3x3"
+    (tree / "Pulumi.bad.yaml").write_text(yaml.safe_dump(stack))
+    result = _plan_cli(tree, "show", "--stack", "bad")
+    assert result.returncode == 1
+    assert "topology" in result.stderr and "3x3" in result.stderr
+    assert "nothing would be declared" in result.stderr
+    assert result.stdout == ""
+
+
+def test_plan_diff_shows_what_a_change_adds_and_modifies(tmp_path):
+    tree = _copy_tree(tmp_path / "tree")
+    _git(tree, "init", "-q", "-b", "main")
+    _git(tree, "add", ".")
+    _git(tree, "commit", "-q", "-m", "base")
+    stack = yaml.safe_load((tree / "Pulumi.dev.yaml").read_text())
+    pools = stack["config"]["gke-finetune:pools"]
+    pools[0]["autoscaling"] = {"minNodes": 0, "maxNodes": 2}
+    pools.append({"name": "extra", "accelerator": "tpu-v6e", "topology": "2x2"})
+    (tree / "Pulumi.dev.yaml").write_text(yaml.safe_dump(stack))
+
+    result = _plan_cli(tree, "diff", "--base", "main", "--stack", "dev")
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "+ gcp:container/nodePool:NodePool::pool-extra" in out
+    modified = f"~ gcp:container/nodePool:NodePool::pool-{pools[0]['name']}"
+    assert modified in out
+    assert "inputs.autoscaling.totalMaxNodeCount: 1 → 2" in out
+    assert not [line for line in out.splitlines() if line.startswith("- ")]  # nothing removed
+    extra = catalog.lookup("tpu-v6e", "2x2", None).usd_per_hour()
+    assert f"$2.70/hour → ${2.70 + extra:.2f}/hour" in out
+    # the base worktree is cleaned up
+    listed = subprocess.run(["git", "worktree", "list"], cwd=tree, capture_output=True, text=True).stdout
+    assert len(listed.strip().splitlines()) == 1
+
+
+def test_plan_diff_of_an_unchanged_tree_is_empty(tmp_path):
+    tree = _copy_tree(tmp_path / "tree")
+    _git(tree, "init", "-q", "-b", "main")
+    _git(tree, "add", ".")
+    _git(tree, "commit", "-q", "-m", "base")
+    result = _plan_cli(tree, "diff", "--base", "main", "--stack", "dev")
+    assert result.returncode == 0, result.stderr
+    assert "No changes." in result.stdout
