@@ -87,3 +87,7 @@ plan: $(VENV)/.installed
 
 plan-diff: $(VENV)/.installed
 	$(VENV)/bin/python -m tools.plan diff --base $(BASE) --stack $(STACK)
+
+# The Pulumi program's environment alone (what `pulumi preview/up` runs in CI).
+.PHONY: venv
+venv: $(VENV)/.installed
