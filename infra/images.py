@@ -18,6 +18,7 @@ Two builders:
 
 from __future__ import annotations
 
+import os
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +45,15 @@ class TrainerImagesArgs:
     project: str | None = None  # cloudbuild only: the project that runs the build
     region: str | None = None  # cloudbuild only: the Cloud Build region
     context_root: Path = field(default=REPO_ROOT)
+
+
+def relative(path: Path) -> str:
+    """`path` relative to the working directory (the project directory under the CLI).
+
+    Absolute paths would differ between machines and checkouts and show up as
+    a change of every image in the next preview.
+    """
+    return os.path.relpath(path)
 
 
 def digest_ref(registry_url: str, image_name: str, digest: str) -> str:
@@ -118,8 +128,8 @@ class TrainerImages(pulumi.ComponentResource):
     ) -> docker_build.Image:
         return docker_build.Image(
             f"{name}-{image.trainer}",
-            context=docker_build.BuildContextArgs(location=str(root)),
-            dockerfile=docker_build.DockerfileArgs(location=str(root / image.dockerfile)),
+            context=docker_build.BuildContextArgs(location=relative(root)),
+            dockerfile=docker_build.DockerfileArgs(location=relative(root / image.dockerfile)),
             platforms=[PLATFORM],
             tags=[tagged],
             push=True,
@@ -143,7 +153,7 @@ class TrainerImages(pulumi.ComponentResource):
             create=tagged.apply(
                 lambda t: cloudbuild_command(image, t, args.project, args.region)
             ),
-            dir=str(args.context_root),
+            dir=relative(args.context_root),
             triggers=[tag],
             opts=opts,
         )

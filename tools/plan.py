@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -205,10 +206,15 @@ def cost(config) -> dict[str, Any]:
 
 
 def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    """Leaf values by path (`a.b[0].c`); lists of scalars stay whole."""
+    out: dict[str, Any] = {}
     if isinstance(value, Mapping) and value:
-        out: dict[str, Any] = {}
         for k, v in value.items():
             out.update(_flatten(v, f"{prefix}.{k}" if prefix else str(k)))
+        return out
+    if isinstance(value, list) and any(isinstance(v, (Mapping, list)) for v in value):
+        for i, v in enumerate(value):
+            out.update(_flatten(v, f"{prefix}[{i}]"))
         return out
     return {prefix: value}
 
@@ -357,7 +363,7 @@ def plan_json(stack: str, root: Path) -> dict[str, Any]:
     """Plan another tree in a fresh interpreter (its modules must not mix with this tree's)."""
     proc = subprocess.run(
         [sys.executable, str(Path(__file__).resolve()), "json", "--stack", stack, "--root", str(root)],
-        capture_output=True, text=True, cwd=str(ROOT),
+        capture_output=True, text=True, cwd=str(root),  # as the CLI: in the project directory
     )
     if proc.returncode != 0:
         raise PlanError([f"planning {root} failed:", proc.stderr.strip()[-2000:]])
@@ -407,6 +413,7 @@ def main(argv: list[str] | None = None) -> int:
 
     root = args.root.resolve() if args.command == "json" else ROOT
     _use_root(root)
+    os.chdir(root)  # the CLI runs the program in the project directory
     if args.command == "json":
         try:
             print(json.dumps(collect(args.stack, root), sort_keys=True))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -192,3 +193,31 @@ def test_plan_diff_of_an_unchanged_tree_is_empty(tmp_path):
     result = _plan_cli(tree, "diff", "--base", "main", "--stack", "dev")
     assert result.returncode == 0, result.stderr
     assert "No changes." in result.stdout
+
+
+def test_plan_diff_of_a_trainer_change_shows_a_new_image_and_the_run_using_it(tmp_path):
+    tree = _copy_tree(tmp_path / "tree")
+    stack = yaml.safe_load((tree / "Pulumi.dev.yaml").read_text())
+    pool = stack["config"]["gke-finetune:pools"][0]["name"]
+    stack["config"]["gke-finetune:runs"] = [
+        {"name": "gemma3", "trainer": "gemma-jax", "pool": pool, "data": "tinystories/train.txt"}
+    ]
+    (tree / "Pulumi.dev.yaml").write_text(yaml.safe_dump(stack))
+    _git(tree, "init", "-q", "-b", "main")
+    _git(tree, "add", ".")
+    _git(tree, "commit", "-q", "-m", "base")
+    with (tree / "trainers/gemma_jax/__init__.py").open("a") as f:
+        f.write("\n# a change to the trainer\n")
+
+    result = _plan_cli(tree, "diff", "--base", "main", "--stack", "dev")
+    assert result.returncode == 0, result.stderr
+    changed = [line for line in result.stdout.splitlines() if line.startswith(("+ ", "- ", "~ "))]
+    assert changed == [
+        "~ docker-build:index:Image::images-gemma-jax",
+        "~ kubernetes:jobset.x-k8s.io/v1alpha2:JobSet::runs-gemma3",
+    ]
+    assert "inputs.tags: " in result.stdout
+    image_lines = [line.strip() for line in result.stdout.splitlines() if ".image: " in line]
+    assert image_lines and all(
+        re.fullmatch(r"inputs\.spec\.\S+\.containers\[0\]\.image: \S+ → \S+", line) for line in image_lines
+    ), image_lines
