@@ -84,7 +84,18 @@ pulumi.export(
 #   cfg.runs, cfg.images.by_trainer(), pools.contracts,
 #   kube.provider, workspace.namespace / workspace.service_account / workspace.hf_secret,
 #   storage.bucket.name, jobset.release (depends_on, so the JobSet CRD exists).
+from infra.images import TrainerImages, TrainerImagesArgs  # noqa: E402
 from infra.runs import Runs, RunsArgs  # noqa: E402
+
+# Trainer images: those the stack file pins by digest (`images:`) are used as
+# they are; every other trainer a run needs is built from this repository,
+# pushed to the stack's registry and referenced by digest (infra/images.py).
+images = dict(cfg.images.by_trainer())
+to_build = sorted({run.trainer for run in cfg.runs if not run.image} - images.keys())
+if to_build:
+    built = TrainerImages("images", TrainerImagesArgs(registry_url=registry.url, trainers=to_build))
+    images.update(built.refs)
+    pulumi.export("images", built.refs)
 
 runs = Runs(
     "runs",
@@ -92,7 +103,7 @@ runs = Runs(
         runs=cfg.runs,
         contracts=pools.contracts,
         bucket=storage.bucket.name,
-        images=cfg.images.by_trainer(),
+        images=images,
         provider=kube.provider,
         depends_on=[jobset.release, workspace.namespace, workspace.service_account, workspace.hf_secret],
     ),

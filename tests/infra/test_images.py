@@ -110,7 +110,8 @@ class _Mocks(pulumi.runtime.Mocks):
 
 
 @pytest.fixture
-def mocks():
+def mocks(monkeypatch):
+    monkeypatch.chdir(REPO_ROOT)  # the CLI runs the program in the project directory
     m = _Mocks()
     pulumi.runtime.set_mocks(m, project="gke-finetune", stack="test", preview=False)
     return m
@@ -129,8 +130,9 @@ def test_docker_builder_pushes_each_trainer_by_content_tag_and_exposes_digests(m
             inputs = built[f"images-{trainer}"].inputs
             assert inputs["push"] is True
             assert inputs["tags"] == [f"{REGISTRY}/{trainer}:{content_tag(image)}"]
-            assert inputs["context"]["location"] == str(REPO_ROOT)
-            assert inputs["dockerfile"]["location"] == str(REPO_ROOT / image.dockerfile)
+            # relative to the project directory, so another checkout plans the same inputs
+            assert inputs["context"]["location"] == "."
+            assert inputs["dockerfile"]["location"] == image.dockerfile
             assert inputs["platforms"] == ["linux/amd64"]
             assert inputs["buildOnPreview"] is False
             assert refs[trainer] == f"{REGISTRY}/{trainer}@{DIGEST}"
@@ -171,7 +173,7 @@ def test_cloudbuild_builder_runs_gcloud_with_the_content_tag_as_trigger(mocks):
         assert "--config=docker/cloudbuild.yaml" in create
         assert f"_IMAGE={REGISTRY}/trl-gpu:{tag},_DOCKERFILE=docker/trl-gpu/Dockerfile" in create
         assert f"gcloud artifacts docker images describe {REGISTRY}/trl-gpu:{tag}" in create
-        assert cmd.inputs["dir"] == str(REPO_ROOT)
+        assert cmd.inputs["dir"] == "."
         assert refs == {"trl-gpu": f"{REGISTRY}/trl-gpu@{DIGEST}"}
 
     return pulumi.Output.all(**images.refs).apply(check)
@@ -189,3 +191,50 @@ def test_digest_ref_is_empty_until_the_digest_is_known():
 
     assert digest_ref(REGISTRY, "trl-gpu", "") == ""
     assert digest_ref(REGISTRY, "trl-gpu", DIGEST + "\n") == f"{REGISTRY}/trl-gpu@{DIGEST}"
+
+
+# --- wiring: runs get built images unless the stack pins them ----------------------------
+
+RUN = {"name": "gemma3", "trainer": "gemma-jax", "pool": "v6e-1x1", "data": "tinystories/train.txt"}
+
+
+def _jobset_images(deployment) -> list[str]:
+    import json
+    import re
+
+    (jobset,) = deployment.of_type("kubernetes:jobset.x-k8s.io/v1alpha2:JobSet")
+    return re.findall(r'"image": "([^"]+)"', json.dumps(jobset.inputs))
+
+
+def test_runs_use_the_image_built_from_the_repository_by_digest(monkeypatch):
+    from tools.offline import run_stack
+
+    monkeypatch.chdir(REPO_ROOT)
+    deployment = run_stack("dev", overrides={"gke-finetune:runs": [RUN]})
+    (build,) = deployment.of_type("docker-build:index:Image")
+    assert build.name == "images-gemma-jax"  # only the trainers the runs need
+    assert build.inputs["tags"] == [
+        f"{deployment.outputs['registryUrl']}/gemma-jax:{content_tag(JAX)}"
+    ]
+    ref = deployment.outputs["images"]["gemma-jax"]
+    assert ref.startswith(f"{deployment.outputs['registryUrl']}/gemma-jax@sha256:")
+    assert _jobset_images(deployment) == [ref]
+
+
+def test_images_pinned_in_the_stack_file_are_not_built(monkeypatch):
+    from tools.offline import run_stack
+
+    monkeypatch.chdir(REPO_ROOT)
+    pinned = "us-docker.pkg.dev/other/images/gemma-jax@sha256:" + "0" * 64
+    deployment = run_stack(
+        "dev", overrides={"gke-finetune:runs": [RUN], "gke-finetune:images": {"gemma-jax": pinned}}
+    )
+    assert not deployment.of_type("docker-build:index:Image")
+    assert not deployment.of_type("gke-finetune:platform:TrainerImages")
+    assert _jobset_images(deployment) == [pinned]
+
+
+def test_a_stack_without_runs_builds_no_image():
+    from tools.offline import run_stack
+
+    assert not run_stack("dev", overrides={"gke-finetune:runs": []}).of_type("docker-build:index:Image")
