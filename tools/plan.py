@@ -241,7 +241,8 @@ def key_inputs(inputs: Mapping) -> str:
 def render_tree(plan: Mapping) -> list[str]:
     resources = plan["resources"]
     children: dict[str, list[dict]] = {}
-    for r in resources:
+    # Sorted, not in registration order: the engine registers concurrently.
+    for r in sorted(resources, key=lambda r: (r["type"], r["name"])):
         children.setdefault(r["parent"], []).append(r)
     lines: list[str] = []
 
@@ -430,9 +431,10 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  - {problem}", file=sys.stderr)
             return 1
         print(render(plan))
-        out = args.out or ROOT / "plan" / args.stack / "manifests"
+        out = (args.out or ROOT / "plan" / args.stack / "manifests").resolve()
         written = write_manifests(plan, out)
-        print(f"\nRun manifests ({len(written)}) written to {out}")
+        shown = out.relative_to(ROOT) if out.is_relative_to(ROOT) else out
+        print(f"\nRun manifests ({len(written)}) written to {shown}/")
         if args.json:
             args.json.write_text(json.dumps(plan, indent=2, sort_keys=True))
         return 0
