@@ -1,0 +1,274 @@
+"""The trainer Dockerfiles, read as text: pinned bases, what they copy, how they start.
+
+No Docker engine is needed: these checks hold the Dockerfiles to the same
+facts the tests' environments are built from (Makefile, requirements files).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from infra.imagespec import (
+    REPO_ROOT,
+    TRAINER_IMAGES,
+    TrainerImage,
+    content_files,
+    copy_sources,
+    parse_dockerfile,
+)
+
+IMAGES = list(TRAINER_IMAGES.values())
+ids = [i.trainer for i in IMAGES]
+
+# Makefile environment of each trainer: (venv variable, interpreter variable).
+MAKE_ENVS = {"gemma-jax": ("VENV_JAX", "PY312"), "trl-gpu": ("VENV_GPU", "PY311")}
+# The package whose version selects the accelerator build in each image.
+ACCELERATOR_PIN = {"gemma-jax": "jax", "trl-gpu": "torch"}
+
+
+def _instructions(image: TrainerImage):
+    return parse_dockerfile((REPO_ROOT / image.dockerfile).read_text())
+
+
+def _values(image: TrainerImage, keyword: str) -> list[str]:
+    return [i.value for i in _instructions(image) if i.keyword == keyword]
+
+
+def _makefile() -> str:
+    return (REPO_ROOT / "Makefile").read_text()
+
+
+def _install_rule(image: TrainerImage) -> str:
+    """The Makefile recipe that builds the trainer's test environment."""
+    venv, _ = MAKE_ENVS[image.trainer]
+    match = re.search(rf"^\$\({venv}\)/\.installed:(.*?)(?=^\S|\Z)", _makefile(), re.M | re.S)
+    assert match, f"no $({venv})/.installed rule in the Makefile"
+    return match.group(0)
+
+
+def _pins(path: Path) -> dict[str, str]:
+    pins = {}
+    for line in path.read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        match = re.fullmatch(r"([A-Za-z0-9_.-]+)(\[[^\]]*\])?==([A-Za-z0-9_.+!-]+)", line)
+        assert match, f"{path}: {line!r} is not an exact pin (name==version)"
+        pins[match.group(1).lower().replace("_", "-")] = match.group(3)
+    return pins
+
+
+@pytest.mark.parametrize("image", IMAGES, ids=ids)
+def test_base_images_are_pinned(image):
+    bases = _values(image, "FROM")
+    assert bases, f"{image.dockerfile} has no FROM"
+    for base in bases:
+        ref = base.split()[0]
+        assert "latest" not in ref
+        name, _, digest = ref.partition("@")
+        if digest:
+            assert re.fullmatch(r"sha256:[0-9a-f]{64}", digest), ref
+            continue
+        _, _, tag = name.rpartition(":")
+        # An exact version tag: at least major.minor.patch, never a moving alias.
+        assert re.match(r"^\d+\.\d+\.\d+", tag), f"{ref}: pin an exact version tag or a digest"
+
+
+@pytest.mark.parametrize("image", IMAGES, ids=ids)
+def test_python_matches_the_test_environment(image):
+    """The image's Python minor version is the one its test environment is created with."""
+    base = _values(image, "FROM")[-1].split()[0]
+    image_minor = re.match(r".*python:(\d+\.\d+)\.", base).group(1)
+    _, interpreter = MAKE_ENVS[image.trainer]
+    assert f"$({interpreter}) -m venv" in _install_rule(image)
+    assert interpreter == "PY" + image_minor.replace(".", "")
+
+
+@pytest.mark.parametrize("image", IMAGES, ids=ids)
+def test_pip_matches_the_test_environment(image):
+    pip = re.search(r"^PIP_VERSION := (\S+)", _makefile(), re.M).group(1)
+    runs = " ".join(_values(image, "RUN"))
+    assert f"pip install pip=={pip}" in runs
+
+
+@pytest.mark.parametrize("image", IMAGES, ids=ids)
+def test_installs_the_requirements_the_tests_install(image):
+    """The Dockerfile installs the very file `make test` installs, and it is fully pinned."""
+    copies = copy_sources(_instructions(image))
+    assert image.requirements in copies
+    rule = _install_rule(image)
+    assert f"-r {image.requirements}" in rule
+    assert image.requirements in rule.splitlines()[0], "the environment must rebuild when it changes"
+    runs = " ".join(_values(image, "RUN"))
+    assert "pip install -r /tmp/requirements.txt" in runs
+    pins = _pins(REPO_ROOT / image.requirements)
+    assert ACCELERATOR_PIN[image.trainer] in pins
+
+
+def _shell_extract(image: TrainerImage) -> re.Pattern:
+    """The `sed -E` expression the Dockerfile uses to read the accelerator pin, as a regex."""
+    runs = " ".join(_values(image, "RUN"))
+    expr = re.search(r"sed -n -E 's/(.*?)/\\(\d)/p'", runs)
+    assert expr, "the accelerator version is read from the requirements file with sed -E"
+    return re.compile(expr.group(1)), int(expr.group(2))
+
+
+@pytest.mark.parametrize("image", IMAGES, ids=ids)
+def test_accelerator_build_is_the_pinned_version(image):
+    """The TPU runtime / CUDA torch is installed at exactly the version the tests pin."""
+    pattern, group = _shell_extract(image)
+    pinned = _pins(REPO_ROOT / image.requirements)[ACCELERATOR_PIN[image.trainer]]
+    found = [
+        m.group(group)
+        for line in (REPO_ROOT / image.requirements).read_text().splitlines()
+        if (m := pattern.match(line))
+    ]
+    assert found == [pinned]
+    runs = " ".join(_values(image, "RUN"))
+    if image.trainer == "gemma-jax":
+        assert '"jax[tpu]==${JAX_VERSION}"' in runs
+    else:
+        assert '--index-url "$TORCH_INDEX_URL" "torch==${TORCH_VERSION}"' in runs
+        index = [a for a in _values(image, "ARG") if a.startswith("TORCH_INDEX_URL=")]
+        assert index and re.fullmatch(
+            r"TORCH_INDEX_URL=https://download\.pytorch\.org/whl/cu\d+", index[0]
+        )
+        # torch first, then the rest: the CUDA build satisfies the pin and stays.
+        assert runs.index("torch==${TORCH_VERSION}") < runs.index("pip install -r /tmp/requirements.txt")
+        assert "torch.version.cuda" in runs
+
+
+@pytest.mark.parametrize("image", IMAGES, ids=ids)
+def test_default_command_is_the_launch_command(image):
+    cmd = _values(image, "CMD")
+    assert len(cmd) == 1
+    assert tuple(json.loads(cmd[0])) == image.command  # exec form, no shell
+    assert image.entry_module in image.command
+    assert _values(image, "WORKDIR")[-1] == "/app"
+
+
+@pytest.mark.parametrize("image", IMAGES, ids=ids)
+def test_runs_as_the_documented_user(image):
+    users = _values(image, "USER")
+    uid = int(users[-1].split(":")[0]) if users else 0
+    assert uid == image.user
+    if image.user:
+        assert f"useradd --uid {image.user}" in " ".join(_values(image, "RUN"))
+
+
+@pytest.mark.parametrize("image", IMAGES, ids=ids)
+def test_context_is_only_what_the_image_needs(image):
+    """The ignore file lets through exactly the paths the Dockerfile copies."""
+    lines = [
+        line.strip()
+        for line in (REPO_ROOT / image.dockerignore).read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+    assert lines[0] == "*"
+    allowed = {line[1:].rstrip("/") for line in lines if line.startswith("!")}
+    copied = set(copy_sources(_instructions(image)))
+    assert allowed == {"trainers/__init__.py", "trainers/exit_codes.py", image.package_dir}
+    for source in copied:
+        assert any(source == a or source.startswith(a + "/") for a in allowed), source
+
+
+def _module_file(module: str, root: Path = REPO_ROOT) -> Path | None:
+    base = root / module.replace(".", "/")
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _local_imports(path: Path, module: str) -> set[str]:
+    """Modules under `trainers` that a file imports (absolute or relative)."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[: len(parts) - node.level + 1])
+                prefix = f"{base}.{node.module}" if node.module else base
+            else:
+                prefix = node.module or ""
+            names = [prefix] + [f"{prefix}.{a.name}" for a in node.names]
+        else:
+            continue
+        for name in names:
+            if name == "trainers" or name.startswith("trainers."):
+                # the module itself and every package on its way
+                parts = name.split(".")
+                found.update(".".join(parts[:i]) for i in range(1, len(parts) + 1))
+    return found
+
+
+def imported_files(entry_module: str, root: Path = REPO_ROOT) -> set[str]:
+    """Every file under trainers/ reached by walking imports from the entry module."""
+    seen: set[str] = set()
+    files: set[str] = set()
+    todo = [entry_module]
+    while todo:
+        module = todo.pop()
+        if module in seen:
+            continue
+        seen.add(module)
+        path = _module_file(module, root)
+        if path is None:
+            continue  # a name imported from a module (from x import func), not a module
+        files.add(path.relative_to(root).as_posix())
+        todo.extend(_local_imports(path, module))
+    return files
+
+
+@pytest.mark.parametrize("image", IMAGES, ids=ids)
+def test_every_imported_module_is_copied(image):
+    assert _module_file(image.entry_module), f"the entry module {image.entry_module} does not exist"
+    needed = imported_files(image.entry_module)
+    # the entry module and the shared modules every trainer uses
+    assert _module_file(image.entry_module).relative_to(REPO_ROOT).as_posix() in needed
+    assert "trainers/__init__.py" in needed
+    in_image = set(content_files(image))
+    assert needed <= in_image, sorted(needed - in_image)
+
+
+@pytest.mark.parametrize("image", IMAGES, ids=ids)
+def test_files_the_command_names_are_copied(image):
+    """Paths in the launch command (the accelerate config) exist and are in the image."""
+    in_image = set(content_files(image))
+    for word in image.command:
+        if "/" in word:
+            assert (REPO_ROOT / word).is_file(), word
+            assert word in in_image, word
+
+
+def test_import_walk_follows_relative_and_shared_imports(tmp_path):
+    """The walk itself: relative imports, `from pkg import module`, and stdlib left out."""
+    pkg = tmp_path / "trainers" / "demo"
+    pkg.mkdir(parents=True)
+    (tmp_path / "trainers" / "__init__.py").write_text("")
+    (tmp_path / "trainers" / "exit_codes.py").write_text("OK = 0\n")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "main.py").write_text(
+        "import os\nfrom . import data\nfrom .model import build\nfrom trainers import exit_codes\n"
+    )
+    (pkg / "data.py").write_text("from trainers.demo.util import helper\n")
+    (pkg / "model.py").write_text("")
+    (pkg / "util.py").write_text("def helper(): pass\n")
+    (pkg / "unused.py").write_text("")
+    assert imported_files("trainers.demo.main", tmp_path) == {
+        "trainers/__init__.py",
+        "trainers/exit_codes.py",
+        "trainers/demo/__init__.py",
+        "trainers/demo/main.py",
+        "trainers/demo/data.py",
+        "trainers/demo/model.py",
+        "trainers/demo/util.py",
+    }
