@@ -8,8 +8,8 @@ a plain file because directory renames on a GCS FUSE mount are neither atomic
 nor always allowed, so "write to a temporary name, then rename" is not an
 option there.
 
-On SIGTERM (preemption, maintenance, `kubectl delete`) the handler only sets
-a flag. At the end of the current optimizer step the processes agree on it
+On SIGTERM during training (preemption, maintenance, `kubectl delete`) the
+handler only sets a flag. At the end of the current optimizer step the processes agree on it
 (one all-reduce, so every rank stops at the same step), save a checkpoint and
 stop; the entry point then exits with `exit_codes.TERMINATED`.
 """
@@ -91,17 +91,33 @@ class CompleteMarker(TrainerCallback):
 
 
 class GracefulStop(TrainerCallback):
-    """Turns SIGTERM into "save at the end of this step, then stop"."""
+    """Turns SIGTERM during training into "save at the end of this step, then stop".
+
+    The handler is only installed while the training loop runs. Outside it
+    (loading, the final save) SIGTERM keeps its default effect and ends the
+    process at once: there is no step to finish, and a process blocked in a
+    collective would never run a Python handler anyway.
+    """
 
     def __init__(self, signals=(signal.SIGTERM,)):
+        self.signals = signals
         self.requested = False  # this process received the signal
         self.stopped = False  # training stopped because of it (on every rank)
-        for sig in signals:
-            signal.signal(sig, self._handle)
+        self._previous = {}
 
     def _handle(self, signum, frame):
         log.warning("received %s: saving a checkpoint at the end of this step", signal.Signals(signum).name)
         self.requested = True
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        for sig in self.signals:
+            self._previous[sig] = signal.signal(sig, self._handle)
+        return control
+
+    def on_train_end(self, args, state, control, **kwargs):
+        for sig, previous in self._previous.items():
+            signal.signal(sig, previous)
+        return control
 
     def _agreed(self) -> bool:
         if not (dist.is_available() and dist.is_initialized()):

@@ -12,6 +12,7 @@ from trainers import exit_codes
 
 from . import checkpoints, data, evaluation, model as model_lib
 from .args import ConfigError
+from .checkpoints import GracefulStop
 from .trainer import build_trainer
 
 log = logging.getLogger(__name__)
@@ -95,16 +96,15 @@ def merge_adapter(script_args, training_args) -> None:
     log.info("merged model saved to %s", target)
 
 
-def run(script_args, training_args, stopper) -> int:
+def run(script_args, training_args) -> int:
     model_lib.check_hub_token(script_args.model_id, training_args.push_to_hub)
     tokenizer = model_lib.load_tokenizer(script_args.model_id, script_args.trust_remote, script_args.use_fast)
     train_set, eval_set, eval_rows = prepare_data(script_args, training_args, tokenizer)
     model = model_lib.load_model(script_args.model_id, training_args.bf16, script_args.trust_remote)
+    stopper = GracefulStop()
     trainer = build_trainer(model, tokenizer, script_args, training_args, train_set, eval_set, stopper)
     check_distributed(trainer)
     resume_from = resume_point(script_args, training_args)
-    if stopper.requested:  # told to stop while loading: nothing new to save
-        return exit_codes.TERMINATED
     trainer.train(resume_from_checkpoint=resume_from)
     if stopper.stopped:
         log.warning("stopped on request after saving checkpoint-%d", trainer.state.global_step)
