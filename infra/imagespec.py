@@ -28,9 +28,14 @@ class TrainerImage:
 
     trainer: str
     package: str  # the Python package copied into the image, e.g. trainers.gemma_jax
-    entry_module: str  # the module the launch command runs
+    entry_module: str  # the trainer module the launch command runs
     command: tuple[str, ...]  # the image's default command (its CMD)
     user: int  # the uid the trainer runs as in the image (0: root)
+
+    @property
+    def command_modules(self) -> tuple[str, ...]:
+        """Every module the command runs with `-m` (launchers included)."""
+        return tuple(self.command[i + 1] for i, w in enumerate(self.command[:-1]) if w == "-m")
 
     @property
     def image_name(self) -> str:
@@ -70,9 +75,11 @@ TRAINER_IMAGES: dict[str, TrainerImage] = {
             trainer="trl-gpu",
             package="trainers.trl_gpu",
             entry_module="trainers.trl_gpu.sft",
+            # `accelerate launch` behind a wrapper that keeps the trainer's exit code.
             command=(
-                "accelerate",
-                "launch",
+                "python",
+                "-m",
+                "trainers.trl_gpu.launch",
                 "--config_file",
                 "trainers/trl_gpu/accelerate_fsdp_8gpu.yaml",
                 "-m",

@@ -230,10 +230,12 @@ def imported_files(entry_module: str, root: Path = REPO_ROOT) -> set[str]:
 
 @pytest.mark.parametrize("image", IMAGES, ids=ids)
 def test_every_imported_module_is_copied(image):
-    assert _module_file(image.entry_module), f"the entry module {image.entry_module} does not exist"
-    needed = imported_files(image.entry_module)
-    # the entry module and the shared modules every trainer uses
-    assert _module_file(image.entry_module).relative_to(REPO_ROOT).as_posix() in needed
+    assert image.entry_module in image.command_modules
+    needed: set[str] = set()
+    for module in image.command_modules:  # the trainer and any launcher in front of it
+        assert _module_file(module), f"{module}, run by the image's command, does not exist"
+        needed |= imported_files(module)
+        assert _module_file(module).relative_to(REPO_ROOT).as_posix() in needed
     assert "trainers/__init__.py" in needed
     in_image = set(content_files(image))
     assert needed <= in_image, sorted(needed - in_image)
