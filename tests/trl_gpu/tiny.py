@@ -94,6 +94,9 @@ def tiny_config(family: str, vocab_size: int, tokenizer):
         head_dim=16,
         sliding_window=64,
         max_position_embeddings=512,
+        # Large enough embeddings that a rank-limited adapter can move the
+        # logits far from uniform within a few dozen CPU steps.
+        initializer_range=0.3,
         pad_token_id=tokenizer.pad_token_id,
         bos_token_id=tokenizer.bos_token_id,
         eos_token_id=[tokenizer.eos_token_id, tokenizer.convert_tokens_to_ids(END_OF_TURN[family])],

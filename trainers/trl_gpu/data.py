@@ -18,6 +18,7 @@ import datasets
 from datasets import Dataset, load_dataset, load_from_disk
 
 from .args import REQUIRED_COLUMNS, ConfigError
+from .model import network_trouble
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +70,9 @@ def load_rows(name: str, split: str) -> Dataset:
             dataset = load_dataset(name, split=split)
     except ConfigError:
         raise
-    except (datasets.exceptions.DatasetNotFoundError, FileNotFoundError, ValueError) as err:
+    except (datasets.exceptions.DatasetNotFoundError, FileNotFoundError, ValueError, ConnectionError) as err:
+        if network_trouble(err):
+            raise  # the Hub is unreachable: a retry may work
         raise ConfigError(f"--dataset_name={name!r} (split {split!r}) could not be loaded: {err}") from err
     missing = [c for c in REQUIRED_COLUMNS if c not in dataset.column_names]
     if missing:

@@ -30,6 +30,25 @@ LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", 
 LORA_EXCLUDE = r".*(vision_tower|audio_tower|embed_vision|embed_audio|multi_modal_projector).*"
 
 
+def hub_offline() -> bool:
+    return os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes", "on")
+
+
+def network_trouble(err: BaseException) -> bool:
+    """True when `err` comes from failing to reach the Hub while online: worth
+    a retry (an ordinary failure), unlike a wrong id (a configuration error).
+    Offline mode makes "not reachable" final, hence a configuration error."""
+    if hub_offline():
+        return False
+    seen = set()
+    while err is not None and id(err) not in seen:
+        seen.add(id(err))
+        if isinstance(err, (ConnectionError, TimeoutError)) or type(err).__module__.startswith("httpx"):
+            return True
+        err = err.__cause__ or err.__context__
+    return False
+
+
 def is_local(model_id: str) -> bool:
     return os.path.isdir(model_id)
 
@@ -51,7 +70,7 @@ def check_hub_token(model_id: str, push_to_hub: bool) -> None:
             f"no Hugging Face token: {reason}; set HF_TOKEN or mount the token and point HF_TOKEN_PATH at it "
             f"(HF_TOKEN_PATH={os.environ.get('HF_TOKEN_PATH')!r})"
         )
-    if os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes"):
+    if hub_offline():
         return  # offline: the token cannot be checked here
     try:
         whoami(token=token)
@@ -68,6 +87,8 @@ def load_tokenizer(model_id: str, trust_remote: bool, use_fast: bool):
     except (hub_errors.RepositoryNotFoundError, hub_errors.GatedRepoError) as err:
         raise ConfigError(f"--model_id={model_id!r}: {err}") from err
     except (OSError, ValueError) as err:
+        if network_trouble(err):
+            raise
         raise ConfigError(f"--model_id={model_id!r}: cannot load its tokenizer: {err}") from err
     if not tokenizer.chat_template:
         raise ConfigError(f"--model_id={model_id!r}: the tokenizer has no chat template (use an instruction-tuned model)")
@@ -82,6 +103,8 @@ def load_config(model_id: str, trust_remote: bool):
     except (hub_errors.RepositoryNotFoundError, hub_errors.GatedRepoError) as err:
         raise ConfigError(f"--model_id={model_id!r}: {err}") from err
     except (OSError, ValueError, KeyError) as err:
+        if network_trouble(err):
+            raise
         raise ConfigError(f"--model_id={model_id!r} is not a model this trainer can load: {err}") from err
 
 

@@ -96,7 +96,8 @@ def merge_adapter(script_args, training_args) -> None:
     log.info("merged model saved to %s", target)
 
 
-def run(script_args, training_args) -> int:
+def build(script_args, training_args):
+    """Everything up to a ready trainer: token check, tokenizer, data, model."""
     model_lib.check_hub_token(script_args.model_id, training_args.push_to_hub)
     tokenizer = model_lib.load_tokenizer(script_args.model_id, script_args.trust_remote, script_args.use_fast)
     train_set, eval_set, eval_rows = prepare_data(script_args, training_args, tokenizer)
@@ -104,8 +105,12 @@ def run(script_args, training_args) -> int:
     stopper = GracefulStop()
     trainer = build_trainer(model, tokenizer, script_args, training_args, train_set, eval_set, stopper)
     check_distributed(trainer)
-    resume_from = resume_point(script_args, training_args)
-    trainer.train(resume_from_checkpoint=resume_from)
+    return trainer, stopper, eval_rows
+
+
+def run(script_args, training_args) -> int:
+    trainer, stopper, eval_rows = build(script_args, training_args)
+    trainer.train(resume_from_checkpoint=resume_point(script_args, training_args))
     if stopper.stopped:
         log.warning("stopped on request after saving checkpoint-%d", trainer.state.global_step)
         trainer.end()
@@ -114,7 +119,7 @@ def run(script_args, training_args) -> int:
     metrics = trainer.evaluate()
     log.info("held-out loss after training: %.4f", metrics["eval_loss"])
     evaluation.run_sql_check(
-        trainer, tokenizer, eval_rows, script_args.sql_check_samples, script_args.sql_check_max_new_tokens
+        trainer, trainer.processing_class, eval_rows, script_args.sql_check_samples, script_args.sql_check_max_new_tokens
     )
     if training_args.push_to_hub:
         trainer.push_to_hub(dataset_name=script_args.dataset_name)

@@ -1,0 +1,105 @@
+"""Shared fixtures: tiny Gemma models, a text-to-SQL file, and a way to run
+the trainer's entry point the way the cluster does (a subprocess)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from . import tiny  # noqa: E402
+
+# Nothing may reach the Hub; a cache of its own keeps runs independent of ~/.cache.
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["HF_DATASETS_OFFLINE"] = "1"
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _hf_home(tmp_path_factory):
+    home = tmp_path_factory.mktemp("hf_home")
+    old = os.environ.get("HF_HOME")
+    os.environ["HF_HOME"] = str(home)
+    os.environ.pop("HF_TOKEN", None)
+    os.environ.pop("HF_TOKEN_PATH", None)
+    yield
+    if old is None:
+        os.environ.pop("HF_HOME", None)
+    else:
+        os.environ["HF_HOME"] = old
+
+
+@pytest.fixture(scope="session")
+def gemma4_dir(tmp_path_factory) -> Path:
+    return tiny.build_model_dir(tmp_path_factory.mktemp("models") / "tiny-gemma4", "gemma4")
+
+
+@pytest.fixture(scope="session")
+def gemma3_dir(tmp_path_factory) -> Path:
+    return tiny.build_model_dir(tmp_path_factory.mktemp("models") / "tiny-gemma3", "gemma3")
+
+
+@pytest.fixture(scope="session")
+def sql_file(tmp_path_factory) -> Path:
+    return tiny.write_dataset(tmp_path_factory.mktemp("data") / "text_to_sql.jsonl", n=160)
+
+
+# Flags that make a CPU run short; each test adds its own.
+FAST = [
+    "--per_device_train_batch_size", "4",
+    "--gradient_accumulation_steps", "1",
+    "--activation_checkpointing", "false",
+    "--learning_rate", "5e-3",
+    "--logging_steps", "2",
+    "--dataloader_num_workers", "0",
+    "--report_to", "none",
+]  # fmt: skip
+
+
+def trainer_env(**extra) -> dict:
+    env = dict(os.environ)
+    env.update({"PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"})
+    env.update(extra)
+    return env
+
+
+def sft_command(*args) -> list[str]:
+    return [sys.executable, "-m", "trainers.trl_gpu.sft", *map(str, args)]
+
+
+def launch_command(nproc: int, *args) -> list[str]:
+    """The cluster's launcher on CPU: torchrun under accelerate, gloo between
+    processes (`--use_cpu true` makes accelerate pick MULTI_CPU)."""
+    return [
+        sys.executable, "-m", "trainers.trl_gpu.launch",
+        "--multi_gpu", "--num_processes", str(nproc), "--num_machines", "1",
+        "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", str(_free_port()),
+        "-m", "trainers.trl_gpu.sft", "--use_cpu", "true", *map(str, args),
+    ]  # fmt: skip
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run(cmd: list[str], timeout: int = 300, **env) -> subprocess.CompletedProcess:
+    proc = subprocess.run(
+        cmd, cwd=REPO, env=trainer_env(**env), capture_output=True, text=True, timeout=timeout, check=False
+    )
+    proc.output = proc.stdout + proc.stderr
+    return proc
+
+
+def tail(proc, n: int = 4000) -> str:
+    return proc.output[-n:]

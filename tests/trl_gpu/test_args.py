@@ -1,0 +1,82 @@
+"""Flags: the recipe's defaults, TRL-style YAML + CLI parsing, warmup, errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from trainers.trl_gpu.args import ConfigError, parse_args
+
+
+def test_defaults_are_the_recipe_defaults(tmp_path):
+    script, training = parse_args([])
+    assert script.model_id == "google/gemma-4-31b-it"
+    assert script.dataset_name == "philschmid/gretel-synthetic-text-to-sql"
+    assert (script.lora_r, script.lora_alpha, script.lora_dropout) == (16, 32, 0.05)
+    assert (script.max_samples, script.eval_fraction) == (12_500, 0.2)  # 2,500 rows held out
+    assert training.output_dir == "gemma-31b-text-to-sql"
+    assert training.max_length == 1024
+    assert training.num_train_epochs == 3
+    assert training.per_device_train_batch_size == 2
+    assert training.gradient_accumulation_steps == 32
+    assert training.learning_rate == 1e-5
+    assert training.logging_steps == 10
+    assert training.save_strategy == "steps" and training.save_steps == 100
+    assert training.push_to_hub is False and training.hub_private_repo is True
+    assert training.max_grad_norm == 0.3
+    assert training.seed == 42
+    assert training.report_to == ["tensorboard"]
+    assert training.eval_strategy == "steps"
+
+
+def test_warmup_is_a_ratio_of_the_optimizer_steps():
+    _, training = parse_args(["--max_steps", "1000"])
+    # 3% of the steps warm up, and the schedule is one that uses them.
+    assert training.get_warmup_steps(1000) == 30
+    assert training.lr_scheduler_type == "constant_with_warmup"
+    _, training = parse_args(["--warmup_ratio", "0.1"])
+    assert training.get_warmup_steps(200) == 20
+
+
+def test_no_label_names_and_answer_only_loss():
+    _, training = parse_args([])
+    assert not training.label_names
+    assert training.completion_only_loss is True
+    assert training.packing is False
+
+
+def test_yaml_config_then_command_line_overrides(tmp_path):
+    config = tmp_path / "run.yaml"
+    config.write_text("lora_r: 8\nlearning_rate: 0.0002\noutput_dir: /tmp/from-yaml\n")
+    script, training = parse_args(["--config", str(config), "--lora_r", "4"])
+    assert script.lora_r == 4  # the command line wins
+    assert training.learning_rate == 2e-4  # the file overrides the default
+    assert training.output_dir == "/tmp/from-yaml"
+
+
+def test_logging_dir_feeds_tensorboard(tmp_path, monkeypatch):
+    monkeypatch.delenv("TENSORBOARD_LOGGING_DIR", raising=False)
+    script, _ = parse_args(["--output_dir", str(tmp_path), "--logging_dir", str(tmp_path / "tb")])
+    import os
+
+    assert os.environ["TENSORBOARD_LOGGING_DIR"] == str(tmp_path / "tb") == script.logging_dir
+
+
+@pytest.mark.parametrize(
+    "argv, flag",
+    [
+        (["--no_such_flag", "1"], "--no_such_flag"),
+        (["--hf_token", "hf_secret"], "--hf_token"),  # the token is never a flag
+        (["--warmup_ratio", "3"], "--warmup_ratio"),
+        (["--warmup_steps", "0.03"], "--warmup_steps"),
+        (["--lora_r", "0"], "--lora_r"),
+        (["--eval_fraction", "1.5"], "--eval_fraction"),
+        (["--save_total_limit", "1"], "--save_total_limit"),
+        (["--label_names", "domain"], "--label_names"),
+        (["--packing", "true"], "--packing"),
+        (["--num_train_epochs", "many"], "--num_train_epochs"),
+    ],
+)
+def test_bad_flags_are_config_errors_naming_the_flag(argv, flag):
+    with pytest.raises(ConfigError) as err:
+        parse_args(argv)
+    assert flag in str(err.value)

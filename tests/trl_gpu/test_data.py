@@ -1,0 +1,103 @@
+"""Data: local sources, the seeded split, and the answer-only loss mask."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from datasets import Dataset
+from transformers import AutoTokenizer
+
+from trainers.trl_gpu import data
+from trainers.trl_gpu.args import ConfigError
+
+from . import tiny
+
+
+@pytest.mark.parametrize("family", ["gemma4", "gemma3"])
+def test_loss_mask_covers_exactly_the_answer(family, request):
+    model_dir = request.getfixturevalue(f"{family}_dir")
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    row = tiny.sql_rows(1, seed=7)[0]
+    example = data.tokenize_example(row, tokenizer)
+    ids, labels = example["input_ids"], example["labels"]
+    assert len(ids) == len(labels)
+
+    trained = [t for t, lab in zip(ids, labels) if lab != data.IGNORE_INDEX]
+    masked = [t for t, lab in zip(ids, labels) if lab == data.IGNORE_INDEX]
+    # Labels equal the input ids where trained (the model shifts them itself).
+    assert all(lab in (data.IGNORE_INDEX, t) for t, lab in zip(ids, labels))
+    # The mask is one block: prompt first, then answer to the end.
+    first = labels.index(next(lab for lab in labels if lab != data.IGNORE_INDEX))
+    assert all(lab == data.IGNORE_INDEX for lab in labels[:first])
+    assert all(lab != data.IGNORE_INDEX for lab in labels[first:])
+
+    # Trained: the SQL and the end-of-turn token, nothing else.
+    assert tokenizer.decode(trained) == row["sql"] + tiny.END_OF_TURN[family]
+    # Masked: the whole prompt (system + user turns, up to the model-turn header).
+    prompt_text = tokenizer.apply_chat_template(data.prompt_messages(row), tokenize=False, add_generation_prompt=True)
+    assert tokenizer.decode(masked) == prompt_text
+    assert row["sql_context"] in prompt_text and row["sql_prompt"] in prompt_text
+    assert row["sql"] not in prompt_text
+
+
+def test_too_long_examples_are_dropped_not_cut(gemma4_dir):
+    tokenizer = AutoTokenizer.from_pretrained(gemma4_dir)
+    rows = Dataset.from_list(tiny.sql_rows(8))
+    lengths = [len(data.tokenize_example(r, tokenizer)["input_ids"]) for r in rows]
+    limit = sorted(lengths)[4]
+    kept = data.tokenize_split(rows, tokenizer, max_length=limit)
+    assert len(kept) == sum(n <= limit for n in lengths)
+    assert all(ex["labels"][-1] == tokenizer.convert_tokens_to_ids("<turn|>") for ex in kept)
+    with pytest.raises(ConfigError, match="--max_length"):
+        data.tokenize_split(rows, tokenizer, max_length=min(lengths) - 1)
+
+
+def test_split_is_seeded_and_capped():
+    rows = Dataset.from_list(tiny.sql_rows(100))
+    train_a, held_a = data.split_rows(rows, max_samples=50, eval_fraction=0.2, seed=42)
+    train_b, held_b = data.split_rows(rows, max_samples=50, eval_fraction=0.2, seed=42)
+    train_c, _ = data.split_rows(rows, max_samples=50, eval_fraction=0.2, seed=43)
+    assert (len(train_a), len(held_a)) == (40, 10)
+    assert train_a["id"] == train_b["id"] and held_a["id"] == held_b["id"]
+    assert train_a["id"] != train_c["id"]
+    assert not set(train_a["id"]) & set(held_a["id"])
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "csv", "parquet", "saved", "hub-layout"])
+def test_local_sources(tmp_path, kind):
+    rows = tiny.sql_rows(12)
+    ds = Dataset.from_list(rows)
+    if kind == "jsonl":
+        path = tmp_path / "d.jsonl"
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    elif kind == "csv":
+        path = tmp_path / "d.csv"
+        ds.to_csv(str(path))
+    elif kind == "parquet":
+        path = tmp_path / "d.parquet"
+        ds.to_parquet(str(path))
+    elif kind == "saved":
+        path = tmp_path / "saved"
+        ds.save_to_disk(str(path))
+    else:  # a directory of data files, as a Hub dataset repository is laid out
+        path = tmp_path / "repo"
+        (path / "data").mkdir(parents=True)
+        ds.to_parquet(str(path / "data" / "train-00000-of-00001.parquet"))
+    loaded = data.load_rows(str(path), "train")
+    assert len(loaded) == 12 and loaded[0]["sql"] == rows[0]["sql"]
+
+
+def test_missing_column_names_the_column(tmp_path):
+    path = tmp_path / "d.jsonl"
+    path.write_text(json.dumps({"sql_prompt": "q", "sql": "SELECT 1;"}) + "\n")
+    with pytest.raises(ConfigError) as err:
+        data.load_rows(str(path), "train")
+    assert "sql_context" in str(err.value) and "--dataset_name" in str(err.value)
+
+
+def test_missing_local_file_and_unknown_hub_dataset(tmp_path):
+    with pytest.raises(ConfigError, match="no such file"):
+        data.load_rows(str(tmp_path / "absent.jsonl"), "train")
+    with pytest.raises(ConfigError, match="--dataset_name"):
+        data.load_rows("nobody/no-such-dataset", "train")  # offline in the tests
