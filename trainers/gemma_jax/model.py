@@ -113,7 +113,16 @@ def split_trainable(params, lora: bool):
   if not lora:
     return params, {}
   original, lora_params = peft.split_params(params)
-  return lora_params, original
+  return lora_params, _drop_empty(original)
+
+
+def _drop_empty(tree):
+  """split_params leaves {} where a LoRA wrapper held only 'lora'; the
+  checkpoint has no such entries."""
+  if not isinstance(tree, dict):
+    return tree
+  out = {k: _drop_empty(v) for k, v in tree.items()}
+  return {k: v for k, v in out.items() if not (isinstance(v, dict) and not v)}
 
 
 def merge_params(trainable, frozen, lora: bool):
@@ -149,15 +158,14 @@ def init_params(model, maxlen: int, seed: int, shardings, lora: bool,
 def load_pretrained(path: str, abstract_base, shardings, text_only: bool):
   """Loads base params from an Orbax checkpoint through gemma's loader.
 
-  `gm.ckpts.load_params` reads straight into `shardings`, so a model that
-  only fits sharded is never materialised on one device; the result is cast
-  to the model's param dtype on device.
+  The target tree carries the model's dtypes and the wanted shardings, so
+  Orbax reads every array straight into its shards (a model that only fits
+  sharded is never materialised on one device) and casts on the way.
   """
   if "://" not in path:
     path = os.path.abspath(path)
-  params = gm.ckpts.load_params(path, sharding=shardings, text_only=text_only)
-  dtypes = jax.tree.map(lambda a: a.dtype, abstract_base)
-  return jax.jit(
-      lambda p: jax.tree.map(lambda x, d: x.astype(d), p, dtypes),
-      out_shardings=shardings,
-  )(params)
+  target = jax.tree.map(
+      lambda a, s: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s),
+      abstract_base, shardings)
+  return gm.ckpts.load_params(path, params=target, donate=False,
+                              text_only=text_only)

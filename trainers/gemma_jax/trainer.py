@@ -165,8 +165,10 @@ class Loop:
         self._log_train(step, m, timer)
       if cfg.eval_every and step % cfg.eval_every == 0:
         self._eval(step, state)
+        timer.lap()  # keep eval time out of the train step time
       if step % cfg.save_every == 0:
         self.ckpt.save(step, state, data_iter, self.meta)
+        timer.lap()
       if stop.requested(step):
         return self._terminate(step, state, data_iter)
     return self._finish(state, data_iter)
