@@ -31,11 +31,16 @@ class TrainerImage:
     entry_module: str  # the trainer module the launch command runs
     command: tuple[str, ...]  # the image's default command (its CMD)
     user: int  # the uid the trainer runs as in the image (0: root)
+    group: int  # its primary gid (the Dockerfile's `USER <uid>:<gid>`)
 
     @property
     def command_modules(self) -> tuple[str, ...]:
         """Every module the command runs with `-m` (launchers included)."""
         return tuple(self.command[i + 1] for i, w in enumerate(self.command[:-1]) if w == "-m")
+
+    @property
+    def non_root(self) -> bool:
+        return self.user != 0
 
     @property
     def image_name(self) -> str:
@@ -69,7 +74,9 @@ TRAINER_IMAGES: dict[str, TrainerImage] = {
             package="trainers.gemma_jax",
             entry_module="trainers.gemma_jax.train",
             command=("python", "-m", "trainers.gemma_jax.train"),
+            # Root: GKE documents TPU device access (/dev/vfio) for root only.
             user=0,
+            group=0,
         ),
         TrainerImage(
             trainer="trl-gpu",
@@ -86,6 +93,7 @@ TRAINER_IMAGES: dict[str, TrainerImage] = {
                 "trainers.trl_gpu.sft",
             ),
             user=1000,
+            group=1000,
         ),
     )
 }

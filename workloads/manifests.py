@@ -115,6 +115,7 @@ def pod_spec(run: RunConfig, contract: SchedulingContract, facts: PlatformFacts)
     host_network = multislice(contract)
     mounts = storage.run_mounts(run.name, run.profile)
     extra_volumes, extra_mounts = trainers.extra_volumes(run)
+    owner = trainers.owner(run)
     spec = {
         "serviceAccountName": facts.service_account,
         "restartPolicy": "Never",
@@ -122,8 +123,11 @@ def pod_spec(run: RunConfig, contract: SchedulingContract, facts: PlatformFacts)
         "nodeSelector": node_selector(contract),
         "tolerations": [dict(t) for t in contract.tolerations],
         "containers": [container(run, contract, facts, [storage.volume_mount(m) for m in mounts] + extra_mounts)],
-        "volumes": [storage.volume(m, facts.bucket, host_network) for m in mounts] + extra_volumes,
+        "volumes": [storage.volume(m, facts.bucket, host_network, owner) for m in mounts] + extra_volumes,
     }
+    security = trainers.security_context(run)
+    if security:
+        spec["securityContext"] = security
     if host_network:
         spec.update({"hostNetwork": True, "dnsPolicy": "ClusterFirstWithHostNet"})
     return spec

@@ -56,6 +56,26 @@ SIDECAR_ANNOTATIONS = {
 
 
 @dataclass(frozen=True)
+class Owner:
+    """The uid/gid a non-root trainer runs as, which must own its FUSE mounts.
+
+    A GCS FUSE mount belongs to root unless its options say otherwise, so a
+    non-root trainer could not write checkpoints into it. GKE's driver docs:
+    a pod that sets runAsUser/runAsGroup, or whose image runs as non-root,
+    must pass the `uid`/`gid` mount options; with the pod's `fsGroup` set,
+    the driver's fsGroup delegation adds the matching file and directory modes.
+    https://github.com/GoogleCloudPlatform/gcs-fuse-csi-driver/blob/main/docs/authentication.md
+    """
+
+    uid: int
+    gid: int
+
+    @property
+    def mount_options(self) -> tuple[str, ...]:
+        return (f"uid={self.uid}", f"gid={self.gid}")
+
+
+@dataclass(frozen=True)
 class Mount:
     """One bucket prefix, where the trainer sees it, and whether it writes there."""
 
@@ -76,8 +96,13 @@ def run_mounts(run_name: str, profile: bool) -> tuple[Mount, ...]:
     return tuple(mounts)
 
 
-def volume(mount: Mount, bucket: str, host_network: bool) -> dict:
-    options = (*(WRITE_OPTIONS if mount.writable else DATA_OPTIONS), f"only-dir={mount.prefix}")
+def volume(mount: Mount, bucket: str, host_network: bool, owner: Owner | None = None) -> dict:
+    """The CSI ephemeral volume of `mount`; `owner` for a trainer that does not run as root."""
+    options = (
+        *(WRITE_OPTIONS if mount.writable else DATA_OPTIONS),
+        *(owner.mount_options if owner else ()),
+        f"only-dir={mount.prefix}",
+    )
     attributes = {"bucketName": bucket, "mountOptions": ",".join(options)}
     if host_network:
         # A hostNetwork pod has no pod network identity of its own; this tells

@@ -6,10 +6,11 @@ trainer is started as a module of that package.
 
 from __future__ import annotations
 
+from infra.imagespec import TRAINER_IMAGES
 from infra.names import HF_TOKEN_KEY, HF_TOKEN_SECRET
 from infra.scheduling import SchedulingContract
 from workloads.spec import RunConfig
-from workloads.storage import CHECKPOINT_DIR, DATA_DIR, PROFILE_DIR
+from workloads.storage import CHECKPOINT_DIR, DATA_DIR, PROFILE_DIR, Owner
 
 CONTAINER = "trainer"
 WORKDIR = "/app"
@@ -36,6 +37,30 @@ def command(run: RunConfig, chips: int) -> list[str]:
     # --num_processes overrides the config file's 8 when a run uses fewer GPUs.
     return ["accelerate", "launch", "--config_file", ACCELERATE_CONFIG, "--num_processes", str(chips),
             "-m", "trainers.trl_gpu.sft"]  # fmt: skip
+
+
+def owner(run: RunConfig) -> Owner | None:
+    """Who the trainer runs as when not root: the user its image declares (infra/imagespec.py).
+
+    A run's own `image` is expected to be built from the same Dockerfile (its
+    pinned digest stands in for the build), so it runs as the same user.
+    """
+    image = TRAINER_IMAGES[run.trainer]
+    return Owner(image.user, image.group) if image.non_root else None
+
+
+def security_context(run: RunConfig) -> dict:
+    """The pod's securityContext: the image's user, enforced, for a non-root trainer.
+
+    `fsGroup` also makes the Hugging Face token (a 0400 Secret file owned by
+    root) readable through its group, and is what the FUSE driver's fsGroup
+    delegation keys on. A root trainer (TPU: GKE documents device access for
+    root only) gets no pod securityContext.
+    """
+    who = owner(run)
+    if who is None:
+        return {}
+    return {"runAsUser": who.uid, "runAsGroup": who.gid, "fsGroup": who.gid, "runAsNonRoot": True}
 
 
 def platform_args(run: RunConfig, contract: SchedulingContract) -> list[str]:

@@ -155,8 +155,11 @@ def test_default_command_is_the_launch_command(image):
 @pytest.mark.parametrize("image", IMAGES, ids=ids)
 def test_runs_as_the_documented_user(image):
     users = _values(image, "USER")
-    uid = int(users[-1].split(":")[0]) if users else 0
-    assert uid == image.user
+    uid, _, gid = users[-1].partition(":") if users else ("0", "", "0")
+    assert int(uid) == image.user
+    # The pods' runAsGroup/fsGroup and the FUSE mounts' gid come from image.group,
+    # so a non-root image names its group explicitly (`USER <uid>:<gid>`).
+    assert int(gid) == image.group if image.user else image.group == 0
     if image.user:
         assert f"useradd --uid {image.user}" in " ".join(_values(image, "RUN"))
 
