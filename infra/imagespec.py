@@ -32,6 +32,9 @@ class TrainerImage:
     command: tuple[str, ...]  # the image's default command (its CMD)
     user: int  # the uid the trainer runs as in the image (0: root)
     group: int  # its primary gid (the Dockerfile's `USER <uid>:<gid>`)
+    # The launcher flag that sets the number of processes per host (inserted
+    # before the trainer's `-m <module>`), or None when the command has none.
+    processes_flag: str | None = None
 
     @property
     def command_modules(self) -> tuple[str, ...]:
@@ -41,6 +44,19 @@ class TrainerImage:
     @property
     def non_root(self) -> bool:
         return self.user != 0
+
+    def launch_command(self, processes: int) -> tuple[str, ...]:
+        """The default command, with the process count per host where the launcher takes one.
+
+        Run manifests start the trainer with this, so a pod's command and the
+        image's CMD differ by that flag alone and cannot drift apart.
+        """
+        if self.processes_flag is None:
+            return self.command
+        entry = len(self.command) - 2  # `-m <entry_module>` ends the launch command
+        if self.command[entry:] != ("-m", self.entry_module):
+            raise ValueError(f"{self.trainer}: command {self.command} does not end with -m {self.entry_module}")
+        return (*self.command[:entry], self.processes_flag, str(processes), *self.command[entry:])
 
     @property
     def image_name(self) -> str:
@@ -94,6 +110,8 @@ TRAINER_IMAGES: dict[str, TrainerImage] = {
             ),
             user=1000,
             group=1000,
+            # Overrides the accelerate config file's 8 when a run uses fewer GPUs.
+            processes_flag="--num_processes",
         ),
     )
 }

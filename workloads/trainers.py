@@ -25,18 +25,20 @@ GRACE_SECONDS = {"gemma-jax": 300, "trl-gpu": 600}
 TPU_RUNTIME_PORT = 8471
 
 HF_TOKEN_DIR = "/var/run/secrets/huggingface"
-ACCELERATE_CONFIG = "trainers/trl_gpu/accelerate_fsdp_8gpu.yaml"
 # Accelerate puts NCCL's shared-memory buffers in /dev/shm; the container
 # runtime's 64 MiB default is far too small for 8 GPUs.
 SHM_SIZE = "64Gi"
 
 
 def command(run: RunConfig, chips: int) -> list[str]:
-    if run.trainer == "gemma-jax":
-        return ["python", "-m", "trainers.gemma_jax.train"]
-    # --num_processes overrides the config file's 8 when a run uses fewer GPUs.
-    return ["accelerate", "launch", "--config_file", ACCELERATE_CONFIG, "--num_processes", str(chips),
-            "-m", "trainers.trl_gpu.sft"]  # fmt: skip
+    """The image's own launch command (its Dockerfile CMD), with one process per chip.
+
+    For trl-gpu that is `python -m trainers.trl_gpu.launch --config_file ...
+    --num_processes <chips> -m trainers.trl_gpu.sft`: `accelerate launch`
+    behind the wrapper that keeps the trainer's exit code (78, 143), which the
+    Job's podFailurePolicy and the JobSet's failure policy act on.
+    """
+    return list(TRAINER_IMAGES[run.trainer].launch_command(chips))
 
 
 def owner(run: RunConfig) -> Owner | None:
