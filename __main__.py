@@ -93,7 +93,16 @@ from infra.runs import Runs, RunsArgs  # noqa: E402
 images = dict(cfg.images.by_trainer())
 to_build = sorted({run.trainer for run in cfg.runs if not run.image} - images.keys())
 if to_build:
-    built = TrainerImages("images", TrainerImagesArgs(registry_url=registry.url, trainers=to_build))
+    built = TrainerImages(
+        "images",
+        TrainerImagesArgs(
+            registry_url=registry.url,
+            builder=cfg.image_builder,
+            trainers=to_build,
+            project=cfg.project,
+            region=cfg.region,
+        ),
+    )
     images.update(built.refs)
     pulumi.export("images", built.refs)
 

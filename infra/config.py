@@ -42,6 +42,7 @@ from infra.config_rules import (
     zone_problems,
 )
 from infra.ids import default_bucket_name
+from infra.imagespec import IMAGE_BUILDERS, ImageBuilder
 from workloads.spec import RunConfig
 
 PROJECT = "gke-finetune"
@@ -160,6 +161,9 @@ class StackConfig(_Model):
     pools: tuple[PoolConfig, ...] = ()
     shapes: tuple[ShapeConfig, ...] = ()
     images: Images = Images()
+    image_builder: ImageBuilder = Field(
+        default="docker", description="how unpinned trainer images are built: docker | cloudbuild"
+    )
     runs: tuple[RunConfig, ...] = ()
 
     @field_validator("project")
@@ -185,6 +189,14 @@ class StackConfig(_Model):
         problems = zone_problems("", value, info.data.get("region"))
         if problems:
             raise ValueError("\n".join(problems))
+        return value
+
+    @field_validator("image_builder", mode="before")
+    @classmethod
+    def _image_builder(cls, value: Any) -> Any:
+        if value not in IMAGE_BUILDERS:
+            allowed = " | ".join(IMAGE_BUILDERS)
+            raise ValueError(f"{value!r} is not an image builder; allowed: {allowed}")
         return value
 
     @field_validator("bucket_name")

@@ -22,16 +22,16 @@ import os
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, Sequence
+from typing import Sequence
 
 import pulumi
 import pulumi_command as command
 import pulumi_docker_build as docker_build
 
-from infra.imagespec import REPO_ROOT, TRAINER_IMAGES, TrainerImage, content_tag
+from infra.imagespec import IMAGE_BUILDERS, REPO_ROOT, TRAINER_IMAGES, ImageBuilder, TrainerImage, content_tag
 
-Builder = Literal["docker", "cloudbuild"]
-BUILDERS: tuple[str, ...] = ("docker", "cloudbuild")
+Builder = ImageBuilder
+BUILDERS = IMAGE_BUILDERS
 CLOUDBUILD_CONFIG = "docker/cloudbuild.yaml"
 # TPU v6e hosts and A4 machines are x86-64.
 PLATFORM = docker_build.Platform.LINUX_AMD64

@@ -14,8 +14,14 @@ import hashlib
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal, get_args
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+
+# How `pulumi up` builds the images (infra/images.py): the local Docker engine,
+# or Cloud Build for machines without one. The stack's `imageBuilder` key.
+ImageBuilder = Literal["docker", "cloudbuild"]
+IMAGE_BUILDERS: tuple[str, ...] = get_args(ImageBuilder)
 
 # Never hashed nor copied (the ignore files exclude them too).
 _SKIPPED_PARTS = {"__pycache__"}

@@ -79,6 +79,7 @@ def test_minimal_standard_stack_has_only_the_system_pool():
     ({"images": {"gemma-jax": "us-docker.pkg.dev/p/r/gemma-jax:latest"}},
      "images.gemma-jax: 'us-docker.pkg.dev/p/r/gemma-jax:latest' is not a digest reference"),
     ({"images": {"trl-gpu": "trl:v1"}}, "images.trl-gpu: 'trl:v1' is not a digest reference"),
+    ({"imageBuilder": "podman"}, "imageBuilder: 'podman' is not an image builder; allowed: docker | cloudbuild"),
 ])
 def test_bad_input_is_rejected_naming_key_value_and_allowed(changes, expected):
     lines = problems(**changes)
@@ -145,6 +146,8 @@ def test_pulumi_yaml_types_are_ones_the_cli_accepts():
     ({"secrets": {}, "plain": {"gke-finetune:hfToken": "hf_plain"}}, "hfToken: stored in plain text"),
     ({"overrides": {"gcp:project": "Bad Project"}}, "gcp:project: 'Bad Project'"),
     ({"overrides": {"gke-finetune:mode": "autopilot"}}, "pools: 1 pool(s) declared in autopilot mode"),
+    ({"overrides": {"gke-finetune:imageBuilder": "kaniko"}},
+     "imageBuilder: 'kaniko' is not an image builder; allowed: docker | cloudbuild"),
 ])
 def test_bad_stack_fails_before_any_resource_is_declared(kwargs, expected):
     declared, err = declared_before_error("dev", **kwargs)

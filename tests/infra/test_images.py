@@ -238,3 +238,25 @@ def test_a_stack_without_runs_builds_no_image():
     from tools.offline import run_stack
 
     assert not run_stack("dev", overrides={"gke-finetune:runs": []}).of_type("docker-build:index:Image")
+
+
+def test_the_stack_s_image_builder_chooses_cloud_build_in_its_project_and_region(monkeypatch):
+    from tools.offline import run_stack
+
+    monkeypatch.chdir(REPO_ROOT)
+    deployment = run_stack(
+        "dev", overrides={"gke-finetune:runs": [RUN], "gke-finetune:imageBuilder": "cloudbuild"}
+    )
+    assert not deployment.of_type("docker-build:index:Image")
+    (build,) = deployment.of_type("command:local:Command")
+    assert build.name == "images-gemma-jax"
+    assert "gcloud builds submit" in build.inputs["create"]
+    assert "--project=my-project-id --region=us-east5" in build.inputs["create"]
+    assert build.inputs["triggers"] == [content_tag(JAX)]
+    assert _jobset_images(deployment) == [deployment.outputs["images"]["gemma-jax"]]
+
+
+def test_the_default_image_builder_is_the_local_docker_engine():
+    from infra.config import StackConfig
+
+    assert StackConfig.from_mapping({"project": "my-project-id", "region": "us-east5"}).image_builder == "docker"
