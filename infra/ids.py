@@ -32,3 +32,8 @@ def service_account_id(stack: str, role: str) -> str:
 
 def default_bucket_name(project: str, stack: str) -> str:
     return f"{project}-{slug(stack)}-finetune"
+
+
+def registry_url(region: str, project: str, repository_id: str) -> str:
+    """The Docker repository's address in Artifact Registry: `<region>-docker.pkg.dev/<project>/<id>`."""
+    return f"{region}-docker.pkg.dev/{project}/{repository_id}"

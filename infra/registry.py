@@ -7,6 +7,8 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_gcp as gcp
 
+from infra.ids import registry_url
+
 
 @dataclass
 class RegistryArgs:
@@ -44,7 +46,5 @@ class Registry(pulumi.ComponentResource):
             member=args.reader_member,
             opts=child,
         )
-        self.url = pulumi.Output.concat(
-            args.region, "-docker.pkg.dev/", args.project, "/", self.repository.repository_id
-        )
+        self.url = self.repository.repository_id.apply(lambda rid: registry_url(args.region, args.project, rid))
         self.register_outputs({"url": self.url})

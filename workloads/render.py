@@ -7,6 +7,13 @@
 The goldens under tests/golden/<stack>/ are these files for every shipped
 stack (Pulumi.<stack>.yaml) and for workloads/examples.py; review their diff
 like code.
+
+A trainer image that `pulumi up` builds (one the stack file does not pin
+under `images:`) has no digest before it is pushed. Rendered offline, it is
+`<registry>/<image>@sha256:000…0` (`UNBUILT_DIGEST`), at the stack's real
+registry address: the manifest is otherwise exactly the applied one, and it
+does not change with every edit of a trainer's code (`make plan` shows the
+content tag that does).
 """
 
 from __future__ import annotations
@@ -18,6 +25,8 @@ from pathlib import Path
 
 import yaml
 
+from infra.ids import registry_url
+from infra.imagespec import TRAINER_IMAGES
 from infra.scheduling import SchedulingContract
 from workloads import examples
 from workloads.manifests import PlatformFacts, RunError, build_runs
@@ -27,6 +36,8 @@ ROOT = Path(__file__).resolve().parent.parent
 GOLDEN_DIR = ROOT / "tests" / "golden"
 EXAMPLES = "examples"
 PROJECT = "gke-finetune"
+# Stands in for the digest of an image that is built on `pulumi up`.
+UNBUILT_DIGEST = "sha256:" + "0" * 64
 
 
 def to_yaml(manifest: Mapping) -> str:
@@ -66,8 +77,19 @@ def stack_inputs(stack: str) -> tuple[tuple[RunConfig, ...], dict[str, Schedulin
         elif namespace == PROJECT and name != "hfToken":
             values[name] = value
     config = StackConfig.from_mapping(values)
-    facts = PlatformFacts(bucket=config.data_bucket, images=config.images.by_trainer())
+    facts = PlatformFacts(bucket=config.data_bucket, images=stack_images(config))
     return config.runs, derive_contracts(config), facts
+
+
+def stack_images(config) -> dict[str, str]:
+    """Each trainer's image as the program gives it to the runs: pinned, or built (see UNBUILT_DIGEST)."""
+    registry = registry_url(config.region, config.project, config.registry_name)
+    built = {
+        run.trainer: f"{registry}/{TRAINER_IMAGES[run.trainer].image_name}@{UNBUILT_DIGEST}"
+        for run in config.runs
+        if not run.image
+    }
+    return {**built, **config.images.by_trainer()}
 
 
 def stack_manifests(stack: str) -> dict[str, dict]:

@@ -59,3 +59,57 @@ def test_a_bad_run_in_a_stack_file_fails_before_anything_is_declared():
     assert isinstance(error, ConfigError)
     assert any("trainer trl-gpu needs a GPU pool" in p for p in error.problems)
     assert deployment.resources == []
+
+
+def _without_digests(value):
+    """`value` with every image digest blanked (numbers compare equal as wire floats or ints)."""
+    import json
+    import re
+
+    return json.loads(re.sub(r"@sha256:[0-9a-f]{64}", "@sha256:<digest>", json.dumps(value)))
+
+
+@pytest.mark.parametrize("stack", SHIPPED_STACKS)
+def test_the_program_applies_the_golden_manifests_with_the_built_image_digests(stack):
+    """What is reviewed (tests/golden/<stack>/) is what `pulumi up` applies, but the digests
+    of the images it builds, which exist only after the build."""
+    goldens = render.manifests_for(stack)
+    declared = run_stack(stack).of_type(JOBSET)
+    assert goldens and len(declared) == len(goldens)
+    for jobset in declared:
+        golden = goldens[jobset.inputs["metadata"]["name"]]
+        assert _without_digests(jobset.inputs["spec"]) == _without_digests(golden["spec"])
+        assert jobset.inputs["metadata"] == golden["metadata"]
+        assert render.UNBUILT_DIGEST in _images(golden) and render.UNBUILT_DIGEST not in _images(jobset.inputs)
+
+
+def _images(manifest: dict) -> str:
+    return " ".join(c["image"] for rjob in manifest["spec"]["replicatedJobs"]
+                    for c in rjob["template"]["spec"]["template"]["spec"]["containers"])  # fmt: skip
+
+
+# The seeds' runs (shared/seeds/): the TPU tutorial's single-host, multi-host and
+# multislice runs, and the A4 tutorial's Gemma 4 LoRA run, with their flags.
+SEED_RUNS = {
+    "dev": ("gemma3-single-host", "v6e-1x1", ["--maxlen", "256", "--batch_size", "64", "--datacount", "355120"]),
+    "tpu-multihost": ("gemma3-multi-host", "v6e-2x4", ["--maxlen", "256", "--batch_size", "64", "--datacount", "5120"]),
+    "tpu-multislice": ("gemma3-multislice", "v6e-2x4", ["--maxlen", "256", "--batch_size", "64", "--datacount", "5120"]),
+    "a4": ("gemma4-sql", "a4", ["--model_id", "google/gemma-4-31B-it", "--num_train_epochs", "3",
+                                "--per_device_train_batch_size", "2", "--gradient_accumulation_steps", "32",
+                                "--learning_rate", "1e-5"]),
+    "autopilot": ("gemma3-single-host", "v6e-1x1",
+                  ["--maxlen", "256", "--batch_size", "64", "--datacount", "355120"]),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("stack", SHIPPED_STACKS)
+def test_each_shipped_stack_declares_its_seed_run_on_built_images(stack):
+    name, pool, args = SEED_RUNS[stack]
+    runs, contracts, _facts = render.stack_inputs(stack)
+    [run] = [r for r in runs if r.name == name]
+    assert run.pool == pool and list(run.args) == args
+    assert run.image is None  # built from this repository by `pulumi up`
+    if stack == "tpu-multislice":
+        assert contracts[pool].slices == 2 and contracts[pool].hosts_per_slice == 2
+    if stack == "tpu-multihost":
+        assert contracts[pool].slices == 1 and contracts[pool].hosts_per_slice == 2
