@@ -98,8 +98,10 @@ def load_params(ckpt_dir: str, step: int):
   path = os.path.join(os.path.abspath(ckpt_dir), str(step), "state")
   with ocp.StandardCheckpointer() as ckptr:
     meta = ckptr.metadata(path).item_metadata.tree
+    # Read everything onto one local device, whatever mesh wrote it.
+    one = jax.sharding.SingleDeviceSharding(jax.devices()[0])
     target = jax.tree.map(
-        lambda m: jax.ShapeDtypeStruct(m.shape, m.dtype), meta)
+        lambda m: jax.ShapeDtypeStruct(m.shape, m.dtype, sharding=one), meta)
     state = ckptr.restore(path, target)
   return jax.tree.map(np.asarray, state["params"])
 
