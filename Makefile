@@ -28,6 +28,8 @@ help:
 	@echo "make up STACK=dev         pulumi up on a stack (local state unless PULUMI_BACKEND_URL is set)"
 	@echo "make preview STACK=dev    pulumi preview --diff"
 	@echo "make destroy STACK=dev    pulumi destroy (the data bucket is kept)"
+	@echo "make plan STACK=dev       offline plan: resources, cost, run manifests in plan/<stack>/"
+	@echo "make golden               rewrite the run manifests' goldens in tests/golden/"
 
 $(VENV)/.installed: requirements.txt requirements-test.txt
 	$(PY311) -m venv $(VENV)
@@ -80,13 +82,17 @@ destroy: _stack
 
 # --- Offline plan (no CLI, no credentials: the program under the mocks the tests use) ---
 BASE ?= origin/main
-.PHONY: plan plan-diff
+.PHONY: plan plan-diff golden
 
 plan: $(VENV)/.installed
 	$(VENV)/bin/python -m tools.plan show --stack $(STACK)
 
 plan-diff: $(VENV)/.installed
 	$(VENV)/bin/python -m tools.plan diff --base $(BASE) --stack $(STACK)
+
+# Rewrite tests/golden/ (every shipped stack's runs and the examples); review the diff.
+golden: $(VENV)/.installed
+	$(VENV)/bin/python -m workloads.render --update-goldens
 
 # The Pulumi program's environment alone (what `pulumi preview/up` runs in CI).
 .PHONY: venv

@@ -322,18 +322,47 @@ def test_pod_failure_policy_routes_exit_78_and_disruptions_to_the_jobset():
 
 # --- goldens ---------------------------------------------------------------
 
-REGENERATE = "regenerate with `python -m workloads.render --update-goldens` and review the diff"
+REGENERATE = "regenerate with `make golden` and review the diff"
+
+
+def golden_drift(stack: str, directory) -> list[str]:
+    """How the goldens in `directory` differ from the stack's manifests, one line per file."""
+    manifests = render.manifests_for(stack)
+    on_disk = {p.stem for p in directory.glob("*.yaml")}
+    problems = [f"{stack}/{name}.yaml: no golden" for name in sorted(set(manifests) - on_disk)]
+    problems += [f"{stack}/{name}.yaml: not a run of {stack}" for name in sorted(on_disk - set(manifests))]
+    problems += [
+        f"{stack}/{name}.yaml is stale"
+        for name, manifest in sorted(manifests.items())
+        if name in on_disk and render.to_yaml(manifest) != (directory / f"{name}.yaml").read_text()
+    ]
+    return problems
 
 
 @pytest.mark.parametrize("stack", STACKS)
 def test_goldens_match(stack):
-    manifests = render.manifests_for(stack)
-    directory = render.GOLDEN_DIR / stack
-    on_disk = {p.stem for p in directory.glob("*.yaml")}
-    assert on_disk == set(manifests), f"golden files differ from the runs of {stack}; {REGENERATE}"
-    for name, manifest in manifests.items():
-        golden = (directory / f"{name}.yaml").read_text()
-        assert render.to_yaml(manifest) == golden, f"{stack}/{name}.yaml is stale; {REGENERATE}"
+    assert golden_drift(stack, render.GOLDEN_DIR / stack) == [], REGENERATE
+
+
+@pytest.mark.parametrize("stack", render.shipped_stacks())
+def test_every_shipped_stack_has_goldens_for_its_runs(stack):
+    runs, _contracts, _facts = render.stack_inputs(stack)
+    assert runs, f"Pulumi.{stack}.yaml declares no run"
+    assert {p.stem for p in (render.GOLDEN_DIR / stack).glob("*.yaml")} == {r.name for r in runs}
+
+
+def test_a_drifted_golden_fails(tmp_path):
+    stack = "tpu-multislice"
+    for golden in (render.GOLDEN_DIR / stack).glob("*.yaml"):
+        (tmp_path / golden.name).write_text(golden.read_text())
+    assert golden_drift(stack, tmp_path) == []
+    [path] = tmp_path.glob("*.yaml")
+    path.write_text(path.read_text().replace("replicas: 2", "replicas: 1"))
+    (tmp_path / "removed-run.yaml").write_text("{}")
+    assert golden_drift(stack, tmp_path) == [f"{stack}/removed-run.yaml: not a run of {stack}",
+                                             f"{stack}/{path.name} is stale"]  # fmt: skip
+    path.unlink()
+    assert f"{stack}/{path.name}: no golden" in golden_drift(stack, tmp_path)
 
 
 def test_render_writes_one_file_per_run_and_drops_stale_ones(tmp_path):
