@@ -1,0 +1,84 @@
+"""Who the trainer runs as and how it is started: both from the image's own facts (infra/imagespec.py)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from infra.imagespec import REPO_ROOT, TRAINER_IMAGES, parse_dockerfile
+from tests.infra.test_manifests import CASES, pod, trainer
+from workloads import examples
+from workloads.manifests import build_run
+
+
+def dockerfile_cmd(trainer: str) -> list[str]:
+    """The exec-form CMD of the trainer's Dockerfile, read from the file itself."""
+    image = TRAINER_IMAGES[trainer]
+    [cmd] = [i.value for i in parse_dockerfile((REPO_ROOT / image.dockerfile).read_text()) if i.keyword == "CMD"]
+    return json.loads(cmd)
+
+
+@pytest.mark.parametrize("stack,run,contract,manifest", CASES)
+def test_the_pod_starts_the_trainer_like_the_image_does(stack, run, contract, manifest):
+    """The pod's command is the Dockerfile's CMD plus the process count, and nothing else."""
+    command = trainer(manifest)["command"]
+    image = TRAINER_IMAGES[run.trainer]
+    if image.processes_flag:
+        i = command.index(image.processes_flag)
+        assert command[i + 1] == str(run.chips_per_host or contract.chips_per_host)
+        assert command[i + 2 : i + 4] == ["-m", image.entry_module]  # a launcher flag, not a trainer flag
+        command = command[:i] + command[i + 2 :]
+    assert command == dockerfile_cmd(run.trainer)
+
+
+def test_the_gpu_pod_keeps_exit_codes_through_the_launcher_with_one_process_per_gpu():
+    [a4] = [r for r in examples.RUNS if r.trainer == "trl-gpu"]
+    for chips in (8, 4):
+        run = a4.model_copy(update={"chips_per_host": chips})
+        command = trainer(build_run(run, examples.CONTRACTS[a4.pool], examples.FACTS))["command"]
+        assert command == ["python", "-m", "trainers.trl_gpu.launch",
+                           "--config_file", "trainers/trl_gpu/accelerate_fsdp_8gpu.yaml",
+                           "--num_processes", str(chips), "-m", "trainers.trl_gpu.sft"]  # fmt: skip
+        assert (REPO_ROOT / command[4]).is_file()
+
+
+def fuse_owner_options(manifest: dict) -> set[tuple[str, ...]]:
+    """The uid=/gid= options of every GCS FUSE volume of the pod, one tuple per volume."""
+    return {
+        tuple(o for o in v["csi"]["volumeAttributes"]["mountOptions"].split(",") if o.startswith(("uid=", "gid=")))
+        for v in pod(manifest)["spec"]["volumes"]
+        if "csi" in v
+    }
+
+
+@pytest.mark.parametrize("stack,run,contract,manifest", CASES)
+def test_the_trainer_owns_its_mounts_as_the_image_user(stack, run, contract, manifest):
+    image = TRAINER_IMAGES[run.trainer]
+    security = pod(manifest)["spec"].get("securityContext", {})
+    if image.user:
+        assert security == {"runAsUser": image.user, "runAsGroup": image.group, "fsGroup": image.group,
+                            "runAsNonRoot": True}  # fmt: skip
+        assert fuse_owner_options(manifest) == {(f"uid={image.user}", f"gid={image.group}")}
+    else:
+        assert "runAsNonRoot" not in security and "runAsUser" not in security
+        assert fuse_owner_options(manifest) == {()}
+
+
+def test_a_non_root_gpu_run_has_the_same_uid_in_its_pod_and_its_mounts():
+    [a4] = [r for r in examples.RUNS if r.trainer == "trl-gpu"]
+    manifest = build_run(a4, examples.CONTRACTS[a4.pool], examples.FACTS)
+    spec = pod(manifest)["spec"]
+    assert spec["securityContext"]["runAsUser"] == 1000 and spec["securityContext"]["runAsNonRoot"] is True
+    assert spec["securityContext"]["fsGroup"] == 1000
+    for volume in (v for v in spec["volumes"] if "csi" in v):
+        options = volume["csi"]["volumeAttributes"]["mountOptions"].split(",")
+        assert "uid=1000" in options and "gid=1000" in options, volume["name"]
+
+
+def test_a_root_tpu_run_is_not_forced_non_root():
+    single = examples.RUNS[0]
+    assert single.trainer == "gemma-jax" and TRAINER_IMAGES["gemma-jax"].user == 0
+    spec = pod(build_run(single, examples.CONTRACTS[single.pool], examples.FACTS))["spec"]
+    assert "securityContext" not in spec
+    assert not any("uid=" in v["csi"]["volumeAttributes"]["mountOptions"] for v in spec["volumes"] if "csi" in v)
