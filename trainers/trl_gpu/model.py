@@ -143,7 +143,9 @@ def lora_config(r: int, alpha: int, dropout: float, model=None) -> LoraConfig:
 def decoder_layer_class(model) -> str:
     """Name of the class that FSDP should wrap: the model's repeated decoder
     layer (Gemma4TextDecoderLayer, Gemma3DecoderLayer, ...)."""
-    names = getattr(model, "_no_split_modules", None) or []
+    names = set()
+    for module in model.modules():  # a PEFT or FSDP wrapper keeps the list on the inner model
+        names.update(getattr(module, "_no_split_modules", None) or [])
     for module in model.modules():
         if type(module).__name__ in names and "Decoder" in type(module).__name__:
             return type(module).__name__

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import sys
 
 from accelerate.utils import DistributedType
 
@@ -13,6 +14,7 @@ from trainers import exit_codes
 from . import checkpoints, data, evaluation, model as model_lib
 from .args import ConfigError
 from .checkpoints import GracefulStop
+from .launch import record_exit_code
 from .trainer import build_trainer
 
 log = logging.getLogger(__name__)
@@ -108,13 +110,30 @@ def build(script_args, training_args):
     return trainer, stopper, eval_rows
 
 
+def leave(code: int, trainer) -> int:
+    """Return `code`, or, in a multi-process run, end the process with it now.
+
+    Freeing the DDP/FSDP model frees the process group, whose destructor joins
+    its gloo worker threads while holding the GIL; a worker still releasing
+    the last collective's Python tensors needs the GIL, and the process hangs
+    (seen with torch 2.13). Everything is saved and closed by this point, so a
+    distributed run exits without running the destructors."""
+    if trainer.accelerator.num_processes == 1:
+        return code
+    record_exit_code(code)
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 def run(script_args, training_args) -> int:
     trainer, stopper, eval_rows = build(script_args, training_args)
     trainer.train(resume_from_checkpoint=resume_point(script_args, training_args))
     if stopper.stopped:
         log.warning("stopped on request after saving checkpoint-%d", trainer.state.global_step)
         trainer.end()
-        return exit_codes.TERMINATED
+        return leave(exit_codes.TERMINATED, trainer)
     save_final(trainer, training_args.output_dir)
     metrics = trainer.evaluate()
     log.info("held-out loss after training: %.4f", metrics["eval_loss"])
@@ -126,4 +145,4 @@ def run(script_args, training_args) -> int:
     trainer.end()  # closes the metric writers and the process group
     if script_args.merge_adapter and training_args.process_index == 0:
         merge_adapter(script_args, training_args)
-    return exit_codes.OK
+    return leave(exit_codes.OK, trainer)
