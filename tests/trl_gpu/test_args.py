@@ -80,3 +80,10 @@ def test_bad_flags_are_config_errors_naming_the_flag(argv, flag):
     with pytest.raises(ConfigError) as err:
         parse_args(argv)
     assert flag in str(err.value)
+
+
+def test_hub_repository_is_named_after_the_model_not_the_mount():
+    _, training = parse_args(["--push_to_hub", "true", "--output_dir", "/checkpoints/run-1"])
+    assert training.hub_model_id == "gemma-4-31b-it-text-to-sql"
+    _, training = parse_args(["--push_to_hub", "true", "--hub_model_id", "me/sql"])
+    assert training.hub_model_id == "me/sql"

@@ -84,7 +84,8 @@ def test_entry_point_end_to_end(gemma4_dir, sql_file, tmp_path):
     out, logs = tmp_path / "run", tmp_path / "profile" / "tb"
     args = [*FAST, "--report_to", "tensorboard", "--model_id", gemma4_dir, "--dataset_name", sql_file,
             "--output_dir", out, "--logging_dir", logs, "--max_steps", "8", "--save_steps", "4",
-            "--eval_steps", "4", "--sql_check_samples", "2", "--sql_check_max_new_tokens", "16"]  # fmt: skip
+            "--eval_steps", "4", "--sql_check_samples", "2", "--sql_check_max_new_tokens", "16",
+            "--merge_adapter", "true"]  # fmt: skip
     proc = run(sft_command(*args))
     assert proc.returncode == exit_codes.OK, tail(proc)
 
@@ -96,6 +97,15 @@ def test_entry_point_end_to_end(gemma4_dir, sql_file, tmp_path):
     check = json.loads((out / "sql_check.json").read_text())
     assert check["samples"] == 2 and 0.0 <= check["sql_exact_match"] <= 1.0
     assert {"reference", "generated", "match"} <= set(check["results"][0])
+
+    # The merged model computes what base + adapter computes.
+    ids = torch.tensor([data.tokenize_example(_row(), AutoTokenizer.from_pretrained(gemma4_dir))["input_ids"]])
+    with torch.no_grad():
+        adapted = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(gemma4_dir), out).eval()
+        merged = AutoModelForCausalLM.from_pretrained(out / "merged").eval()
+        # W + BA is summed before the matmul instead of after: equal up to float rounding.
+        torch.testing.assert_close(merged(input_ids=ids).logits, adapted(input_ids=ids).logits, rtol=1e-4, atol=1e-4)
+    assert (out / "merged" / "tokenizer_config.json").is_file()
 
     tags = _tensorboard_tags(logs)
     assert {"train/loss", "train/tokens_per_second", "eval/loss", "train/learning_rate"} <= tags, tags

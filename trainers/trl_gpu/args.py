@@ -106,7 +106,8 @@ class _Parser(TrlParser):
 
 
 def parse_args(argv: list[str] | None = None) -> tuple[ScriptArguments, TrainingArguments]:
-    parser = _Parser((ScriptArguments, TrainingArguments))
+    # No abbreviations: a mistyped flag must fail, not match a longer one.
+    parser = _Parser((ScriptArguments, TrainingArguments), allow_abbrev=False)
     try:
         script_args, training_args = parser.parse_args_and_config(args=argv)
     except ConfigError:
@@ -163,6 +164,10 @@ def apply_derived(script: ScriptArguments, training: TrainingArguments) -> None:
     # The dataset is tokenized here with its own mask; TRL only builds labels from it.
     training.completion_only_loss = True
     training.dataset_kwargs = None
+    # The Trainer would name the Hub repository after the output directory,
+    # which in the cluster is a mount point; name it after the model instead.
+    if training.push_to_hub and not training.hub_model_id:
+        training.hub_model_id = f"{os.path.basename(script.model_id.rstrip('/'))}-text-to-sql"
     # tokens/s counts real tokens, padding excluded.
     if training.include_num_input_tokens_seen in ("no", False):
         training.include_num_input_tokens_seen = "non_padding"

@@ -43,6 +43,7 @@ def network_trouble(err: BaseException) -> bool:
     seen = set()
     while err is not None and id(err) not in seen:
         seen.add(id(err))
+        # httpx2 (huggingface_hub's client) raises its own transport errors.
         if isinstance(err, (ConnectionError, TimeoutError)) or type(err).__module__.startswith("httpx"):
             return True
         err = err.__cause__ or err.__context__

@@ -42,7 +42,7 @@ from .launch import record_exit_code
 def _main(argv: list[str] | None) -> int:
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
     # `kill -USR1 <pid>` prints every thread's stack: the first look at a hung rank.
-    faulthandler.register(signal.SIGUSR1, all_threads=True)
+    faulthandler.register(signal.SIGUSR1, file=sys.__stderr__, all_threads=True)
     try:
         script_args, training_args = parse_args(argv)
         from .training import run  # heavy imports after the flags are known to be valid
