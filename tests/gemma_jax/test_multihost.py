@@ -3,14 +3,20 @@ global batch (same data shards, same 4-device mesh)."""
 
 from __future__ import annotations
 
+import os
+import re
+import signal
 import socket
 import subprocess
+import time
 
 import pytest
 
 from gemma_jax_helpers import (REPO, base_args, cpu_env, load_params,
                                max_abs_diff, read_samples, run_train,
                                train_cmd)
+
+from trainers import exit_codes
 
 pytestmark = pytest.mark.slow
 STEPS = 12
@@ -22,6 +28,20 @@ def _free_port() -> int:
     return s.getsockname()[1]
 
 
+def _start_two(tmp_path, stories_file, tokenizer_file, **flags):
+  port = _free_port()
+  procs = []
+  for pid in range(2):
+    args = base_args(stories_file, tokenizer_file, tmp_path / "ckpt",
+                     tmp_path / "logs", distributed="on",
+                     coordinator_address=f"127.0.0.1:{port}",
+                     num_processes=2, process_id=pid, **flags)
+    procs.append(subprocess.Popen(
+        train_cmd(args), cwd=REPO, env=cpu_env(2), stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True))
+  return procs
+
+
 def _flatten(rows):
   return {i for row in rows for i in row}
 
@@ -30,17 +50,8 @@ def test_two_processes_equal_one(tmp_path, stories_file, tokenizer_file):
   common = {"steps": STEPS, "log_samples": True, "eval_every": 6,
             "save_every": 6}
   multi = tmp_path / "multi"
-  port = _free_port()
-  procs = []
-  for pid in range(2):
-    args = base_args(stories_file, tokenizer_file, multi / "ckpt",
-                     multi / "logs", distributed="on",
-                     coordinator_address=f"127.0.0.1:{port}",
-                     num_processes=2, process_id=pid, sample_tokens=4,
+  procs = _start_two(multi, stories_file, tokenizer_file, sample_tokens=4,
                      **common)
-    procs.append(subprocess.Popen(
-        train_cmd(args), cwd=REPO, env=cpu_env(2), stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, text=True))
   outs = [p.communicate(timeout=600)[0] for p in procs]
   for p, out in zip(procs, outs):
     assert p.returncode == 0, out
@@ -67,3 +78,23 @@ def test_two_processes_equal_one(tmp_path, stories_file, tokenizer_file):
                       load_params(str(single / "ckpt"), STEPS))
   print(f"max |params(2 processes) - params(1 process)| = {diff:.3g}")
   assert diff <= 1e-6
+
+
+def test_sigterm_on_two_processes_saves_one_common_step(
+    tmp_path, stories_file, tokenizer_file):
+  """JAX's preemption service makes both processes stop at the same step."""
+  procs = _start_two(tmp_path, stories_file, tokenizer_file, steps=200,
+                     save_every=1000)
+  for line in procs[0].stdout:
+    m = re.match(r"\[train\] step (\d+) ", line)
+    if m and int(m.group(1)) >= 8:
+      procs[0].send_signal(signal.SIGTERM)
+      time.sleep(0.05)
+      procs[1].send_signal(signal.SIGTERM)
+      break
+  outs = [p.communicate(timeout=300)[0] for p in procs]
+  assert [p.returncode for p in procs] == [exit_codes.TERMINATED] * 2, outs
+  step = re.search(r"checkpoint of step (\d+) written", outs[0]).group(1)
+  assert os.listdir(tmp_path / "ckpt") == [step]
+  data_files = os.listdir(tmp_path / "ckpt" / step / "data")
+  assert {"process_0-of-2.json", "process_1-of-2.json"} <= set(data_files)
