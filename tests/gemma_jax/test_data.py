@@ -1,13 +1,17 @@
-"""Input pipeline: TinyStories parsing, sharding, packing and the loss masks."""
+"""Input pipeline (TinyStories parsing, sharding, packing, loss masks) and
+the model registry."""
 
 from __future__ import annotations
 
 import random
 
 import numpy as np
+import pytest
 
 import gemma_jax_helpers  # noqa: F401  (puts the repo on sys.path)
 from trainers.gemma_jax import data
+from trainers.gemma_jax import metrics
+from trainers.gemma_jax import model as model_lib
 from trainers.gemma_jax import steps
 
 
@@ -106,3 +110,15 @@ def test_packing_fraction_and_coverage_on_mixed_lengths():
   for s in shards:
     partial = [i for i in s.story_ids if 0 < counts[i] < lengths[i]]
     assert len(partial) <= 1, partial
+
+
+@pytest.mark.parametrize("name", [n for n in model_lib.MODELS if n != "tiny"])
+def test_every_model_builds_with_its_checkpoint_and_tokenizer(name):
+  """Shapes only (jax.eval_shape): nothing is allocated or downloaded."""
+  m = model_lib.build_model(name, 0, "bfloat16", 0)
+  params = model_lib.abstract_params(m, 16)
+  assert "embedder" in params and "layer_0" in params
+  assert model_lib.resolve_pretrained(name, "default").startswith("gs://")
+  assert model_lib.load_tokenizer(name, None).VERSION in (3, 4)
+  if name == "gemma3-270m":
+    assert 0.26e9 < metrics.count_params(params) < 0.28e9

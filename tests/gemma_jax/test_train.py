@@ -70,6 +70,7 @@ def test_lora_fsdp_with_mfu(tmp_path, stories_file, tokenizer_file,
     ({"maxlen": 0}, "--maxlen"),
     ({"profile_steps": "7"}, "--profile_steps"),
     ({"batch_size": 6}, "--batch_size"),  # not a multiple of 4 devices
+    ({"model": "gemma4-e2b", "lora_rank": 4}, "--lora_rank"),  # no adapter
 ])
 def test_config_errors_exit_78(tmp_path, stories_file, tokenizer_file,
                                override, flag):

@@ -137,6 +137,11 @@ def make_model(cfg: cli.Config, layout: Layout) -> ModelParts:
   optimizer = steps.make_optimizer(cfg.learning_rate, cfg.warmup_steps)
   abs_params = model_lib.abstract_params(model, cfg.maxlen)
   abs_trainable, abs_frozen = model_lib.split_trainable(abs_params, lora)
+  if lora and not jax.tree.leaves(abs_trainable):
+    # gm.nn.LoRA only wraps the Gemma 2/3 layer classes (gemma==4.0.1).
+    raise cli.ConfigError(
+        f"--lora_rank={cfg.lora_rank}: gm.nn.LoRA adds no adapter to "
+        f"--model={cfg.model}; use a full fine-tune (--lora_rank 0) with --fsdp")
   abs_state = steps.abstract_state(abs_trainable, optimizer)
   state_sh = sharding.tree_shardings(layout.mesh, abs_state, layout.fsdp)
   frozen_sh = sharding.tree_shardings(layout.mesh, abs_frozen, layout.fsdp)
