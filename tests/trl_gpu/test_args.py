@@ -87,3 +87,16 @@ def test_hub_repository_is_named_after_the_model_not_the_mount():
     assert training.hub_model_id == "gemma-4-31b-it-text-to-sql"
     _, training = parse_args(["--push_to_hub", "true", "--hub_model_id", "me/sql"])
     assert training.hub_model_id == "me/sql"
+
+
+def test_unreadable_or_invalid_config_file(tmp_path):
+    with pytest.raises(ConfigError, match="absent.yaml"):
+        parse_args(["--config", str(tmp_path / "absent.yaml")])
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("lora_r: [16\n")
+    with pytest.raises(ConfigError):
+        parse_args(["--config", str(broken)])
+    unknown = tmp_path / "unknown.yaml"
+    unknown.write_text("lora_rank: 16\n")
+    with pytest.raises(ConfigError, match="lora_rank"):
+        parse_args(["--config", str(unknown)])

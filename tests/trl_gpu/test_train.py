@@ -108,7 +108,7 @@ def test_entry_point_end_to_end(gemma4_dir, sql_file, tmp_path):
     assert (out / "merged" / "tokenizer_config.json").is_file()
 
     tags = _tensorboard_tags(logs)
-    assert {"train/loss", "train/tokens_per_second", "eval/loss", "train/learning_rate"} <= tags, tags
+    assert {"train/loss", "train/tokens_per_second", "eval/loss", "train/learning_rate", "train/sql_exact_match"} <= tags, tags
     history = json.loads((out / "checkpoint-8" / "trainer_state.json").read_text())["log_history"]
     rates = [h["tokens_per_second"] for h in history if "tokens_per_second" in h]
     assert rates and all(r > 0 for r in rates)

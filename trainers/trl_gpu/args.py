@@ -14,6 +14,7 @@ import os
 from dataclasses import dataclass, field
 
 import torch
+import yaml
 from transformers.trainer_utils import IntervalStrategy, SaveStrategy, SchedulerType
 from transformers.training_args import OptimizerNames
 from trl import SFTConfig, TrlParser
@@ -112,7 +113,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[ScriptArguments, Training
         script_args, training_args = parser.parse_args_and_config(args=argv)
     except ConfigError:
         raise
-    except (ValueError, TypeError, OSError) as err:  # __post_init__ checks, unreadable --config
+    except (ValueError, TypeError, OSError, yaml.YAMLError) as err:  # __post_init__ checks, bad --config
         raise ConfigError(str(err)) from err
     validate(script_args, training_args)
     apply_derived(script_args, training_args)
