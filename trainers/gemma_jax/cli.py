@@ -30,6 +30,7 @@ class Config:
   pretrained: str | None
   lora_rank: int
   param_dtype: str
+  master_dtype: str
   # Data.
   data_path: str
   datacount: int
@@ -87,7 +88,11 @@ def build_parser() -> argparse.ArgumentParser:
       help="Orbax params checkpoint; 'default' = the gemma _PT checkpoint of "
       "the model, 'none' = random init")
   add("--lora_rank", type=int, default=0, help="0 = full fine-tune")
-  add("--param_dtype", default="bfloat16", choices=["bfloat16", "float32"])
+  add("--param_dtype", default="bfloat16", choices=["bfloat16", "float32"],
+      help="dtype the model computes in (and of a LoRA run's frozen base)")
+  add("--master_dtype", default="float32", choices=["float32", "bfloat16"],
+      help="dtype of the trained weights kept by the optimizer; float32 keeps "
+      "small updates that bfloat16 would round away")
   add("--data_path", default="/data/TinyStories-train.txt")
   add("--datacount", type=int, default=296000,
       help="training stories (read after the --eval_stories held-out ones)")

@@ -142,7 +142,8 @@ def make_model(cfg: cli.Config, layout: Layout) -> ModelParts:
     raise cli.ConfigError(
         f"--lora_rank={cfg.lora_rank}: gm.nn.LoRA adds no adapter to "
         f"--model={cfg.model}; use a full fine-tune (--lora_rank 0) with --fsdp")
-  abs_state = steps.abstract_state(abs_trainable, optimizer)
+  abs_state = steps.abstract_state(
+      model_lib.with_dtype(abs_trainable, cfg.master_dtype), optimizer)
   state_sh = sharding.tree_shardings(layout.mesh, abs_state, layout.fsdp)
   frozen_sh = sharding.tree_shardings(layout.mesh, abs_frozen, layout.fsdp)
   abs_state = jax.tree.map(
@@ -175,7 +176,8 @@ def fresh_state(cfg: cli.Config, parts: ModelParts):
   else:
     params = model_lib.init_params(parts.model, cfg.maxlen, cfg.seed,
                                    params_sh, parts.lora)
-  return steps.init_state(params, parts.optimizer, parts.state_shardings)
+  return steps.init_state(params, parts.optimizer, parts.state_shardings,
+                          cfg.master_dtype)
 
 
 def run_meta(cfg: cli.Config, layout: Layout) -> dict:

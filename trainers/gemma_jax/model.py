@@ -125,8 +125,17 @@ def _drop_empty(tree):
   return {k: v for k, v in out.items() if not (isinstance(v, dict) and not v)}
 
 
-def merge_params(trainable, frozen, lora: bool):
+def merge_params(trainable, frozen, lora: bool, dtype=None):
+  """Full params for the model; `dtype` casts the trained (master) copy to
+  the model's compute dtype (a no-op when they match)."""
+  if dtype is not None:
+    trainable = jax.tree.map(lambda x: x.astype(dtype), trainable)
   return peft.merge_params(frozen, trainable) if lora else trainable
+
+
+def with_dtype(abstract_tree, dtype):
+  return jax.tree.map(
+      lambda a: jax.ShapeDtypeStruct(a.shape, jnp.dtype(dtype)), abstract_tree)
 
 
 def abstract_params(model, maxlen: int):

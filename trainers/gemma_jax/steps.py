@@ -63,10 +63,14 @@ def make_optimizer(learning_rate: float, warmup_steps: int
 
 
 def make_train_step(model, optimizer, lora: bool, state_shardings):
-  """jit(step)(state, frozen, batch) -> (state, metrics); state is donated."""
+  """jit(step)(state, frozen, batch) -> (state, metrics); state is donated.
+
+  The state holds the master weights (--master_dtype); the forward pass sees
+  them cast to the model's dtype, and gradients flow back through the cast.
+  """
 
   def loss_fn(trainable, frozen, batch):
-    params = model_lib.merge_params(trainable, frozen, lora)
+    params = model_lib.merge_params(trainable, frozen, lora, model.dtype)
     total, count = loss_terms(model, params, batch)
     return total / jnp.maximum(count, 1.0), count
 
@@ -97,15 +101,16 @@ def make_eval_step(model, lora: bool):
 
   @functools.partial(jax.jit)
   def step(trainable, frozen, batch):
-    params = model_lib.merge_params(trainable, frozen, lora)
+    params = model_lib.merge_params(trainable, frozen, lora, model.dtype)
     return loss_terms(model, params, batch)
 
   return step
 
 
-def init_state(params, optimizer, state_shardings):
+def init_state(params, optimizer, state_shardings, master_dtype):
   """The train state, created directly in its sharding."""
   def init(p):
+    p = jax.tree.map(lambda x: x.astype(master_dtype), p)
     return {"step": jnp.zeros((), jnp.int32), "params": p,
             "opt_state": optimizer.init(p)}
   return jax.jit(init, out_shardings=state_shardings, donate_argnums=(0,))(

@@ -214,12 +214,13 @@ def run(cfg: cli.Config) -> int:
   state, data_iter, start = restore_or_init(cfg, layout, parts, plan, ckpt,
                                             meta)
   if start == 0:
-    sample(parts, model_lib.merge_params(state["params"], frozen, parts.lora),
-           cfg, "before")
+    sample(parts, model_lib.merge_params(state["params"], frozen, parts.lora,
+                                         parts.model.dtype), cfg, "before")
   loop = Loop(cfg, layout, parts, plan, frozen, ckpt, meta)
   code = loop.run(state, data_iter, start, stop)
   if code == exit_codes.OK:
-    params = model_lib.merge_params(loop.state["params"], frozen, parts.lora)
+    params = model_lib.merge_params(loop.state["params"], frozen, parts.lora,
+                                    parts.model.dtype)
     out = sample(parts, params, cfg, "after")
     if out is not None:
       loop.writer.text(plan.total_steps, "sample", out)
