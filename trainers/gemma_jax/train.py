@@ -7,7 +7,7 @@ environment; the run manifest passes the accelerator's peak FLOP/s):
         --model gemma3-270m --maxlen 256 --batch_size 128 --datacount 296000 \\
         --data_path /data/TinyStories-train.txt \\
         --checkpoint_dir /checkpoints/<run> --log_dir /profile/<run> \\
-        --peak_flops_per_device 9.18e14
+        --peak_flops_per_device <peak bf16 FLOP/s of one chip>
 
 Locally on CPU, with no download (a few-layer random Gemma 3 and a local
 SentencePiece model whose ids 0-3 are pad/eos/bos/unk, as Gemma's):
