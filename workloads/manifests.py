@@ -113,7 +113,7 @@ def pod_spec(run: RunConfig, contract: SchedulingContract, facts: PlatformFacts)
     # it the pod network's overlay, as GKE's multislice guide does.
     # https://cloud.google.com/kubernetes-engine/docs/how-to/tpu-multislice
     host_network = multislice(contract)
-    mounts = storage.run_mounts(run.name, run.profile)
+    mounts = storage.run_mounts(run.name)
     extra_volumes, extra_mounts = trainers.extra_volumes(run)
     owner = trainers.owner(run)
     spec = {

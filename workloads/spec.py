@@ -34,6 +34,12 @@ PLATFORM_FLAGS: dict[str, frozenset[str]] = {
     "gemma-jax": frozenset({"--data_path", "--checkpoint_dir", "--log_dir", "--peak_flops_per_device"}),
     "trl-gpu": frozenset({"--output_dir", "--logging_dir", "--dataset_name", "--num_processes"}),
 }
+# Profiling flags the platform passes for `profile: true`; a run asks for
+# profiling with that key, not with these flags.
+PROFILE_FLAGS: dict[str, frozenset[str]] = {
+    "gemma-jax": frozenset({"--profile_steps", "--xprof_port"}),
+    "trl-gpu": frozenset(),  # the TRL trainer has no profiler flag: `profile` is refused
+}
 
 # Environment variables the manifests set; a run's `env` may not replace them.
 RESERVED_ENV = frozenset(
@@ -68,7 +74,11 @@ class RunConfig(BaseModel):
         description="file or directory below the bucket's datasets/ prefix the trainer reads "
         "(required for gemma-jax; trl-gpu reads its Hub dataset when unset)",
     )
-    profile: bool = Field(default=False, description="mount the profile prefix and enable XProf")
+    profile: bool = Field(
+        default=False,
+        description="also capture XProf (gemma-jax only): a trace of a few steps and the profiler server; "
+        "TensorBoard events go to profiles/<name>/ on every run",
+    )
     suspend: bool = Field(default=False, description="declare the run suspended (JobSet spec.suspend)")
     image: str | None = Field(
         default=None, description="trainer image by digest; defaults to the stack's image for the trainer"
@@ -99,8 +109,9 @@ def validate_runs(runs: Iterable[RunConfig], contracts: Mapping[str, SchedulingC
         for name, count in Counter(r.name for r in runs).items()
         if count > 1
     ]
-    for run in runs:
+    for index, run in enumerate(runs):
         problems.extend(_run_problems(run, contracts))
+        problems.extend(_profile_problems(run, f"runs[{index}].profile"))
     return problems
 
 
@@ -155,12 +166,26 @@ def _placement_problems(run: RunConfig, contract: SchedulingContract, where: str
     return problems
 
 
+def _profile_problems(run: RunConfig, key: str) -> list[str]:
+    if run.profile and not PROFILE_FLAGS[run.trainer]:
+        return [
+            f"{key}: true on run {run.name!r}, but trainer {run.trainer} has no profiler flag; "
+            "allowed: false (TensorBoard events are written to profiles/<name>/ either way), "
+            f"or true on a {', '.join(t for t in TRAINERS if PROFILE_FLAGS[t])} run"
+        ]
+    return []
+
+
 def _args_problems(run: RunConfig, where: str) -> list[str]:
-    platform = PLATFORM_FLAGS[run.trainer]
     given = {arg.split("=", 1)[0] for arg in run.args if arg.startswith("--")}
-    return [
+    problems = [
         f"{where}: flag {flag} is set by the platform from the run's mounts; remove it from args"
-        for flag in sorted(given & platform)
+        for flag in sorted(given & PLATFORM_FLAGS[run.trainer])
+    ]
+    return problems + [
+        f"{where}: flag {flag} is set by the platform for `profile: true`; remove it from args "
+        "and set `profile: true` instead"
+        for flag in sorted(given & PROFILE_FLAGS[run.trainer])
     ]
 
 

@@ -85,15 +85,17 @@ class Mount:
     writable: bool
 
 
-def run_mounts(run_name: str, profile: bool) -> tuple[Mount, ...]:
-    """The prefixes a run sees: data read-only; its own checkpoints (and profiles) read-write."""
-    mounts = [
+def run_mounts(run_name: str) -> tuple[Mount, ...]:
+    """The prefixes a run sees: data read-only; its own checkpoints and profiles read-write.
+
+    Every run gets its profiles prefix, where the trainer writes its TensorBoard
+    events (and traces): a path inside the container would be lost with the pod.
+    """
+    return (
         Mount("data", DATA_PREFIX, DATA_DIR, writable=False),
         Mount("checkpoints", f"{CHECKPOINT_PREFIX}/{run_name}", CHECKPOINT_DIR, writable=True),
-    ]
-    if profile:
-        mounts.append(Mount("profiles", f"{PROFILE_PREFIX}/{run_name}", PROFILE_DIR, writable=True))
-    return tuple(mounts)
+        Mount("profiles", f"{PROFILE_PREFIX}/{run_name}", PROFILE_DIR, writable=True),
+    )
 
 
 def volume(mount: Mount, bucket: str, host_network: bool, owner: Owner | None = None) -> dict:

@@ -24,6 +24,14 @@ GRACE_SECONDS = {"gemma-jax": 300, "trl-gpu": 600}
 # libtpu's port for the hosts of one slice to reach each other.
 TPU_RUNTIME_PORT = 8471
 
+# XProf for a gemma-jax run with `profile: true`: a trace of a few steps once
+# step 1 (compilation) and the first steps after it are behind, written next
+# to the TensorBoard events, and the profiler server, reached through
+# `kubectl port-forward` for on-demand capture.
+# https://docs.jax.dev/en/latest/profiling.html
+PROFILE_STEPS = "10:15"
+XPROF_PORT = 9012
+
 HF_TOKEN_DIR = "/var/run/secrets/huggingface"
 # Accelerate puts NCCL's shared-memory buffers in /dev/shm; the container
 # runtime's 64 MiB default is far too small for 8 GPUs.
@@ -66,18 +74,22 @@ def security_context(run: RunConfig) -> dict:
 
 
 def platform_args(run: RunConfig, contract: SchedulingContract) -> list[str]:
-    """The flags that tell the trainer where its data, checkpoints and profiles are."""
+    """The flags that tell the trainer where its data, checkpoints and logs are.
+
+    The log directory is always the run's profiles mount, so TensorBoard
+    events (and gemma-jax's consumed-samples log) outlive the pod; `profile`
+    adds gemma-jax's XProf flags (spec.validate_runs refuses it for trl-gpu).
+    """
     if run.trainer == "gemma-jax":
         args = ["--data_path", f"{DATA_DIR}/{run.data}", "--checkpoint_dir", CHECKPOINT_DIR]
+        args += ["--log_dir", PROFILE_DIR]
         if run.profile:
-            args += ["--log_dir", PROFILE_DIR]
+            args += ["--profile_steps", PROFILE_STEPS, "--xprof_port", str(XPROF_PORT)]
         peak = contract.shape.accelerator.peak_bf16_flops_per_chip
         return args + ["--peak_flops_per_device", f"{peak:.6g}"]
-    args = ["--output_dir", CHECKPOINT_DIR]
+    args = ["--output_dir", CHECKPOINT_DIR, "--logging_dir", PROFILE_DIR]
     if run.data:
         args += ["--dataset_name", f"{DATA_DIR}/{run.data}"]
-    if run.profile:
-        args += ["--logging_dir", PROFILE_DIR]
     return args
 
 
@@ -112,6 +124,9 @@ def extra_volumes(run: RunConfig) -> tuple[list[dict], list[dict]]:
 
 
 def ports(run: RunConfig, contract: SchedulingContract) -> list[dict]:
+    found = []
     if run.trainer == "gemma-jax" and contract.hosts_per_slice > 1:
-        return [{"containerPort": TPU_RUNTIME_PORT, "name": "tpu-runtime", "protocol": "TCP"}]
-    return []
+        found.append({"containerPort": TPU_RUNTIME_PORT, "name": "tpu-runtime", "protocol": "TCP"})
+    if run.trainer == "gemma-jax" and run.profile:
+        found.append({"containerPort": XPROF_PORT, "name": "xprof", "protocol": "TCP"})
+    return found

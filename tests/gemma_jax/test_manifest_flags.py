@@ -83,6 +83,10 @@ def test_the_trainer_parser_accepts_the_run_s_flags(name, argv, data_file):
   except cli.ConfigError as err:
     pytest.fail(f"{name}: the trainer refuses its manifest's flags: {err}")
   assert config.checkpoint_dir == "/checkpoints"  # the run's read-write mount
+  assert config.log_dir == "/profiles"  # TensorBoard events outlive the pod
+  profiled = "--profile_steps" in argv
+  assert (config.profile_steps is not None) == profiled
+  assert (config.xprof_port > 0) == profiled
   assert config.peak_flops_per_device > 0  # MFU is reported on every run
   for flag in ("--maxlen", "--batch_size", "--datacount"):
     if flag in argv:

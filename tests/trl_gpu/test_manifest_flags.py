@@ -90,6 +90,7 @@ def test_the_trainer_parser_accepts_the_run_s_flags(name, argv, resources, monke
     except trainer_args.ConfigError as err:
         pytest.fail(f"{name}: the trainer refuses its manifest's flags: {err}")
     assert training.output_dir == "/checkpoints"  # the run's read-write checkpoint mount
+    assert script.logging_dir == "/profiles"  # TensorBoard events on the run's profiles mount
     if "--model_id" in trainer_argv:
         assert script.model_id == trainer_argv[trainer_argv.index("--model_id") + 1]
 
