@@ -71,6 +71,9 @@ class Shape:
     topology: str | None  # TPU only, e.g. "2x4"
     vms_per_slice: int
     chips_per_vm: int
+    # 375 GiB local SSDs that come with the machine type (A4: 32, 12,000 GiB);
+    # node pools back the nodes' ephemeral storage with them.
+    local_ssd_count: int = 0
 
     @property
     def family(self) -> Family:
@@ -168,7 +171,8 @@ def _v6e_shapes(topology: str) -> list[Shape]:
     return shapes
 
 
-A4_SHAPE = Shape(NVIDIA_B200, "a4-highgpu-8g", None, 1, 8)
+# https://cloud.google.com/compute/docs/accelerator-optimized-machines#a4-vms
+A4_SHAPE = Shape(NVIDIA_B200, "a4-highgpu-8g", None, 1, 8, local_ssd_count=32)
 
 SHAPES: tuple[Shape, ...] = tuple(
     s for t in V6E_TOPOLOGIES for s in _v6e_shapes(t)

@@ -98,6 +98,11 @@ def _node_config(pool: PoolConfig, service_account: pulumi.Input[str]) -> gcp.co
         spot=pool.capacity == "spot",
         flex_start=True if pool.capacity == "flex-start" else None,
         guest_accelerators=_gpus(shape),
+        ephemeral_storage_local_ssd_config=_local_ssd_ephemeral_storage(shape),
+        # A4 VMs network through gVNIC (https://cloud.google.com/compute/docs/accelerator-optimized-machines#a4-vms);
+        # GKE puts it on a pool's nodes only when asked.
+        # https://cloud.google.com/kubernetes-engine/docs/how-to/using-gvnic
+        gvnic=gcp.container.NodePoolNodeConfigGvnicArgs(enabled=True) if shape.family is Family.GPU else None,
         reservation_affinity=_reservation_affinity(pool),
         workload_metadata_config=gcp.container.NodePoolNodeConfigWorkloadMetadataConfigArgs(mode="GKE_METADATA"),
         shielded_instance_config=shielded(),
@@ -125,6 +130,18 @@ def _gpus(shape) -> list | None:
             ),
         )
     ]
+
+
+def _local_ssd_ephemeral_storage(shape):
+    """The machine's bundled local SSDs as the nodes' ephemeral storage (emptyDirs, container
+    layers, logs) instead of the boot disk: an A4 run keeps its Hub model (tens of GB) in an
+    emptyDir. https://cloud.google.com/kubernetes-engine/docs/how-to/persistent-volumes/local-ssd
+    """
+    if not shape.local_ssd_count:
+        return None
+    return gcp.container.NodePoolNodeConfigEphemeralStorageLocalSsdConfigArgs(
+        local_ssd_count=shape.local_ssd_count
+    )
 
 
 def _reservation_affinity(pool: PoolConfig):

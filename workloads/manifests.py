@@ -161,7 +161,7 @@ def container(run: RunConfig, contract: SchedulingContract, facts: PlatformFacts
         "command": trainers.command(run, chips),
         "args": trainers.platform_args(run, contract) + list(run.args),
         "env": env,
-        "resources": {"limits": accelerators, "requests": dict(accelerators)},
+        "resources": {"limits": accelerators, "requests": {**accelerators, **trainers.storage_requests(run)}},
         "volumeMounts": mounts,
     }
     ports = trainers.ports(run, contract)

@@ -44,6 +44,7 @@ PROFILE_FLAGS: dict[str, frozenset[str]] = {
 # Environment variables the manifests set; a run's `env` may not replace them.
 RESERVED_ENV = frozenset(
     {
+        "HF_HOME",
         "HF_TOKEN_PATH",
         "MEGASCALE_COORDINATOR_ADDRESS",
         "MEGASCALE_NUM_SLICES",

@@ -36,6 +36,15 @@ HF_TOKEN_DIR = "/var/run/secrets/huggingface"
 # Accelerate puts NCCL's shared-memory buffers in /dev/shm; the container
 # runtime's 64 MiB default is far too small for 8 GPUs.
 SHM_SIZE = "64Gi"
+# The Hugging Face cache (HF_HOME: Hub model and dataset downloads) of a
+# trl-gpu pod, in an emptyDir rather than the image's home directory. The
+# requested size makes the scheduler place the pod on a node with that much
+# ephemeral storage, which A4 pools back with their local SSDs
+# (infra/node_pools.py): gemma-4-31B-it alone is ~62 GB in bf16, and a
+# default 100 GB boot disk also holds the images.
+# https://kubernetes.io/docs/concepts/configuration/manage-resources-containers/#local-ephemeral-storage
+HF_CACHE_DIR = "/var/cache/huggingface"
+HF_CACHE_SIZE = "500Gi"
 
 
 def command(run: RunConfig, chips: int) -> list[str]:
@@ -98,6 +107,8 @@ def env(run: RunConfig) -> list[dict]:
     if run.trainer == "trl-gpu":
         # The token is a file from the Secret, never a literal in the manifest.
         variables.append({"name": "HF_TOKEN_PATH", "value": f"{HF_TOKEN_DIR}/{HF_TOKEN_KEY}"})
+        # Replaces the image's HF_HOME (the user's home, in the container's writable layer).
+        variables.append({"name": "HF_HOME", "value": HF_CACHE_DIR})
     return variables + [{"name": k, "value": v} for k, v in sorted(run.env.items())]
 
 
@@ -107,6 +118,7 @@ def extra_volumes(run: RunConfig) -> tuple[list[dict], list[dict]]:
         return [], []
     volumes = [
         {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": SHM_SIZE}},
+        {"name": "hf-cache", "emptyDir": {"sizeLimit": HF_CACHE_SIZE}},
         {
             "name": "hf-token",
             "secret": {
@@ -118,9 +130,19 @@ def extra_volumes(run: RunConfig) -> tuple[list[dict], list[dict]]:
     ]
     mounts = [
         {"name": "dshm", "mountPath": "/dev/shm"},
+        {"name": "hf-cache", "mountPath": HF_CACHE_DIR},
         {"name": "hf-token", "mountPath": HF_TOKEN_DIR, "readOnly": True},
     ]
     return volumes, mounts
+
+
+def storage_requests(run: RunConfig) -> dict[str, str]:
+    """Ephemeral storage the trainer container requests: the HF cache of a trl-gpu pod.
+
+    A request and no limit: the emptyDir's sizeLimit bounds the cache, and a
+    container limit would also count the writable layer and logs against it.
+    """
+    return {"ephemeral-storage": HF_CACHE_SIZE} if run.trainer == "trl-gpu" else {}
 
 
 def ports(run: RunConfig, contract: SchedulingContract) -> list[dict]:

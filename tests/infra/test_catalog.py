@@ -74,3 +74,9 @@ def test_lookup_errors_say_what_is_allowed(args, needle):
     with pytest.raises(CatalogError, match=None) as err:
         catalog.lookup(*args)
     assert needle in str(err.value)
+
+
+def test_bundled_local_ssds():
+    # https://cloud.google.com/compute/docs/accelerator-optimized-machines#a4-vms: 32 x 375 GiB
+    assert catalog.A4_SHAPE.local_ssd_count == 32
+    assert all(s.local_ssd_count == 0 for s in catalog.shapes_of("tpu-v6e"))

@@ -10,7 +10,7 @@ import yaml
 
 from infra.accelerators import Family
 from trainers.exit_codes import CONFIG_ERROR, TERMINATED
-from workloads import examples, jobset, render, schemas, storage
+from workloads import examples, jobset, render, schemas, storage, trainers
 from workloads.manifests import build_run
 
 STACKS = [render.EXAMPLES, *render.shipped_stacks()]
@@ -127,7 +127,8 @@ def test_scheduling_equals_the_contract(stack, run, contract, manifest):
     assert spec["tolerations"] == list(contract.tolerations)
     chips = str(run.chips_per_host or contract.chips_per_host)
     resources = trainer(manifest)["resources"]
-    assert resources["limits"] == resources["requests"] == {contract.resource_name: chips}
+    assert resources["limits"] == {contract.resource_name: chips}
+    assert resources["requests"] == {contract.resource_name: chips, **trainers.storage_requests(run)}
     if contract.reservation:
         assert spec["nodeSelector"]["cloud.google.com/reservation-name"] == contract.reservation
         assert spec["nodeSelector"]["cloud.google.com/reservation-affinity"] == "specific"
@@ -172,7 +173,7 @@ def test_read_write_mounts_only_where_the_trainer_writes(stack, run, contract, m
     spec = pod(manifest)["spec"]
     volumes = {v["name"]: v for v in spec["volumes"]}
     writable = {m["mountPath"] for m in trainer(manifest)["volumeMounts"] if not m.get("readOnly")}
-    local = {"/dev/shm"} if run.trainer == "trl-gpu" else set()  # in the pod, not the bucket
+    local = {"/dev/shm", trainers.HF_CACHE_DIR} if run.trainer == "trl-gpu" else set()  # not the bucket
     assert writable == {storage.CHECKPOINT_DIR, storage.PROFILE_DIR} | local
     written_prefixes = []
     for volume in volumes.values():

@@ -212,6 +212,15 @@ def test_a4_b200_with_reservation():
     }
     assert cfg["taints"] == [GPU_TAINT]
     assert cfg["spot"] is False
+    assert cfg["ephemeralStorageLocalSsdConfig"] == {"localSsdCount": 32}  # A4's bundled local SSDs
+    assert cfg["gvnic"] == {"enabled": True}
+
+
+@pytest.mark.parametrize("stack", ["dev", "tpu-multihost", "tpu-multislice"])
+def test_tpu_pools_keep_boot_disk_ephemeral_storage_and_the_default_nic(stack):
+    for p in accelerator_pools(stack).values():
+        assert "ephemeralStorageLocalSsdConfig" not in p["nodeConfig"]
+        assert "gvnic" not in p["nodeConfig"]
 
 
 def test_autopilot_declares_no_node_pools_but_publishes_contracts():
