@@ -8,36 +8,35 @@ silent default), parses it into the frozen `StackConfig` below and raises one
 
 The models themselves import nothing from Pulumi: tests and the offline plan
 build a `StackConfig` from a plain dict with `StackConfig.from_mapping`.
-Defaults live here; Pulumi.yaml declares the same keys and defaults
+Defaults live here and, for pools, shapes and images, in
+infra/config_models.py; Pulumi.yaml declares the same keys and defaults
 (tests/infra/test_config.py keeps the two in step).
 """
 
 from __future__ import annotations
 
 import json
-import re
 from typing import Any, Literal
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    ValidationError,
-    ValidationInfo,
-    field_validator,
-    model_validator,
-)
-from pydantic.alias_generators import to_camel
+from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
 
-from infra import accelerators as catalog
 from infra.accelerators import Family
+from infra.config_models import (
+    CAPACITIES,
+    DNS_LABEL,
+    POOL_NAME_MAX,
+    Autoscaling,
+    Capacity,
+    Images,
+    PoolConfig,
+    ShapeConfig,
+    StackModel,
+)
 from infra.config_rules import (
     PROJECT_ID,
     REGION,
-    autoscaling_problems,
     bucket_problems,
     problem_lines,
-    shape_problems,
     stack_problems,
     zone_problems,
 )
@@ -46,14 +45,6 @@ from infra.imagespec import IMAGE_BUILDERS, ImageBuilder
 from workloads.spec import RunConfig
 
 PROJECT = "gke-finetune"
-
-Capacity = Literal["on-demand", "spot", "reservation", "flex-start", "queued"]
-CAPACITIES: tuple[str, ...] = ("on-demand", "spot", "reservation", "flex-start", "queued")
-
-_DNS_LABEL = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
-_IMAGE_DIGEST = re.compile(r"^[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9._-]+)+@sha256:[0-9a-f]{64}$")
-# GKE caps node pool names at 40 characters; slices add "-s<N>".
-POOL_NAME_MAX = 32
 
 
 class ConfigError(ValueError):
@@ -66,98 +57,21 @@ class ConfigError(ValueError):
         )
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(
-        extra="forbid", frozen=True, alias_generator=to_camel, populate_by_name=True
-    )
-
-
-class Autoscaling(_Model):
-    """Total node count bounds of one GKE node pool (one slice)."""
-
-    min_nodes: int = Field(default=0, ge=0, description="0 lets an idle pool scale to zero")
-    max_nodes: int | None = Field(
-        default=None, ge=1, description="default: the VMs of one slice (TPU) or 1 (GPU)"
-    )
-
-
-class ShapeConfig(_Model):
-    """An accelerator shape and how its capacity is obtained (Autopilot `shapes:`)."""
-
-    name: str = Field(pattern=_DNS_LABEL, max_length=POOL_NAME_MAX)
-    accelerator: str
-    topology: str | None = None
-    machine_type: str | None = None
-    slices: int = Field(default=1, ge=1)
-    capacity: Capacity = "on-demand"
-    reservation: str | None = None
-
-    @model_validator(mode="after")
-    def _shape_rules(self) -> ShapeConfig:
-        problems = shape_problems(self)
-        if problems:
-            raise ValueError("\n".join(problems))
-        return self
-
-    def shape(self) -> catalog.Shape:
-        return catalog.lookup(self.accelerator, self.topology, self.machine_type)
-
-
-class PoolConfig(ShapeConfig):
-    """A Standard-mode accelerator node pool (`pools:`); `slices` node pools of one shape."""
-
-    zones: tuple[str, ...] = Field(default=(), description="node locations; default: `zones`")
-    autoscaling: Autoscaling = Autoscaling()
-
-    @model_validator(mode="after")
-    def _pool_rules(self) -> PoolConfig:
-        problems = autoscaling_problems(self)
-        if problems:
-            raise ValueError("\n".join(problems))
-        return self
-
-    def max_nodes(self) -> int:
-        if self.autoscaling.max_nodes is not None:
-            return self.autoscaling.max_nodes
-        return self.shape().vms_per_slice
-
-
-class Images(_Model):
-    """Trainer images, by digest (`repo/name@sha256:<64 hex>`), never by tag."""
-
-    gemma_jax: str | None = Field(default=None, alias="gemma-jax")
-    trl_gpu: str | None = Field(default=None, alias="trl-gpu")
-
-    @model_validator(mode="after")
-    def _digests(self) -> Images:
-        bad = [
-            f"{alias}: {ref!r} is not a digest reference; allowed: <registry>/<path>@sha256:<64 hex> (no tags, no :latest)"
-            for alias, ref in (("gemma-jax", self.gemma_jax), ("trl-gpu", self.trl_gpu))
-            if ref is not None and not _IMAGE_DIGEST.match(ref)
-        ]
-        if bad:
-            raise ValueError("\n".join(bad))
-        return self
-
-    def by_trainer(self) -> dict[str, str]:
-        return {k: v for k, v in (("gemma-jax", self.gemma_jax), ("trl-gpu", self.trl_gpu)) if v}
-
-
-class StackConfig(_Model):
+class StackConfig(StackModel):
     """Everything one stack file says. Built only through validation; immutable."""
 
     project: str = Field(description="gcp:project")
     region: str = Field(description="gcp:region")
     stack: str = Field(default="dev", min_length=1, description="the Pulumi stack name")
     mode: Literal["standard", "autopilot"] = "standard"
-    cluster_name: str = Field(default="finetune", pattern=_DNS_LABEL, max_length=40)
+    cluster_name: str = Field(default="finetune", pattern=DNS_LABEL, max_length=40)
     release_channel: Literal["RAPID", "REGULAR", "STABLE"] = "REGULAR"
     deletion_protection: bool = True
     system_machine_type: str = "e2-standard-4"
     system_node_count: int = Field(default=1, ge=1, description="per zone of the region")
     zones: tuple[str, ...] = Field(default=(), description="default node locations of pools")
     bucket_name: str = Field(default="", description="default: <project>-<stack>-finetune")
-    registry_name: str = Field(default="finetune", pattern=_DNS_LABEL, max_length=63)
+    registry_name: str = Field(default="finetune", pattern=DNS_LABEL, max_length=63)
     pools: tuple[PoolConfig, ...] = ()
     shapes: tuple[ShapeConfig, ...] = ()
     images: Images = Images()
@@ -321,6 +235,6 @@ def _decode(key: str, raw: Any) -> Any:
 
 
 __all__ = [
-    "Autoscaling", "CAPACITIES", "ConfigError", "Family", "Images", "PoolConfig",
-    "ShapeConfig", "StackConfig", "hf_token", "load",
+    "Autoscaling", "CAPACITIES", "Capacity", "ConfigError", "Family", "Images", "POOL_NAME_MAX",
+    "PoolConfig", "ShapeConfig", "StackConfig", "hf_token", "load",
 ]

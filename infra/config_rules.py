@@ -1,7 +1,7 @@
 """The rules a stack config must satisfy, and how problems are worded.
 
 Each rule returns one line per problem: `<key>: <value> <what is wrong>; allowed: <what is>`.
-Pure functions over the models of infra/config.py; no Pulumi import.
+Pure functions over the models of infra/config.py and infra/config_models.py; no Pulumi import.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from infra import accelerators as catalog
 from infra.accelerators import CatalogError
 
 if TYPE_CHECKING:
-    from infra.config import PoolConfig, ShapeConfig, StackConfig
+    from infra.config import StackConfig
+    from infra.config_models import PoolConfig, ShapeConfig
 
 # https://cloud.google.com/resource-manager/docs/creating-managing-projects#before_you_begin
 PROJECT_ID = re.compile(r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$")

@@ -16,6 +16,10 @@ and exits 1.
 `git worktree add` into a temporary directory, planned by this file against
 that tree's program and stack files) and prints what the change adds, removes
 and modifies, input by input: the offline counterpart of `pulumi preview --diff`.
+
+This module collects the plan and runs the command line; the resource tree,
+the cost table and the diff are in tools/plan_tree.py, tools/plan_cost.py and
+tools/plan_diff.py.
 """
 
 from __future__ import annotations
@@ -33,6 +37,15 @@ from typing import Any
 from unittest import mock
 
 ROOT = Path(__file__).resolve().parents[1]
+if __package__ in (None, ""):
+    # Run as a file (`plan_json` plans another tree that way): this tree's
+    # `tools` package must be importable before `_use_root` switches trees.
+    sys.path.insert(0, str(ROOT))
+
+from tools.plan_cost import cost, render_cost  # noqa: E402
+from tools.plan_diff import diff, render_diff  # noqa: E402
+from tools.plan_tree import key_inputs, render_tree, short  # noqa: E402,F401 (key_inputs: part of the plan API)
+
 SECRET = "[secret]"
 # The wire form of a Pulumi secret value (pulumi.runtime.rpc's secret signature).
 _SECRET_SIG_KEY = "4dabf18193072939515e22adb298388d"
@@ -40,15 +53,6 @@ _SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
 # Stand-in for secret config values; never printed (masked wherever it appears).
 _SECRET_PLACEHOLDER = "offline-plan-secret-value"
 _STACK_TYPE = "pulumi:pulumi:Stack"
-# Leaf inputs worth a glance in the tree; every input is compared by `diff`.
-KEY_INPUTS = (
-    "name", "accountId", "repositoryId", "location", "nodeLocations", "machineType", "nodeCount",
-    "minNodeCount", "maxNodeCount", "totalMinNodeCount", "totalMaxNodeCount", "tpuTopology",
-    "spot", "flexStart", "consumeReservationType", "values", "role", "member", "chart", "version",
-    "kind", "namespace", "tags", "push", "uniformBucketLevelAccess", "publicAccessPrevention",
-    "enabled", "channel", "deletionProtection", "format", "image", "replicas", "parallelism",
-)
-_WIDTH = 72
 
 
 class PlanError(Exception):
@@ -118,21 +122,22 @@ def collect(stack: str, root: Path = ROOT) -> dict[str, Any]:
 
     return {
         "stack": stack,
-        "resources": [
-            {
-                "urn": r.urn,
-                "type": r.type,
-                "name": r.name,
-                "parent": "" if _is_stack(r.parent) else r.parent,
-                "protect": r.protect,
-                "retainOnDelete": r.retain_on_delete,
-                "inputs": mask(r.inputs),
-            }
-            for r in deployment.resources
-        ],
+        "resources": [_resource_row(r) for r in deployment.resources],
         "outputs": mask(deployment.outputs),
         "cost": cost(captured.get("config")),
         "manifests": mask(manifests or _declared_manifests(deployment)),
+    }
+
+
+def _resource_row(r) -> dict[str, Any]:
+    return {
+        "urn": r.urn,
+        "type": r.type,
+        "name": r.name,
+        "parent": "" if _is_stack(r.parent) else r.parent,
+        "protect": r.protect,
+        "retainOnDelete": r.retain_on_delete,
+        "inputs": mask(r.inputs),
     }
 
 
@@ -152,144 +157,7 @@ def _declared_manifests(deployment) -> dict[str, dict]:
     }
 
 
-def cost(config) -> dict[str, Any]:
-    """Chips, VMs, slices and on-demand $/hour of each pool and run, from the catalog."""
-    if config is None:
-        return {"pools": [], "runs": [], "total_usd_per_hour": 0.0}
-    from infra.scheduling import derive_contracts  # noqa: PLC0415 (from the planned tree)
-
-    contracts = derive_contracts(config)
-    pools = []
-    for group in config.accelerator_groups():
-        contract = contracts[group.name]
-        shape = contract.shape
-        price = shape.accelerator.price
-        pools.append({
-            "name": group.name,
-            "shape": shape.description,
-            "capacity": getattr(group, "capacity", "on-demand"),
-            "slices": contract.slices,
-            "vms": shape.vms_per_slice * contract.slices,
-            "chips": contract.total_chips,
-            "usd_per_chip_hour": price.usd_per_chip_hour,
-            "price_as_of": price.as_of,
-            "price_source": price.source,
-            "usd_per_hour": round(shape.usd_per_hour(contract.slices), 2),
-        })
-    by_pool = {p["name"]: p for p in pools}
-    runs = []
-    for run in getattr(config, "runs", ()):
-        pool = by_pool.get(run.pool)
-        if pool is None:
-            continue
-        contract = contracts[run.pool]
-        per_host = getattr(run, "chips_per_host", None) or contract.chips_per_host
-        runs.append({
-            "name": run.name,
-            "trainer": run.trainer,
-            "pool": run.pool,
-            "slices": pool["slices"],
-            "vms": pool["vms"],
-            "chips": per_host * contract.hosts_per_slice * contract.slices,
-            # A run holds whole VMs, so it costs its pool's VMs while it runs.
-            "usd_per_hour": pool["usd_per_hour"],
-            "suspended": bool(getattr(run, "suspend", False)),
-        })
-    return {
-        "pools": pools,
-        "runs": runs,
-        "total_usd_per_hour": round(sum(p["usd_per_hour"] for p in pools), 2),
-    }
-
-
 # --- showing ----------------------------------------------------------------------------
-
-
-def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
-    """Leaf values by path (`a.b[0].c`); lists of scalars stay whole."""
-    out: dict[str, Any] = {}
-    if isinstance(value, Mapping) and value:
-        for k, v in value.items():
-            out.update(_flatten(v, f"{prefix}.{k}" if prefix else str(k)))
-        return out
-    if isinstance(value, list) and any(isinstance(v, (Mapping, list)) for v in value):
-        for i, v in enumerate(value):
-            out.update(_flatten(v, f"{prefix}[{i}]"))
-        return out
-    return {prefix: value}
-
-
-def _short(value: Any) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
-    text = text.splitlines()[0] + (" …" if "\n" in text else "") if text else text
-    return text if len(text) <= 60 else text[:57] + "…"
-
-
-def key_inputs(inputs: Mapping) -> str:
-    """A few telling inputs of a resource, `path=value`, in KEY_INPUTS order."""
-    found = []
-    for path, value in _flatten(inputs).items():
-        leaf = path.rsplit(".", 1)[-1]
-        if leaf not in KEY_INPUTS or value in (None, "", [], {}):
-            continue
-        if path.startswith("spec.") and leaf not in ("image", "replicas", "parallelism", "name"):
-            continue  # a manifest's own fields: the rendered YAML shows them all
-        found.append((KEY_INPUTS.index(leaf), path, value))
-    return " ".join(f"{path}={_short(value)}" for _, path, value in sorted(found)[:8])
-
-
-def render_tree(plan: Mapping) -> list[str]:
-    resources = plan["resources"]
-    children: dict[str, list[dict]] = {}
-    # Sorted, not in registration order: the engine registers concurrently.
-    for r in sorted(resources, key=lambda r: (r["type"], r["name"])):
-        children.setdefault(r["parent"], []).append(r)
-    lines: list[str] = []
-
-    def walk(parent: str, indent: str) -> None:
-        items = children.get(parent, [])
-        for i, r in enumerate(items):
-            last = i == len(items) - 1
-            branch = "└─ " if last else "├─ "
-            flags = "".join(
-                f" [{f}]" for f, on in (("protect", r["protect"]), ("retain", r["retainOnDelete"])) if on
-            )
-            details = key_inputs(r["inputs"])
-            lines.append(f"{indent}{branch}{r['type']}  {r['name']}{flags}")
-            if details:
-                lines.append(f"{indent}{'   ' if last else '│  '}   {details}")
-            walk(r["urn"], indent + ("   " if last else "│  "))
-
-    walk("", "")
-    return lines
-
-
-def render_cost(cost_data: Mapping) -> list[str]:
-    lines = []
-    pools = cost_data["pools"]
-    if not pools:
-        return ["  (no accelerator pools)"]
-    as_of = sorted({p["price_as_of"] for p in pools})
-    lines.append(f"  {'pool':<20} {'shape':<34} {'capacity':<11} {'slices':>6} {'VMs':>4} {'chips':>5} {'$/chip-h':>8} {'$/hour':>9}")
-    for p in pools:
-        lines.append(
-            f"  {p['name']:<20} {p['shape']:<34} {p['capacity']:<11} {p['slices']:>6} {p['vms']:>4} "
-            f"{p['chips']:>5} {p['usd_per_chip_hour']:>8.2f} {p['usd_per_hour']:>9.2f}"
-        )
-    lines.append(f"  {'total, every pool at full size':<86} {cost_data['total_usd_per_hour']:>9.2f}")
-    if cost_data["runs"]:
-        lines.append("")
-        lines.append(f"  {'run':<24} {'trainer':<10} {'pool':<20} {'slices':>6} {'VMs':>4} {'chips':>5} {'$/hour':>9}")
-        for r in cost_data["runs"]:
-            note = "  (suspended)" if r["suspended"] else ""
-            lines.append(
-                f"  {r['name']:<24} {r['trainer']:<10} {r['pool']:<20} {r['slices']:>6} {r['vms']:>4} "
-                f"{r['chips']:>5} {r['usd_per_hour']:>9.2f}{note}"
-            )
-    lines.append("")
-    lines.append(f"  On-demand list prices of {', '.join(as_of)} (infra/accelerators.py gives each source);")
-    lines.append("  spot, reservations and committed use bill differently. Idle pools that scale to zero cost nothing.")
-    return lines
 
 
 def render(plan: Mapping) -> str:
@@ -301,7 +169,7 @@ def render(plan: Mapping) -> str:
     if plan["outputs"]:
         lines += ["", "Stack outputs"]
         for k, v in plan["outputs"].items():
-            lines.append(f"  {k}: {_short(v) if not isinstance(v, str) else v}")
+            lines.append(f"  {k}: {short(v) if not isinstance(v, str) else v}")
     return "\n".join(lines)
 
 
@@ -311,53 +179,7 @@ def write_manifests(plan: Mapping, out_dir: Path) -> list[Path]:
     return write(plan["manifests"], out_dir)
 
 
-# --- diff -------------------------------------------------------------------------------
-
-
-def _key(r: Mapping) -> str:
-    return f"{r['type']}::{r['name']}"
-
-
-def diff(base: Mapping | None, head: Mapping | None) -> dict[str, Any]:
-    """Resources added, removed and modified (with each changed input) from base to head."""
-    before = {_key(r): r for r in (base or {}).get("resources", [])}
-    after = {_key(r): r for r in (head or {}).get("resources", [])}
-    modified = {}
-    for key in sorted(before.keys() & after.keys()):
-        b = _flatten({"inputs": before[key]["inputs"], "protect": before[key]["protect"]})
-        a = _flatten({"inputs": after[key]["inputs"], "protect": after[key]["protect"]})
-        changes = {
-            path: (b.get(path), a.get(path))
-            for path in sorted(b.keys() | a.keys())
-            if b.get(path) != a.get(path)
-        }
-        if changes:
-            modified[key] = changes
-    cost_before = (base or {}).get("cost", {}).get("total_usd_per_hour", 0.0)
-    cost_after = (head or {}).get("cost", {}).get("total_usd_per_hour", 0.0)
-    return {
-        "added": sorted(after.keys() - before.keys()),
-        "removed": sorted(before.keys() - after.keys()),
-        "modified": modified,
-        "cost": (cost_before, cost_after),
-    }
-
-
-def render_diff(changes: Mapping, stack: str, base_ref: str) -> str:
-    lines = [f"Offline plan diff of stack {stack}: {base_ref} → working tree", ""]
-    if not (changes["added"] or changes["removed"] or changes["modified"]):
-        lines.append("No changes.")
-    for key in changes["added"]:
-        lines.append(f"+ {key}")
-    for key in changes["removed"]:
-        lines.append(f"- {key}")
-    for key, inputs in changes["modified"].items():
-        lines.append(f"~ {key}")
-        for path, (old, new) in inputs.items():
-            lines.append(f"    {path}: {_short(old) if old is not None else '(none)'} → {_short(new) if new is not None else '(none)'}")
-    before, after = changes["cost"]
-    lines += ["", f"Accelerators at full size: ${before:.2f}/hour → ${after:.2f}/hour (on-demand list prices)"]
-    return "\n".join(lines)
+# --- another git ref --------------------------------------------------------------------
 
 
 def plan_json(stack: str, root: Path) -> dict[str, Any]:
@@ -397,7 +219,7 @@ def _use_root(root: Path) -> None:
     ]
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m tools.plan", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     show = sub.add_parser("show", help="print the plan of a stack and write its run manifests")
@@ -410,8 +232,11 @@ def main(argv: list[str] | None = None) -> int:
     df = sub.add_parser("diff", help="what a change adds, removes and modifies against a git ref")
     df.add_argument("--stack", required=True)
     df.add_argument("--base", required=True, help="git ref to compare with, e.g. origin/main")
-    args = parser.parse_args(argv)
+    return parser
 
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
     root = args.root.resolve() if args.command == "json" else ROOT
     _use_root(root)
     os.chdir(root)  # the CLI runs the program in the project directory
@@ -421,24 +246,30 @@ def main(argv: list[str] | None = None) -> int:
         except PlanError as err:  # an invalid stack is a result, not a failure of the tool
             print(json.dumps({"stack": args.stack, "errors": err.problems}))
         return 0
-
     if args.command == "show":
-        try:
-            plan = collect(args.stack, ROOT)
-        except PlanError as err:
-            print(f"Stack {args.stack} is invalid; nothing would be declared:", file=sys.stderr)
-            for problem in err.problems:
-                print(f"  - {problem}", file=sys.stderr)
-            return 1
-        print(render(plan))
-        out = (args.out or ROOT / "plan" / args.stack / "manifests").resolve()
-        written = write_manifests(plan, out)
-        shown = out.relative_to(ROOT) if out.is_relative_to(ROOT) else out
-        print(f"\nRun manifests ({len(written)}) written to {shown}/")
-        if args.json:
-            args.json.write_text(json.dumps(plan, indent=2, sort_keys=True))
-        return 0
+        return _show(args)
+    return _diff(args)
 
+
+def _show(args: argparse.Namespace) -> int:
+    try:
+        plan = collect(args.stack, ROOT)
+    except PlanError as err:
+        print(f"Stack {args.stack} is invalid; nothing would be declared:", file=sys.stderr)
+        for problem in err.problems:
+            print(f"  - {problem}", file=sys.stderr)
+        return 1
+    print(render(plan))
+    out = (args.out or ROOT / "plan" / args.stack / "manifests").resolve()
+    written = write_manifests(plan, out)
+    shown = out.relative_to(ROOT) if out.is_relative_to(ROOT) else out
+    print(f"\nRun manifests ({len(written)}) written to {shown}/")
+    if args.json:
+        args.json.write_text(json.dumps(plan, indent=2, sort_keys=True))
+    return 0
+
+
+def _diff(args: argparse.Namespace) -> int:
     head = plan_json(args.stack, ROOT)
     base = plan_ref(args.stack, args.base)
     for label, result in ((args.base, base), ("working tree", head)):

@@ -1,0 +1,84 @@
+"""The offline plan's cost table: chips, VMs, slices and on-demand $/hour of each pool and run."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+
+def cost(config) -> dict[str, Any]:
+    """Chips, VMs, slices and on-demand $/hour of each pool and run, from the catalog."""
+    if config is None:
+        return {"pools": [], "runs": [], "total_usd_per_hour": 0.0}
+    from infra.scheduling import derive_contracts  # noqa: PLC0415 (from the planned tree)
+
+    contracts = derive_contracts(config)
+    pools = []
+    for group in config.accelerator_groups():
+        contract = contracts[group.name]
+        shape = contract.shape
+        price = shape.accelerator.price
+        pools.append({
+            "name": group.name,
+            "shape": shape.description,
+            "capacity": getattr(group, "capacity", "on-demand"),
+            "slices": contract.slices,
+            "vms": shape.vms_per_slice * contract.slices,
+            "chips": contract.total_chips,
+            "usd_per_chip_hour": price.usd_per_chip_hour,
+            "price_as_of": price.as_of,
+            "price_source": price.source,
+            "usd_per_hour": round(shape.usd_per_hour(contract.slices), 2),
+        })
+    by_pool = {p["name"]: p for p in pools}
+    runs = []
+    for run in getattr(config, "runs", ()):
+        pool = by_pool.get(run.pool)
+        if pool is None:
+            continue
+        contract = contracts[run.pool]
+        per_host = getattr(run, "chips_per_host", None) or contract.chips_per_host
+        runs.append({
+            "name": run.name,
+            "trainer": run.trainer,
+            "pool": run.pool,
+            "slices": pool["slices"],
+            "vms": pool["vms"],
+            "chips": per_host * contract.hosts_per_slice * contract.slices,
+            # A run holds whole VMs, so it costs its pool's VMs while it runs.
+            "usd_per_hour": pool["usd_per_hour"],
+            "suspended": bool(getattr(run, "suspend", False)),
+        })
+    return {
+        "pools": pools,
+        "runs": runs,
+        "total_usd_per_hour": round(sum(p["usd_per_hour"] for p in pools), 2),
+    }
+
+
+def render_cost(cost_data: Mapping) -> list[str]:
+    lines = []
+    pools = cost_data["pools"]
+    if not pools:
+        return ["  (no accelerator pools)"]
+    as_of = sorted({p["price_as_of"] for p in pools})
+    lines.append(f"  {'pool':<20} {'shape':<34} {'capacity':<11} {'slices':>6} {'VMs':>4} {'chips':>5} {'$/chip-h':>8} {'$/hour':>9}")
+    for p in pools:
+        lines.append(
+            f"  {p['name']:<20} {p['shape']:<34} {p['capacity']:<11} {p['slices']:>6} {p['vms']:>4} "
+            f"{p['chips']:>5} {p['usd_per_chip_hour']:>8.2f} {p['usd_per_hour']:>9.2f}"
+        )
+    lines.append(f"  {'total, every pool at full size':<86} {cost_data['total_usd_per_hour']:>9.2f}")
+    if cost_data["runs"]:
+        lines.append("")
+        lines.append(f"  {'run':<24} {'trainer':<10} {'pool':<20} {'slices':>6} {'VMs':>4} {'chips':>5} {'$/hour':>9}")
+        for r in cost_data["runs"]:
+            note = "  (suspended)" if r["suspended"] else ""
+            lines.append(
+                f"  {r['name']:<24} {r['trainer']:<10} {r['pool']:<20} {r['slices']:>6} {r['vms']:>4} "
+                f"{r['chips']:>5} {r['usd_per_hour']:>9.2f}{note}"
+            )
+    lines.append("")
+    lines.append(f"  On-demand list prices of {', '.join(as_of)} (infra/accelerators.py gives each source);")
+    lines.append("  spot, reservations and committed use bill differently. Idle pools that scale to zero cost nothing.")
+    return lines
