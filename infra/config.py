@@ -37,6 +37,7 @@ from infra.config_rules import (
     REGION,
     bucket_problems,
     problem_lines,
+    raise_problems,
     stack_problems,
     zone_problems,
 )
@@ -100,9 +101,7 @@ class StackConfig(StackModel):
     @field_validator("zones")
     @classmethod
     def _zones(cls, value: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
-        problems = zone_problems("", value, info.data.get("region"))
-        if problems:
-            raise ValueError("\n".join(problems))
+        raise_problems(zone_problems("", value, info.data.get("region")))
         return value
 
     @field_validator("image_builder", mode="before")
@@ -116,9 +115,7 @@ class StackConfig(StackModel):
     @field_validator("bucket_name")
     @classmethod
     def _bucket(cls, value: str) -> str:
-        problems = bucket_problems("", value) if value else []
-        if problems:
-            raise ValueError("\n".join(problems))
+        raise_problems(bucket_problems("", value) if value else [])
         return value
 
     @field_validator("pools")
@@ -136,15 +133,12 @@ class StackConfig(StackModel):
                     f"[{i}].zones: {list(pool.zones or zones)} for multi-host {pool.shape().description}; "
                     "allowed: exactly one zone"
                 )
-        if problems:
-            raise ValueError("\n".join(problems))
+        raise_problems(problems)
         return pools
 
     @model_validator(mode="after")
     def _stack_rules(self) -> StackConfig:
-        problems = stack_problems(self)
-        if problems:
-            raise ValueError("\n".join(problems))
+        raise_problems(stack_problems(self))
         return self
 
     @property

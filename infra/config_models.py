@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
 from infra import accelerators as catalog
-from infra.config_rules import autoscaling_problems, shape_problems
+from infra.config_rules import autoscaling_problems, raise_problems, shape_problems
 
 Capacity = Literal["on-demand", "spot", "reservation", "flex-start", "queued"]
 CAPACITIES: tuple[str, ...] = ("on-demand", "spot", "reservation", "flex-start", "queued")
@@ -55,9 +55,7 @@ class ShapeConfig(StackModel):
 
     @model_validator(mode="after")
     def _shape_rules(self) -> ShapeConfig:
-        problems = shape_problems(self)
-        if problems:
-            raise ValueError("\n".join(problems))
+        raise_problems(shape_problems(self))
         return self
 
     def shape(self) -> catalog.Shape:
@@ -72,9 +70,7 @@ class PoolConfig(ShapeConfig):
 
     @model_validator(mode="after")
     def _pool_rules(self) -> PoolConfig:
-        problems = autoscaling_problems(self)
-        if problems:
-            raise ValueError("\n".join(problems))
+        raise_problems(autoscaling_problems(self))
         return self
 
     def max_nodes(self) -> int:
@@ -96,8 +92,7 @@ class Images(StackModel):
             for alias, ref in (("gemma-jax", self.gemma_jax), ("trl-gpu", self.trl_gpu))
             if ref is not None and not IMAGE_DIGEST.match(ref)
         ]
-        if bad:
-            raise ValueError("\n".join(bad))
+        raise_problems(bad)
         return self
 
     def by_trainer(self) -> dict[str, str]:

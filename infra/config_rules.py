@@ -25,6 +25,12 @@ ZONE = re.compile(r"^(?P<region>[a-z]+-[a-z]+[0-9]+)-[a-z]$")
 # https://cloud.google.com/compute/docs/instances/reservations-shared#consuming_shared_reservations
 RESERVATION = re.compile(r"^(projects/[a-z][a-z0-9-]{4,28}[a-z0-9]/reservations/)?[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
 
+def raise_problems(problems: list[str]) -> None:
+    """Raise a validator's problems as one ValueError, one line each (problem_lines splits them)."""
+    if problems:
+        raise ValueError("\n".join(problems))
+
+
 def shape_problems(s: ShapeConfig) -> list[str]:
     if s.accelerator not in catalog.ACCELERATORS:
         return [f"accelerator: {s.accelerator!r} is unknown; allowed: {sorted(catalog.ACCELERATORS)}"]
