@@ -16,9 +16,16 @@ import subprocess
 
 import pytest
 
-from gemma_jax_helpers import (REPO, base_args, cpu_env, load_params,
-                               max_abs_diff, read_samples, run_train,
-                               train_cmd)
+from gemma_jax_helpers import (
+    REPO,
+    base_args,
+    cpu_env,
+    load_params,
+    max_abs_diff,
+    read_samples,
+    run_train,
+    train_cmd,
+)
 from trainers import exit_codes
 
 pytestmark = pytest.mark.slow
@@ -27,105 +34,120 @@ STEPS = 24
 
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory, stories_file, tokenizer_file):
-  """The uninterrupted run: final params and consumed stories per step."""
-  d = tmp_path_factory.mktemp("reference")
-  args = base_args(stories_file, tokenizer_file, d / "ckpt", d / "logs",
-                   steps=STEPS, log_samples=True)
-  res = run_train(args)
-  assert res.returncode == 0, res.stdout + res.stderr
-  samples = read_samples(str(d / "logs" / "samples-p0.jsonl"))
-  assert sorted(samples) == list(range(1, STEPS + 1))
-  return {"dir": d, "params": load_params(str(d / "ckpt"), STEPS),
-          "samples": samples}
+    """The uninterrupted run: final params and consumed stories per step."""
+    d = tmp_path_factory.mktemp("reference")
+    args = base_args(
+        stories_file, tokenizer_file, d / "ckpt", d / "logs", steps=STEPS, log_samples=True
+    )
+    res = run_train(args)
+    assert res.returncode == 0, res.stdout + res.stderr
+    samples = read_samples(str(d / "logs" / "samples-p0.jsonl"))
+    assert sorted(samples) == list(range(1, STEPS + 1))
+    return {"dir": d, "params": load_params(str(d / "ckpt"), STEPS), "samples": samples}
 
 
 def _start(args):
-  return subprocess.Popen(train_cmd(args), cwd=REPO, env=cpu_env(1),
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          text=True)
+    return subprocess.Popen(
+        train_cmd(args),
+        cwd=REPO,
+        env=cpu_env(1),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
 
 
 def _signal_at_step(proc, sig, step: int) -> str:
-  """Sends `sig` once the run reports `step`; returns everything printed."""
-  lines = []
-  for line in proc.stdout:
-    lines.append(line)
-    m = re.match(r"\[train\] step (\d+) ", line)
-    if m and int(m.group(1)) >= step:
-      proc.send_signal(sig)
-      break
-  lines.extend(proc.stdout)
-  proc.wait(timeout=300)
-  return "".join(lines)
+    """Sends `sig` once the run reports `step`; returns everything printed."""
+    lines = []
+    for line in proc.stdout:
+        lines.append(line)
+        m = re.match(r"\[train\] step (\d+) ", line)
+        if m and int(m.group(1)) >= step:
+            proc.send_signal(sig)
+            break
+    lines.extend(proc.stdout)
+    proc.wait(timeout=300)
+    return "".join(lines)
 
 
 def _assert_same_as_reference(reference, ckpt, samples):
-  diff = max_abs_diff(load_params(str(ckpt), STEPS), reference["params"])
-  assert diff <= 1e-6, diff
-  assert samples == reference["samples"]
+    diff = max_abs_diff(load_params(str(ckpt), STEPS), reference["params"])
+    assert diff <= 1e-6, diff
+    assert samples == reference["samples"]
 
 
-def test_sigkill_at_random_step_then_resume(tmp_path, reference,
-                                            stories_file, tokenizer_file):
-  kill_step = random.Random().randint(6, STEPS - 4)
-  print(f"SIGKILL after step {kill_step}")
-  args = base_args(stories_file, tokenizer_file, tmp_path / "ckpt",
-                   tmp_path / "logs", steps=STEPS, log_samples=True)
-  out = _signal_at_step(_start(args), signal.SIGKILL, kill_step)
-  assert "[train] done" not in out
-  res = run_train(args)
-  assert res.returncode == 0, res.stdout + res.stderr
-  resumed = int(re.search(r"resumed from step (\d+)", res.stdout).group(1))
-  assert 4 <= resumed <= kill_step + 1
-  samples = read_samples(str(tmp_path / "logs" / "samples-p0.jsonl"))
-  _assert_same_as_reference(reference, tmp_path / "ckpt", samples)
+def test_sigkill_at_random_step_then_resume(tmp_path, reference, stories_file, tokenizer_file):
+    kill_step = random.Random().randint(6, STEPS - 4)
+    print(f"SIGKILL after step {kill_step}")
+    args = base_args(
+        stories_file,
+        tokenizer_file,
+        tmp_path / "ckpt",
+        tmp_path / "logs",
+        steps=STEPS,
+        log_samples=True,
+    )
+    out = _signal_at_step(_start(args), signal.SIGKILL, kill_step)
+    assert "[train] done" not in out
+    res = run_train(args)
+    assert res.returncode == 0, res.stdout + res.stderr
+    resumed = int(re.search(r"resumed from step (\d+)", res.stdout).group(1))
+    assert 4 <= resumed <= kill_step + 1
+    samples = read_samples(str(tmp_path / "logs" / "samples-p0.jsonl"))
+    _assert_same_as_reference(reference, tmp_path / "ckpt", samples)
 
 
-def test_sigterm_checkpoints_and_loses_no_step(tmp_path, reference,
-                                               stories_file, tokenizer_file):
-  # save_every is larger than the run: only SIGTERM and the end can save.
-  args = base_args(stories_file, tokenizer_file, tmp_path / "ckpt",
-                   tmp_path / "logs", steps=STEPS, log_samples=True,
-                   save_every=1000)
-  proc = _start(args)
-  out = _signal_at_step(proc, signal.SIGTERM, 9)
-  assert proc.returncode == exit_codes.TERMINATED, out
-  stopped = int(re.search(r"checkpoint of step (\d+) written", out).group(1))
-  first = read_samples(str(tmp_path / "logs" / "samples-p0.jsonl"))
-  assert max(first) == stopped  # the last trained step is in the checkpoint
-  assert os.listdir(tmp_path / "ckpt") == [str(stopped)]
+def test_sigterm_checkpoints_and_loses_no_step(tmp_path, reference, stories_file, tokenizer_file):
+    # save_every is larger than the run: only SIGTERM and the end can save.
+    args = base_args(
+        stories_file,
+        tokenizer_file,
+        tmp_path / "ckpt",
+        tmp_path / "logs",
+        steps=STEPS,
+        log_samples=True,
+        save_every=1000,
+    )
+    proc = _start(args)
+    out = _signal_at_step(proc, signal.SIGTERM, 9)
+    assert proc.returncode == exit_codes.TERMINATED, out
+    stopped = int(re.search(r"checkpoint of step (\d+) written", out).group(1))
+    first = read_samples(str(tmp_path / "logs" / "samples-p0.jsonl"))
+    assert max(first) == stopped  # the last trained step is in the checkpoint
+    assert os.listdir(tmp_path / "ckpt") == [str(stopped)]
 
-  res = run_train(args)
-  assert res.returncode == 0, res.stdout + res.stderr
-  assert f"resumed from step {stopped}" in res.stdout
-  samples = read_samples(str(tmp_path / "logs" / "samples-p0.jsonl"))
-  _assert_same_as_reference(reference, tmp_path / "ckpt", samples)
+    res = run_train(args)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert f"resumed from step {stopped}" in res.stdout
+    samples = read_samples(str(tmp_path / "logs" / "samples-p0.jsonl"))
+    _assert_same_as_reference(reference, tmp_path / "ckpt", samples)
 
 
 def _truncate_largest_file(directory) -> str:
-  files = [os.path.join(r, f) for r, _, fs in os.walk(directory) for f in fs]
-  victim = max(files, key=os.path.getsize)
-  size = os.path.getsize(victim)
-  with open(victim, "r+b") as f:
-    f.truncate(size // 2)
-  return victim
+    files = [os.path.join(r, f) for r, _, fs in os.walk(directory) for f in fs]
+    victim = max(files, key=os.path.getsize)
+    size = os.path.getsize(victim)
+    with open(victim, "r+b") as f:
+        f.truncate(size // 2)
+    return victim
 
 
-def test_truncated_latest_checkpoint_falls_back(tmp_path, reference,
-                                                stories_file, tokenizer_file):
-  ckpt = tmp_path / "ckpt"
-  shutil.copytree(reference["dir"] / "ckpt", ckpt)
-  assert sorted(int(s) for s in os.listdir(ckpt)) == [16, 20, 24]
-  _truncate_largest_file(ckpt / "24" / "state")
-  args = base_args(stories_file, tokenizer_file, ckpt, tmp_path / "logs",
-                   steps=STEPS, log_samples=True)
-  res = run_train(args)
-  assert res.returncode == 0, res.stdout + res.stderr
-  assert "restoring step 24 failed" in res.stdout
-  assert "resumed from step 20" in res.stdout
-  assert any(n.startswith("corrupt-24-") for n in os.listdir(ckpt))
-  samples = read_samples(str(tmp_path / "logs" / "samples-p0.jsonl"))
-  assert sorted(samples) == [21, 22, 23, 24]
-  assert all(samples[s] == reference["samples"][s] for s in samples)
-  diff = max_abs_diff(load_params(str(ckpt), STEPS), reference["params"])
-  assert diff <= 1e-6, diff
+def test_truncated_latest_checkpoint_falls_back(tmp_path, reference, stories_file, tokenizer_file):
+    ckpt = tmp_path / "ckpt"
+    shutil.copytree(reference["dir"] / "ckpt", ckpt)
+    assert sorted(int(s) for s in os.listdir(ckpt)) == [16, 20, 24]
+    _truncate_largest_file(ckpt / "24" / "state")
+    args = base_args(
+        stories_file, tokenizer_file, ckpt, tmp_path / "logs", steps=STEPS, log_samples=True
+    )
+    res = run_train(args)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "restoring step 24 failed" in res.stdout
+    assert "resumed from step 20" in res.stdout
+    assert any(n.startswith("corrupt-24-") for n in os.listdir(ckpt))
+    samples = read_samples(str(tmp_path / "logs" / "samples-p0.jsonl"))
+    assert sorted(samples) == [21, 22, 23, 24]
+    assert all(samples[s] == reference["samples"][s] for s in samples)
+    diff = max_abs_diff(load_params(str(ckpt), STEPS), reference["params"])
+    assert diff <= 1e-6, diff

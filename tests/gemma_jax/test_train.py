@@ -14,80 +14,94 @@ pytestmark = pytest.mark.slow
 
 
 def _losses(stdout: str, kind: str) -> list[float]:
-  return [float(x) for x in re.findall(rf"\[{kind}\] step \d+ loss=([0-9.]+)",
-                                       stdout)]
+    return [float(x) for x in re.findall(rf"\[{kind}\] step \d+ loss=([0-9.]+)", stdout)]
 
 
 def test_loss_falls_from_pretrained_with_workers(
-    tmp_path, stories_file, tokenizer_file, pretrained_dir):
-  """Real loading path: gemma tokenizer class on a local vocab, gemma's
-  checkpoint loader on a locally saved checkpoint, TinyStories format,
-  grain worker processes; sampling before/after; TensorBoard files."""
-  args = base_args(stories_file, tokenizer_file, tmp_path / "ckpt",
-                   tmp_path / "logs", pretrained=pretrained_dir, steps=60,
-                   param_dtype="bfloat16", eval_every=20, log_every=10,
-                   data_workers=2, sample_tokens=8, save_every=100)
-  res = run_train(args, devices=2)
-  assert res.returncode == 0, res.stdout + res.stderr
-  out = res.stdout
-  train, evals = _losses(out, "train"), _losses(out, "eval")
-  print(out)
-  assert len(train) >= 5 and len(evals) == 3
-  assert train[-1] < 0.6 * train[0], train
-  assert evals[-1] < evals[0], evals
-  assert "[sample before]" in out and "[sample after]" in out
-  assert "tokens_per_s=" in out and "mfu=" not in out
-  assert "resumed" not in out
-  # The final checkpoint is in the same layout as the periodic ones.
-  final = tmp_path / "ckpt" / "60"
-  assert (final / "state").is_dir() and (final / "data").is_dir()
-  assert any(f.startswith("events.out.tfevents")
-             for f in os.listdir(tmp_path / "logs"))
+    tmp_path, stories_file, tokenizer_file, pretrained_dir
+):
+    """Real loading path: gemma tokenizer class on a local vocab, gemma's
+    checkpoint loader on a locally saved checkpoint, TinyStories format,
+    grain worker processes; sampling before/after; TensorBoard files."""
+    args = base_args(
+        stories_file,
+        tokenizer_file,
+        tmp_path / "ckpt",
+        tmp_path / "logs",
+        pretrained=pretrained_dir,
+        steps=60,
+        param_dtype="bfloat16",
+        eval_every=20,
+        log_every=10,
+        data_workers=2,
+        sample_tokens=8,
+        save_every=100,
+    )
+    res = run_train(args, devices=2)
+    assert res.returncode == 0, res.stdout + res.stderr
+    out = res.stdout
+    train, evals = _losses(out, "train"), _losses(out, "eval")
+    print(out)
+    assert len(train) >= 5 and len(evals) == 3
+    assert train[-1] < 0.6 * train[0], train
+    assert evals[-1] < evals[0], evals
+    assert "[sample before]" in out and "[sample after]" in out
+    assert "tokens_per_s=" in out and "mfu=" not in out
+    assert "resumed" not in out
+    # The final checkpoint is in the same layout as the periodic ones.
+    final = tmp_path / "ckpt" / "60"
+    assert (final / "state").is_dir() and (final / "data").is_dir()
+    assert any(f.startswith("events.out.tfevents") for f in os.listdir(tmp_path / "logs"))
 
 
-def test_lora_fsdp_with_mfu(tmp_path, stories_file, tokenizer_file,
-                            pretrained_dir):
-  args = base_args(stories_file, tokenizer_file, tmp_path / "ckpt",
-                   tmp_path / "logs", pretrained=pretrained_dir, steps=12,
-                   lora_rank=4, fsdp=True, peak_flops_per_device=1e11,
-                   log_every=4, profile_steps="5:6")
-  res = run_train(args, devices=4)
-  assert res.returncode == 0, res.stdout + res.stderr
-  assert "mesh {'data': 1, 'fsdp': 4}" in res.stdout
-  assert "mfu=" in res.stdout
-  trainable = re.search(r"([0-9.]+)M trainable", res.stdout).group(1)
-  total = re.search(r"([0-9.]+)M params", res.stdout).group(1)
-  assert float(trainable) < float(total)
-  assert "[xprof] trace of steps 5-6" in res.stdout
-  traces = [f for _, _, fs in os.walk(tmp_path / "logs") for f in fs
-            if f.endswith(".xplane.pb")]
-  assert traces
+def test_lora_fsdp_with_mfu(tmp_path, stories_file, tokenizer_file, pretrained_dir):
+    args = base_args(
+        stories_file,
+        tokenizer_file,
+        tmp_path / "ckpt",
+        tmp_path / "logs",
+        pretrained=pretrained_dir,
+        steps=12,
+        lora_rank=4,
+        fsdp=True,
+        peak_flops_per_device=1e11,
+        log_every=4,
+        profile_steps="5:6",
+    )
+    res = run_train(args, devices=4)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "mesh {'data': 1, 'fsdp': 4}" in res.stdout
+    assert "mfu=" in res.stdout
+    trainable = re.search(r"([0-9.]+)M trainable", res.stdout).group(1)
+    total = re.search(r"([0-9.]+)M params", res.stdout).group(1)
+    assert float(trainable) < float(total)
+    assert "[xprof] trace of steps 5-6" in res.stdout
+    traces = [f for _, _, fs in os.walk(tmp_path / "logs") for f in fs if f.endswith(".xplane.pb")]
+    assert traces
 
 
-@pytest.mark.parametrize("override,flag", [
-    ({"model": "gemma9-1t"}, "--model"),
-    ({"data_path": "/nonexistent/TinyStories-train.txt"}, "--data_path"),
-    ({"maxlen": 0}, "--maxlen"),
-    ({"profile_steps": "7"}, "--profile_steps"),
-    ({"batch_size": 6}, "--batch_size"),  # not a multiple of 4 devices
-    ({"model": "gemma4-e2b", "lora_rank": 4}, "--lora_rank"),  # no adapter
-])
-def test_config_errors_exit_78(tmp_path, stories_file, tokenizer_file,
-                               override, flag):
-  args = base_args(stories_file, tokenizer_file, tmp_path / "ckpt",
-                   tmp_path / "logs", **override)
-  res = run_train(args, devices=4)
-  assert res.returncode == exit_codes.CONFIG_ERROR, res.stdout + res.stderr
-  assert "configuration error" in res.stderr and flag in res.stderr
+@pytest.mark.parametrize(
+    "override,flag",
+    [
+        ({"model": "gemma9-1t"}, "--model"),
+        ({"data_path": "/nonexistent/TinyStories-train.txt"}, "--data_path"),
+        ({"maxlen": 0}, "--maxlen"),
+        ({"profile_steps": "7"}, "--profile_steps"),
+        ({"batch_size": 6}, "--batch_size"),  # not a multiple of 4 devices
+        ({"model": "gemma4-e2b", "lora_rank": 4}, "--lora_rank"),  # no adapter
+    ],
+)
+def test_config_errors_exit_78(tmp_path, stories_file, tokenizer_file, override, flag):
+    args = base_args(stories_file, tokenizer_file, tmp_path / "ckpt", tmp_path / "logs", **override)
+    res = run_train(args, devices=4)
+    assert res.returncode == exit_codes.CONFIG_ERROR, res.stdout + res.stderr
+    assert "configuration error" in res.stderr and flag in res.stderr
 
 
-def test_changed_data_settings_on_resume_exit_78(tmp_path, stories_file,
-                                                 tokenizer_file):
-  ckpt, logs = tmp_path / "ckpt", tmp_path / "logs"
-  res = run_train(base_args(stories_file, tokenizer_file, ckpt, logs,
-                            steps=4))
-  assert res.returncode == 0, res.stdout + res.stderr
-  res = run_train(base_args(stories_file, tokenizer_file, ckpt, logs,
-                            steps=8, maxlen=32))
-  assert res.returncode == exit_codes.CONFIG_ERROR, res.stdout + res.stderr
-  assert "--maxlen" in res.stderr
+def test_changed_data_settings_on_resume_exit_78(tmp_path, stories_file, tokenizer_file):
+    ckpt, logs = tmp_path / "ckpt", tmp_path / "logs"
+    res = run_train(base_args(stories_file, tokenizer_file, ckpt, logs, steps=4))
+    assert res.returncode == 0, res.stdout + res.stderr
+    res = run_train(base_args(stories_file, tokenizer_file, ckpt, logs, steps=8, maxlen=32))
+    assert res.returncode == exit_codes.CONFIG_ERROR, res.stdout + res.stderr
+    assert "--maxlen" in res.stderr

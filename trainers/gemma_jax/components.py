@@ -22,165 +22,178 @@ from trainers.gemma_jax import steps
 
 
 def log(msg: str) -> None:
-  """Progress lines from the first process only (one `kubectl logs` is
-  enough to follow a multi-host run)."""
-  if jax.process_index() == 0:
-    print(msg, flush=True)
+    """Progress lines from the first process only (one `kubectl logs` is
+    enough to follow a multi-host run)."""
+    if jax.process_index() == 0:
+        print(msg, flush=True)
 
 
 @dataclasses.dataclass
 class Layout:
-  """How devices and data are laid out for this run."""
+    """How devices and data are laid out for this run."""
 
-  mesh: jax.sharding.Mesh
-  fsdp: int
-  data_shards: int
-  rows_per_shard: int
+    mesh: jax.sharding.Mesh
+    fsdp: int
+    data_shards: int
+    rows_per_shard: int
 
 
 def make_layout(cfg: cli.Config) -> Layout:
-  """Validates the batch/device/shard arithmetic and builds the mesh."""
-  n_proc, n_dev = jax.process_count(), jax.device_count()
-  shards = cfg.data_shards or n_proc
-  if shards % n_proc:
-    raise cli.ConfigError(
-        f"--data_shards={shards}: must be a multiple of the {n_proc} processes")
-  if cfg.batch_size % shards or cfg.batch_size % n_dev:
-    raise cli.ConfigError(
-        f"--batch_size={cfg.batch_size}: must be a multiple of the {n_dev} "
-        f"devices and of the {shards} data shards")
-  fsdp = sharding.fsdp_size(cfg.fsdp)
-  try:
-    mesh = sharding.make_mesh(fsdp)
-  except ValueError as e:
-    raise cli.ConfigError(str(e)) from None
-  return Layout(mesh, fsdp, shards, cfg.batch_size // shards)
+    """Validates the batch/device/shard arithmetic and builds the mesh."""
+    n_proc, n_dev = jax.process_count(), jax.device_count()
+    shards = cfg.data_shards or n_proc
+    if shards % n_proc:
+        raise cli.ConfigError(
+            f"--data_shards={shards}: must be a multiple of the {n_proc} processes"
+        )
+    if cfg.batch_size % shards or cfg.batch_size % n_dev:
+        raise cli.ConfigError(
+            f"--batch_size={cfg.batch_size}: must be a multiple of the {n_dev} "
+            f"devices and of the {shards} data shards"
+        )
+    fsdp = sharding.fsdp_size(cfg.fsdp)
+    try:
+        mesh = sharding.make_mesh(fsdp)
+    except ValueError as e:
+        raise cli.ConfigError(str(e)) from None
+    return Layout(mesh, fsdp, shards, cfg.batch_size // shards)
 
 
 def _min_over_processes(value: int) -> int:
-  if jax.process_count() == 1:
-    return value
-  values = multihost_utils.process_allgather(np.asarray([value], np.int64))
-  return int(np.min(values))
+    if jax.process_count() == 1:
+        return value
+    values = multihost_utils.process_allgather(np.asarray([value], np.int64))
+    return int(np.min(values))
 
 
 @dataclasses.dataclass
 class DataPlan:
-  train: object  # grain.IterDataset of process-local batches
-  eval: object
-  total_steps: int
-  eval_steps: int
+    train: object  # grain.IterDataset of process-local batches
+    eval: object
+    total_steps: int
+    eval_steps: int
 
 
 def make_data(cfg: cli.Config, layout: Layout) -> DataPlan:
-  """Reads, tokenizes (own shards only), and plans the number of steps.
+    """Reads, tokenizes (own shards only), and plans the number of steps.
 
-  Every process must run the same number of steps, so the plan is the
-  minimum over all shards of all processes.
-  """
-  stories = data.read_stories(cfg.data_path, cfg.eval_stories + cfg.datacount)
-  held_out, train = stories[:cfg.eval_stories], stories[cfg.eval_stories:]
-  if len(train) < cfg.datacount:
-    log(f"[data] {cfg.data_path} has only {len(train)} training stories "
-        f"(--datacount={cfg.datacount})")
-  factory = functools.partial(model_lib.load_tokenizer, cfg.model,
-                              cfg.tokenizer)
-  local = sharding.local_shard_range(layout.data_shards)
-  kw = {"maxlen": cfg.maxlen, "rows_per_shard": layout.rows_per_shard}
-  train_shards = data.make_shards(train, cfg.eval_stories, local,
-                                  layout.data_shards, factory, cfg.data_workers)
-  eval_shards = data.make_shards(held_out, 0, local, layout.data_shards,
-                                 factory, cfg.data_workers)
-  available = _min_over_processes(min(
-      data.full_batches(s, epochs=cfg.epochs, **kw) for s in train_shards))
-  eval_steps = _min_over_processes(min(
-      data.full_batches(s, epochs=1, **kw) for s in eval_shards))
-  if cfg.eval_batches:
-    eval_steps = min(eval_steps, cfg.eval_batches)
-  if available == 0:
-    raise cli.ConfigError(
-        f"--datacount={cfg.datacount}: not enough tokens for one batch of "
-        f"{cfg.batch_size} x {cfg.maxlen} per data shard")
-  total = min(cfg.steps, available) if cfg.steps else available
-  if cfg.steps > available:
-    log(f"[data] only {available} steps of data for --steps={cfg.steps}")
-  tokens = sum(s.num_tokens for s in train_shards)
-  log(f"[data] {len(train)} train / {len(held_out)} held-out stories; this "
-      f"process: shards {list(local)}, {tokens} tokens; {total} steps, "
-      f"{eval_steps} eval batches")
-  return DataPlan(
-      train=data.batches(train_shards, seed=cfg.seed, epochs=cfg.epochs,
-                         shuffle=True, **kw),
-      eval=data.batches(eval_shards, seed=cfg.seed, epochs=1, shuffle=False,
-                        **kw),
-      total_steps=total, eval_steps=eval_steps)
+    Every process must run the same number of steps, so the plan is the
+    minimum over all shards of all processes.
+    """
+    stories = data.read_stories(cfg.data_path, cfg.eval_stories + cfg.datacount)
+    held_out, train = stories[: cfg.eval_stories], stories[cfg.eval_stories :]
+    if len(train) < cfg.datacount:
+        log(
+            f"[data] {cfg.data_path} has only {len(train)} training stories "
+            f"(--datacount={cfg.datacount})"
+        )
+    factory = functools.partial(model_lib.load_tokenizer, cfg.model, cfg.tokenizer)
+    local = sharding.local_shard_range(layout.data_shards)
+    kw = {"maxlen": cfg.maxlen, "rows_per_shard": layout.rows_per_shard}
+    train_shards = data.make_shards(
+        train, cfg.eval_stories, local, layout.data_shards, factory, cfg.data_workers
+    )
+    eval_shards = data.make_shards(
+        held_out, 0, local, layout.data_shards, factory, cfg.data_workers
+    )
+    available = _min_over_processes(
+        min(data.full_batches(s, epochs=cfg.epochs, **kw) for s in train_shards)
+    )
+    eval_steps = _min_over_processes(min(data.full_batches(s, epochs=1, **kw) for s in eval_shards))
+    if cfg.eval_batches:
+        eval_steps = min(eval_steps, cfg.eval_batches)
+    if available == 0:
+        raise cli.ConfigError(
+            f"--datacount={cfg.datacount}: not enough tokens for one batch of "
+            f"{cfg.batch_size} x {cfg.maxlen} per data shard"
+        )
+    total = min(cfg.steps, available) if cfg.steps else available
+    if cfg.steps > available:
+        log(f"[data] only {available} steps of data for --steps={cfg.steps}")
+    tokens = sum(s.num_tokens for s in train_shards)
+    log(
+        f"[data] {len(train)} train / {len(held_out)} held-out stories; this "
+        f"process: shards {list(local)}, {tokens} tokens; {total} steps, "
+        f"{eval_steps} eval batches"
+    )
+    return DataPlan(
+        train=data.batches(train_shards, seed=cfg.seed, epochs=cfg.epochs, shuffle=True, **kw),
+        eval=data.batches(eval_shards, seed=cfg.seed, epochs=1, shuffle=False, **kw),
+        total_steps=total,
+        eval_steps=eval_steps,
+    )
 
 
 @dataclasses.dataclass
 class ModelParts:
-  model: object
-  tokenizer: object
-  optimizer: object
-  lora: bool
-  abstract_state: object  # ShapeDtypeStructs carrying their shardings
-  state_shardings: object
-  frozen_shardings: object
-  abstract_frozen: object
+    model: object
+    tokenizer: object
+    optimizer: object
+    lora: bool
+    abstract_state: object  # ShapeDtypeStructs carrying their shardings
+    state_shardings: object
+    frozen_shardings: object
+    abstract_frozen: object
 
 
 def make_model(cfg: cli.Config, layout: Layout) -> ModelParts:
-  """Model, optimizer and the (sharded) shapes of everything trained."""
-  tokenizer = model_lib.load_tokenizer(cfg.model, cfg.tokenizer)
-  lora = cfg.lora_rank > 0
-  model = model_lib.build_model(cfg.model, tokenizer.vocab_size,
-                                cfg.param_dtype, cfg.lora_rank)
-  optimizer = steps.make_optimizer(cfg.learning_rate, cfg.warmup_steps)
-  abs_params = model_lib.abstract_params(model, cfg.maxlen)
-  abs_trainable, abs_frozen = model_lib.split_trainable(abs_params, lora)
-  if lora and not jax.tree.leaves(abs_trainable):
-    # gm.nn.LoRA only wraps the Gemma 2/3 layer classes (gemma==4.0.1).
-    raise cli.ConfigError(
-        f"--lora_rank={cfg.lora_rank}: gm.nn.LoRA adds no adapter to "
-        f"--model={cfg.model}; use a full fine-tune (--lora_rank 0) with --fsdp")
-  abs_state = steps.abstract_state(
-      model_lib.with_dtype(abs_trainable, cfg.master_dtype), optimizer)
-  state_sh = sharding.tree_shardings(layout.mesh, abs_state, layout.fsdp)
-  frozen_sh = sharding.tree_shardings(layout.mesh, abs_frozen, layout.fsdp)
-  abs_state = jax.tree.map(
-      lambda a, s: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s),
-      abs_state, state_sh)
-  return ModelParts(model, tokenizer, optimizer, lora, abs_state, state_sh,
-                    frozen_sh, abs_frozen)
+    """Model, optimizer and the (sharded) shapes of everything trained."""
+    tokenizer = model_lib.load_tokenizer(cfg.model, cfg.tokenizer)
+    lora = cfg.lora_rank > 0
+    model = model_lib.build_model(cfg.model, tokenizer.vocab_size, cfg.param_dtype, cfg.lora_rank)
+    optimizer = steps.make_optimizer(cfg.learning_rate, cfg.warmup_steps)
+    abs_params = model_lib.abstract_params(model, cfg.maxlen)
+    abs_trainable, abs_frozen = model_lib.split_trainable(abs_params, lora)
+    if lora and not jax.tree.leaves(abs_trainable):
+        # gm.nn.LoRA only wraps the Gemma 2/3 layer classes (gemma==4.0.1).
+        raise cli.ConfigError(
+            f"--lora_rank={cfg.lora_rank}: gm.nn.LoRA adds no adapter to "
+            f"--model={cfg.model}; use a full fine-tune (--lora_rank 0) with --fsdp"
+        )
+    abs_state = steps.abstract_state(
+        model_lib.with_dtype(abs_trainable, cfg.master_dtype), optimizer
+    )
+    state_sh = sharding.tree_shardings(layout.mesh, abs_state, layout.fsdp)
+    frozen_sh = sharding.tree_shardings(layout.mesh, abs_frozen, layout.fsdp)
+    abs_state = jax.tree.map(
+        lambda a, s: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s), abs_state, state_sh
+    )
+    return ModelParts(model, tokenizer, optimizer, lora, abs_state, state_sh, frozen_sh, abs_frozen)
 
 
 def frozen_params(cfg: cli.Config, parts: ModelParts):
-  """The frozen base of a LoRA run ({} for a full fine-tune)."""
-  if not parts.lora:
-    return {}
-  if cfg.pretrained:
-    return model_lib.load_pretrained(
-        cfg.pretrained, parts.abstract_frozen, parts.frozen_shardings,
-        model_lib.MODELS[cfg.model].text_only)
-  return model_lib.init_params(parts.model, cfg.maxlen, cfg.seed,
-                               parts.frozen_shardings, True, frozen_only=True)
+    """The frozen base of a LoRA run ({} for a full fine-tune)."""
+    if not parts.lora:
+        return {}
+    if cfg.pretrained:
+        return model_lib.load_pretrained(
+            cfg.pretrained,
+            parts.abstract_frozen,
+            parts.frozen_shardings,
+            model_lib.MODELS[cfg.model].text_only,
+        )
+    return model_lib.init_params(
+        parts.model, cfg.maxlen, cfg.seed, parts.frozen_shardings, True, frozen_only=True
+    )
 
 
 def fresh_state(cfg: cli.Config, parts: ModelParts):
-  """Step-0 state: pretrained (or random) params and a new optimizer."""
-  params_sh = parts.state_shardings["params"]
-  if cfg.pretrained and not parts.lora:
-    log(f"[model] loading {cfg.pretrained}")
-    params = model_lib.load_pretrained(
-        cfg.pretrained, parts.abstract_state["params"], params_sh,
-        model_lib.MODELS[cfg.model].text_only)
-  else:
-    params = model_lib.init_params(parts.model, cfg.maxlen, cfg.seed,
-                                   params_sh, parts.lora)
-  return steps.init_state(params, parts.optimizer, parts.state_shardings,
-                          cfg.master_dtype)
+    """Step-0 state: pretrained (or random) params and a new optimizer."""
+    params_sh = parts.state_shardings["params"]
+    if cfg.pretrained and not parts.lora:
+        log(f"[model] loading {cfg.pretrained}")
+        params = model_lib.load_pretrained(
+            cfg.pretrained,
+            parts.abstract_state["params"],
+            params_sh,
+            model_lib.MODELS[cfg.model].text_only,
+        )
+    else:
+        params = model_lib.init_params(parts.model, cfg.maxlen, cfg.seed, params_sh, parts.lora)
+    return steps.init_state(params, parts.optimizer, parts.state_shardings, cfg.master_dtype)
 
 
 def run_meta(cfg: cli.Config, layout: Layout) -> dict:
-  meta = {k: getattr(cfg, k) for k in checkpointing.DATA_KEYS}
-  meta["data_shards"] = layout.data_shards
-  return meta
+    meta = {k: getattr(cfg, k) for k in checkpointing.DATA_KEYS}
+    meta["data_shards"] = layout.data_shards
+    return meta

@@ -27,157 +27,158 @@ _READ_CHUNK = 1 << 20
 
 
 def read_stories(path: str, count: int) -> list[str]:
-  """The first `count` non-empty stories of a TinyStories text file.
+    """The first `count` non-empty stories of a TinyStories text file.
 
-  Streams the file, so a 2 GB file on a GCS FUSE mount is read only as far
-  as needed.
-  """
-  stories: list[str] = []
-  pending = ""
-  with open(path, encoding="utf-8") as f:
-    while len(stories) < count:
-      chunk = f.read(_READ_CHUNK)
-      pending += chunk
-      parts = pending.split(SEPARATOR)
-      pending = parts.pop() if chunk else ""
-      stories.extend(s.strip() for s in parts if s.strip())
-      if not chunk:
-        if pending.strip():
-          stories.append(pending.strip())
-        break
-  return stories[:count]
+    Streams the file, so a 2 GB file on a GCS FUSE mount is read only as far
+    as needed.
+    """
+    stories: list[str] = []
+    pending = ""
+    with open(path, encoding="utf-8") as f:
+        while len(stories) < count:
+            chunk = f.read(_READ_CHUNK)
+            pending += chunk
+            parts = pending.split(SEPARATOR)
+            pending = parts.pop() if chunk else ""
+            stories.extend(s.strip() for s in parts if s.strip())
+            if not chunk:
+                if pending.strip():
+                    stories.append(pending.strip())
+                break
+    return stories[:count]
 
 
 class _Tokenize(grain.transforms.Map):
-  """story text -> int32 [BOS, ..., EOS]; builds its tokenizer lazily so it
-  can be shipped to grain worker processes."""
+    """story text -> int32 [BOS, ..., EOS]; builds its tokenizer lazily so it
+    can be shipped to grain worker processes."""
 
-  def __init__(self, tokenizer_factory):
-    self._factory = tokenizer_factory
-    self._tokenizer = None
+    def __init__(self, tokenizer_factory):
+        self._factory = tokenizer_factory
+        self._tokenizer = None
 
-  def map(self, text: str) -> np.ndarray:
-    if self._tokenizer is None:
-      self._tokenizer = self._factory()
-    tok = self._tokenizer
-    ids = tok.encode(text)
-    return np.asarray(
-        [int(tok.special_tokens.BOS), *ids, int(tok.special_tokens.EOS)],
-        dtype=np.int32,
-    )
+    def map(self, text: str) -> np.ndarray:
+        if self._tokenizer is None:
+            self._tokenizer = self._factory()
+        tok = self._tokenizer
+        ids = tok.encode(text)
+        return np.asarray(
+            [int(tok.special_tokens.BOS), *ids, int(tok.special_tokens.EOS)],
+            dtype=np.int32,
+        )
 
 
-def tokenize(stories: list[str], tokenizer_factory, workers: int
-             ) -> list[np.ndarray]:
-  """Tokenizes every story once, in `workers` grain processes (0 = here)."""
-  ds = grain.MapDataset.source(stories).map(_Tokenize(tokenizer_factory))
-  if workers <= 0:
-    return list(ds)
-  # grain reads absl flags when it starts workers; this program parses its
-  # own flags with argparse, so absl's defaults are used.
-  if not flags.FLAGS.is_parsed():
-    flags.FLAGS.mark_as_parsed()
-  it = ds.to_iter_dataset().mp_prefetch(
-      grain.MultiprocessingOptions(num_workers=workers))
-  return list(it)
+def tokenize(stories: list[str], tokenizer_factory, workers: int) -> list[np.ndarray]:
+    """Tokenizes every story once, in `workers` grain processes (0 = here)."""
+    ds = grain.MapDataset.source(stories).map(_Tokenize(tokenizer_factory))
+    if workers <= 0:
+        return list(ds)
+    # grain reads absl flags when it starts workers; this program parses its
+    # own flags with argparse, so absl's defaults are used.
+    if not flags.FLAGS.is_parsed():
+        flags.FLAGS.mark_as_parsed()
+    it = ds.to_iter_dataset().mp_prefetch(grain.MultiprocessingOptions(num_workers=workers))
+    return list(it)
 
 
 @dataclasses.dataclass(frozen=True)
 class Shard:
-  """The tokenized stories of one data shard, with their global story ids."""
+    """The tokenized stories of one data shard, with their global story ids."""
 
-  index: int
-  story_ids: np.ndarray
-  tokens: list[np.ndarray]
+    index: int
+    story_ids: np.ndarray
+    tokens: list[np.ndarray]
 
-  @property
-  def num_tokens(self) -> int:
-    return int(sum(len(t) for t in self.tokens))
+    @property
+    def num_tokens(self) -> int:
+        return int(sum(len(t) for t in self.tokens))
 
 
 def shard_ids(num_stories: int, shard: int, num_shards: int) -> np.ndarray:
-  return np.arange(shard, num_stories, num_shards)
+    return np.arange(shard, num_stories, num_shards)
 
 
-def make_shards(stories: list[str], id_offset: int, shards: range,
-                num_shards: int, tokenizer_factory, workers: int
-                ) -> list[Shard]:
-  """Tokenizes only the shards this process owns."""
-  out = []
-  for s in shards:
-    ids = shard_ids(len(stories), s, num_shards)
-    tokens = tokenize([stories[i] for i in ids], tokenizer_factory, workers)
-    out.append(Shard(s, ids + id_offset, tokens))
-  return out
+def make_shards(
+    stories: list[str],
+    id_offset: int,
+    shards: range,
+    num_shards: int,
+    tokenizer_factory,
+    workers: int,
+) -> list[Shard]:
+    """Tokenizes only the shards this process owns."""
+    out = []
+    for s in shards:
+        ids = shard_ids(len(stories), s, num_shards)
+        tokens = tokenize([stories[i] for i in ids], tokenizer_factory, workers)
+        out.append(Shard(s, ids + id_offset, tokens))
+    return out
 
 
 def _features(item) -> dict[str, np.ndarray]:
-  story_id, tokens = item
-  # `story` rides along with the tokens through packing, so every slot of a
-  # packed row says which story it came from (for the consumed-samples log).
-  return {"tokens": tokens,
-          "story": np.full(len(tokens), story_id, dtype=np.int32)}
+    story_id, tokens = item
+    # `story` rides along with the tokens through packing, so every slot of a
+    # packed row says which story it came from (for the consumed-samples log).
+    return {"tokens": tokens, "story": np.full(len(tokens), story_id, dtype=np.int32)}
 
 
-def _pack_rows(shard: Shard, maxlen: int, rows: int, seed: int, epochs: int,
-               shuffle: bool) -> grain.IterDataset:
-  ds = grain.MapDataset.source(list(zip(shard.story_ids, shard.tokens)))
-  if shuffle:
-    # A different, deterministic order per shard and per epoch.
-    ds = ds.shuffle(seed=seed * 1000003 + shard.index)
-  ds = ds.repeat(epochs).map(_features)
-  # Tokens are already in memory: reading threads would only fight the GIL.
-  it = ds.to_iter_dataset(grain.ReadOptions(num_threads=0))
-  it = grain.experimental.ConcatThenSplitIterDataset(
-      it, length_struct={"tokens": maxlen, "story": maxlen})
-  return it.batch(rows, drop_remainder=True)
+def _pack_rows(
+    shard: Shard, maxlen: int, rows: int, seed: int, epochs: int, shuffle: bool
+) -> grain.IterDataset:
+    ds = grain.MapDataset.source(list(zip(shard.story_ids, shard.tokens)))
+    if shuffle:
+        # A different, deterministic order per shard and per epoch.
+        ds = ds.shuffle(seed=seed * 1000003 + shard.index)
+    ds = ds.repeat(epochs).map(_features)
+    # Tokens are already in memory: reading threads would only fight the GIL.
+    it = ds.to_iter_dataset(grain.ReadOptions(num_threads=0))
+    it = grain.experimental.ConcatThenSplitIterDataset(
+        it, length_struct={"tokens": maxlen, "story": maxlen}
+    )
+    return it.batch(rows, drop_remainder=True)
 
 
 def _concat_shards(parts) -> dict[str, np.ndarray]:
-  return {
-      "tokens": np.concatenate([p["tokens"] for p in parts]),
-      "segment_ids": np.concatenate([p["tokens_segment_ids"] for p in parts]),
-      "positions": np.concatenate([p["tokens_positions"] for p in parts]),
-      "story": np.concatenate(
-          [np.where(p["tokens_segment_ids"] > 0, p["story"], -1)
-           for p in parts]),
-  }
+    return {
+        "tokens": np.concatenate([p["tokens"] for p in parts]),
+        "segment_ids": np.concatenate([p["tokens_segment_ids"] for p in parts]),
+        "positions": np.concatenate([p["tokens_positions"] for p in parts]),
+        "story": np.concatenate(
+            [np.where(p["tokens_segment_ids"] > 0, p["story"], -1) for p in parts]
+        ),
+    }
 
 
-def batches(shards: list[Shard], *, maxlen: int, rows_per_shard: int,
-            seed: int, epochs: int, shuffle: bool) -> grain.IterDataset:
-  """Process-local batches: the rows of every local shard, in shard order.
+def batches(
+    shards: list[Shard], *, maxlen: int, rows_per_shard: int, seed: int, epochs: int, shuffle: bool
+) -> grain.IterDataset:
+    """Process-local batches: the rows of every local shard, in shard order.
 
-  The result is one grain IterDataset, so its iterator's get_state() /
-  set_state() capture the exact data position of all local shards.
-  """
-  parts = [_pack_rows(s, maxlen, rows_per_shard, seed, epochs, shuffle)
-           for s in shards]
-  return grain.experimental.ZipIterDataset(parents=parts, strict=False).map(_concat_shards)
+    The result is one grain IterDataset, so its iterator's get_state() /
+    set_state() capture the exact data position of all local shards.
+    """
+    parts = [_pack_rows(s, maxlen, rows_per_shard, seed, epochs, shuffle) for s in shards]
+    return grain.experimental.ZipIterDataset(parents=parts, strict=False).map(_concat_shards)
 
 
-def full_batches(shard: Shard, *, maxlen: int, rows_per_shard: int,
-                 epochs: int) -> int:
-  """How many full batches a shard yields, a lower bound.
+def full_batches(shard: Shard, *, maxlen: int, rows_per_shard: int, epochs: int) -> int:
+    """How many full batches a shard yields, a lower bound.
 
-  Concat-then-split fills every row completely except the very last one, so
-  floor(tokens / maxlen) rows are always available.
-  """
-  return (epochs * shard.num_tokens // maxlen) // rows_per_shard
+    Concat-then-split fills every row completely except the very last one, so
+    floor(tokens / maxlen) rows are always available.
+    """
+    return (epochs * shard.num_tokens // maxlen) // rows_per_shard
 
 
 def useful_fraction(batch: dict[str, np.ndarray]) -> float:
-  """Share of the slots of a batch that hold a real token."""
-  return float(np.mean(batch["segment_ids"] > 0))
+    """Share of the slots of a batch that hold a real token."""
+    return float(np.mean(batch["segment_ids"] > 0))
 
 
 def consumed_stories(batch: dict[str, np.ndarray]) -> list[list[int]]:
-  """Per row, the story ids in order of appearance (for the samples log)."""
-  out = []
-  for row in batch["story"]:
-    ids = row[row >= 0]
-    keep = np.concatenate([[True], ids[1:] != ids[:-1]]) if len(ids) else []
-    out.append([int(i) for i in ids[keep]])
-  return out
-
-
+    """Per row, the story ids in order of appearance (for the samples log)."""
+    out = []
+    for row in batch["story"]:
+        ids = row[row >= 0]
+        keep = np.concatenate([[True], ids[1:] != ids[:-1]]) if len(ids) else []
+        out.append([int(i) for i in ids[keep]])
+    return out

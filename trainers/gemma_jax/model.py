@@ -19,162 +19,153 @@ import jax.numpy as jnp
 
 @dataclasses.dataclass(frozen=True)
 class ModelSpec:
-  """How to build one size: gemma class, _PT checkpoint, tokenizer class."""
+    """How to build one size: gemma class, _PT checkpoint, tokenizer class."""
 
-  model_cls: str
-  checkpoint: str | None  # attribute of gm.ckpts.CheckpointPath
-  tokenizer_cls: str
-  # Gemma 3 4B+ carry a vision tower; fine-tuning on text skips it.
-  text_only: bool = False
+    model_cls: str
+    checkpoint: str | None  # attribute of gm.ckpts.CheckpointPath
+    tokenizer_cls: str
+    # Gemma 3 4B+ carry a vision tower; fine-tuning on text skips it.
+    text_only: bool = False
 
 
 MODELS: dict[str, ModelSpec] = {
     "gemma3-270m": ModelSpec("Gemma3_270M", "GEMMA3_270M_PT", "Gemma3Tokenizer"),
     "gemma3-1b": ModelSpec("Gemma3_1B", "GEMMA3_1B_PT", "Gemma3Tokenizer"),
     "gemma3-4b": ModelSpec("Gemma3_4B", "GEMMA3_4B_PT", "Gemma3Tokenizer", True),
-    "gemma3-12b": ModelSpec("Gemma3_12B", "GEMMA3_12B_PT", "Gemma3Tokenizer",
-                            True),
-    "gemma3-27b": ModelSpec("Gemma3_27B", "GEMMA3_27B_PT", "Gemma3Tokenizer",
-                            True),
-    "gemma4-e2b": ModelSpec("Gemma4_E2B", "GEMMA4_E2B_PT", "Gemma4Tokenizer",
-                            True),
-    "gemma4-e4b": ModelSpec("Gemma4_E4B", "GEMMA4_E4B_PT", "Gemma4Tokenizer",
-                            True),
-    "gemma4-31b": ModelSpec("Gemma4_31B", "GEMMA4_31B_PT", "Gemma4Tokenizer",
-                            True),
-    "gemma4-26b-a4b": ModelSpec("Gemma4_26B_A4B", "GEMMA4_26B_A4B_PT",
-                                "Gemma4Tokenizer", True),
+    "gemma3-12b": ModelSpec("Gemma3_12B", "GEMMA3_12B_PT", "Gemma3Tokenizer", True),
+    "gemma3-27b": ModelSpec("Gemma3_27B", "GEMMA3_27B_PT", "Gemma3Tokenizer", True),
+    "gemma4-e2b": ModelSpec("Gemma4_E2B", "GEMMA4_E2B_PT", "Gemma4Tokenizer", True),
+    "gemma4-e4b": ModelSpec("Gemma4_E4B", "GEMMA4_E4B_PT", "Gemma4Tokenizer", True),
+    "gemma4-31b": ModelSpec("Gemma4_31B", "GEMMA4_31B_PT", "Gemma4Tokenizer", True),
+    "gemma4-26b-a4b": ModelSpec("Gemma4_26B_A4B", "GEMMA4_26B_A4B_PT", "Gemma4Tokenizer", True),
     "tiny": ModelSpec("Gemma3_270M", None, "Gemma3Tokenizer"),
 }
 
 
 def resolve_pretrained(model: str, pretrained: str | None) -> str | None:
-  """'default' -> the model's _PT checkpoint; 'none' -> None (random init)."""
-  if pretrained is None or pretrained.lower() == "none":
-    return None
-  if pretrained == "default":
-    ckpt = MODELS[model].checkpoint
-    return getattr(gm.ckpts.CheckpointPath, ckpt) if ckpt else None
-  return pretrained
+    """'default' -> the model's _PT checkpoint; 'none' -> None (random init)."""
+    if pretrained is None or pretrained.lower() == "none":
+        return None
+    if pretrained == "default":
+        ckpt = MODELS[model].checkpoint
+        return getattr(gm.ckpts.CheckpointPath, ckpt) if ckpt else None
+    return pretrained
 
 
 def load_tokenizer(model: str, path: str | None) -> gm.text.Tokenizer:
-  """The model's gemma tokenizer class, optionally on a local vocab file."""
-  cls = getattr(gm.text, MODELS[model].tokenizer_cls)
-  return cls(path) if path else cls()
+    """The model's gemma tokenizer class, optionally on a local vocab file."""
+    cls = getattr(gm.text, MODELS[model].tokenizer_cls)
+    return cls(path) if path else cls()
 
 
 def tiny_config(vocab_size: int) -> gm.nn.config.TransformerConfig:
-  """Two layers (one sliding-window, one global) of the Gemma 3 layout."""
-  base = gm.nn.Gemma3_270M.config
-  local, global_ = (gm.nn.AttentionType.LOCAL_SLIDING,
-                    gm.nn.AttentionType.GLOBAL)
-  return dataclasses.replace(
-      base,
-      num_embed=vocab_size,
-      embed_dim=64,
-      hidden_dim=128,
-      num_heads=2,
-      head_dim=32,
-      num_kv_heads=1,
-      attention_types=(local, global_),
-      sliding_window_size=32,
-  )
+    """Two layers (one sliding-window, one global) of the Gemma 3 layout."""
+    base = gm.nn.Gemma3_270M.config
+    local, global_ = (gm.nn.AttentionType.LOCAL_SLIDING, gm.nn.AttentionType.GLOBAL)
+    return dataclasses.replace(
+        base,
+        num_embed=vocab_size,
+        embed_dim=64,
+        hidden_dim=128,
+        num_heads=2,
+        head_dim=32,
+        num_kv_heads=1,
+        attention_types=(local, global_),
+        sliding_window_size=32,
+    )
 
 
 def build_model(name: str, vocab_size: int, param_dtype: str, lora_rank: int):
-  """Instantiates the flax module (LoRA-wrapped when lora_rank > 0)."""
-  spec = MODELS[name]
-  dtype = jnp.dtype(param_dtype)
-  kwargs = {"dtype": dtype}
-  if name == "tiny":
-    kwargs["config"] = tiny_config(vocab_size)
-  if spec.text_only:
-    kwargs["text_only"] = True
-  model = getattr(gm.nn, spec.model_cls)(**kwargs)
-  if lora_rank:
-    model = gm.nn.LoRA(rank=lora_rank, model=model, dtype=dtype)
-  return model
+    """Instantiates the flax module (LoRA-wrapped when lora_rank > 0)."""
+    spec = MODELS[name]
+    dtype = jnp.dtype(param_dtype)
+    kwargs = {"dtype": dtype}
+    if name == "tiny":
+        kwargs["config"] = tiny_config(vocab_size)
+    if spec.text_only:
+        kwargs["text_only"] = True
+    model = getattr(gm.nn, spec.model_cls)(**kwargs)
+    if lora_rank:
+        model = gm.nn.LoRA(rank=lora_rank, model=model, dtype=dtype)
+    return model
 
 
 def model_dims(model) -> dict[str, int]:
-  """Sizes used by the FLOP estimate."""
-  cfg = getattr(model, "model", model).config
-  return {
-      "num_layers": cfg.num_layers,
-      "num_heads": cfg.num_heads,
-      "head_dim": cfg.head_dim,
-      "embed_dim": cfg.embed_dim,
-  }
+    """Sizes used by the FLOP estimate."""
+    cfg = getattr(model, "model", model).config
+    return {
+        "num_layers": cfg.num_layers,
+        "num_heads": cfg.num_heads,
+        "head_dim": cfg.head_dim,
+        "embed_dim": cfg.embed_dim,
+    }
 
 
 def split_trainable(params, lora: bool):
-  """(trainable, frozen): LoRA trains only the 'lora' branches."""
-  if not lora:
-    return params, {}
-  original, lora_params = peft.split_params(params)
-  return lora_params, _drop_empty(original)
+    """(trainable, frozen): LoRA trains only the 'lora' branches."""
+    if not lora:
+        return params, {}
+    original, lora_params = peft.split_params(params)
+    return lora_params, _drop_empty(original)
 
 
 def _drop_empty(tree):
-  """split_params leaves {} where a LoRA wrapper held only 'lora'; the
-  checkpoint has no such entries."""
-  if not isinstance(tree, dict):
-    return tree
-  out = {k: _drop_empty(v) for k, v in tree.items()}
-  return {k: v for k, v in out.items() if not (isinstance(v, dict) and not v)}
+    """split_params leaves {} where a LoRA wrapper held only 'lora'; the
+    checkpoint has no such entries."""
+    if not isinstance(tree, dict):
+        return tree
+    out = {k: _drop_empty(v) for k, v in tree.items()}
+    return {k: v for k, v in out.items() if not (isinstance(v, dict) and not v)}
 
 
 def merge_params(trainable, frozen, lora: bool, dtype=None):
-  """Full params for the model; `dtype` casts the trained (master) copy to
-  the model's compute dtype (a no-op when they match)."""
-  if dtype is not None:
-    trainable = jax.tree.map(lambda x: x.astype(dtype), trainable)
-  return peft.merge_params(frozen, trainable) if lora else trainable
+    """Full params for the model; `dtype` casts the trained (master) copy to
+    the model's compute dtype (a no-op when they match)."""
+    if dtype is not None:
+        trainable = jax.tree.map(lambda x: x.astype(dtype), trainable)
+    return peft.merge_params(frozen, trainable) if lora else trainable
 
 
 def with_dtype(abstract_tree, dtype):
-  return jax.tree.map(
-      lambda a: jax.ShapeDtypeStruct(a.shape, jnp.dtype(dtype)), abstract_tree)
+    return jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, jnp.dtype(dtype)), abstract_tree)
 
 
 def abstract_params(model, maxlen: int):
-  """Shapes/dtypes of model.init, without allocating anything."""
-  tokens = jax.ShapeDtypeStruct((1, maxlen), jnp.int32)
-  return jax.eval_shape(
-      lambda rng, t: model.init(rng, t)["params"],
-      jax.ShapeDtypeStruct((2,), jnp.uint32), tokens,
-  )
+    """Shapes/dtypes of model.init, without allocating anything."""
+    tokens = jax.ShapeDtypeStruct((1, maxlen), jnp.int32)
+    return jax.eval_shape(
+        lambda rng, t: model.init(rng, t)["params"],
+        jax.ShapeDtypeStruct((2,), jnp.uint32),
+        tokens,
+    )
 
 
-def init_params(model, maxlen: int, seed: int, shardings, lora: bool,
-                frozen_only: bool = False):
-  """Random init, directly into the target sharding.
+def init_params(model, maxlen: int, seed: int, shardings, lora: bool, frozen_only: bool = False):
+    """Random init, directly into the target sharding.
 
-  Returns (trainable, frozen). Only the requested part leaves the jit, so
-  XLA drops the initialisers of the other part.
-  """
-  def init(rng):
-    params = model.init(rng, jnp.zeros((1, maxlen), jnp.int32))["params"]
-    trainable, frozen = split_trainable(params, lora)
-    return frozen if frozen_only else trainable
+    Returns (trainable, frozen). Only the requested part leaves the jit, so
+    XLA drops the initialisers of the other part.
+    """
 
-  out = jax.jit(init, out_shardings=shardings)(jax.random.key_data(
-      jax.random.key(seed)))
-  return out
+    def init(rng):
+        params = model.init(rng, jnp.zeros((1, maxlen), jnp.int32))["params"]
+        trainable, frozen = split_trainable(params, lora)
+        return frozen if frozen_only else trainable
+
+    out = jax.jit(init, out_shardings=shardings)(jax.random.key_data(jax.random.key(seed)))
+    return out
 
 
 def load_pretrained(path: str, abstract_base, shardings, text_only: bool):
-  """Loads base params from an Orbax checkpoint through gemma's loader.
+    """Loads base params from an Orbax checkpoint through gemma's loader.
 
-  The target tree carries the model's dtypes and the wanted shardings, so
-  Orbax reads every array straight into its shards (a model that only fits
-  sharded is never materialised on one device) and casts on the way.
-  """
-  if "://" not in path:
-    path = os.path.abspath(path)
-  target = jax.tree.map(
-      lambda a, s: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s),
-      abstract_base, shardings)
-  return gm.ckpts.load_params(path, params=target, donate=False,
-                              text_only=text_only)
+    The target tree carries the model's dtypes and the wanted shardings, so
+    Orbax reads every array straight into its shards (a model that only fits
+    sharded is never materialised on one device) and casts on the way.
+    """
+    if "://" not in path:
+        path = os.path.abspath(path)
+    target = jax.tree.map(
+        lambda a, s: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s), abstract_base, shardings
+    )
+    return gm.ckpts.load_params(path, params=target, donate=False, text_only=text_only)

@@ -30,15 +30,17 @@ from trainers import exit_codes
 
 
 def main(argv: list[str] | None = None) -> int:
-  from trainers.gemma_jax import cli  # pylint: disable=g-import-not-at-top
-  try:
-    cfg = cli.parse_args(argv)
-    from trainers.gemma_jax import trainer  # pylint: disable=g-import-not-at-top
-    return trainer.run(cfg)
-  except cli.ConfigError as e:
-    print(f"configuration error: {e}", file=sys.stderr, flush=True)
-    return exit_codes.CONFIG_ERROR
+    from trainers.gemma_jax import cli  # pylint: disable=g-import-not-at-top
+
+    try:
+        cfg = cli.parse_args(argv)
+        from trainers.gemma_jax import trainer  # pylint: disable=g-import-not-at-top
+
+        return trainer.run(cfg)
+    except cli.ConfigError as e:
+        print(f"configuration error: {e}", file=sys.stderr, flush=True)
+        return exit_codes.CONFIG_ERROR
 
 
 if __name__ == "__main__":
-  sys.exit(main())
+    sys.exit(main())

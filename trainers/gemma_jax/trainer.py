@@ -28,201 +28,217 @@ log = comp.log
 
 
 class StopSignal:
-  """Tells the loop when to checkpoint and stop after SIGTERM.
+    """Tells the loop when to checkpoint and stop after SIGTERM.
 
-  With jax.distributed, JAX's preemption service catches SIGTERM and picks a
-  step that every process reaches, so all of them save the same step. A
-  single process without it uses a plain signal handler.
-  """
+    With jax.distributed, JAX's preemption service catches SIGTERM and picks a
+    step that every process reaches, so all of them save the same step. A
+    single process without it uses a plain signal handler.
+    """
 
-  def __init__(self, distributed: bool):
-    self._distributed = distributed
-    self._flag = False
-    if not distributed:
-      signal.signal(signal.SIGTERM, self._handler)
+    def __init__(self, distributed: bool):
+        self._distributed = distributed
+        self._flag = False
+        if not distributed:
+            signal.signal(signal.SIGTERM, self._handler)
 
-  def _handler(self, signum, frame):
-    del signum, frame
-    self._flag = True
-    print("[signal] SIGTERM: checkpointing after this step", flush=True)
+    def _handler(self, signum, frame):
+        del signum, frame
+        self._flag = True
+        print("[signal] SIGTERM: checkpointing after this step", flush=True)
 
-  def requested(self, step: int) -> bool:
-    if self._distributed:
-      return multihost_utils.reached_preemption_sync_point(step)
-    return self._flag
-
-
-def sample(parts: comp.ModelParts, params, cfg: cli.Config, when: str
-           ) -> str | None:
-  """Greedy continuation of the seed's prompt (all processes take part)."""
-  if not cfg.sample_tokens:
-    return None
-  sampler = gm.text.Sampler(
-      model=parts.model, params=params, tokenizer=parts.tokenizer,
-      cache_length=1024, max_out_length=cfg.sample_tokens + 8)
-  out = sampler.sample(cfg.sample_prompt, max_new_tokens=cfg.sample_tokens)
-  log(f"[sample {when}] {cfg.sample_prompt!r} -> {out!r}")
-  return out
+    def requested(self, step: int) -> bool:
+        if self._distributed:
+            return multihost_utils.reached_preemption_sync_point(step)
+        return self._flag
 
 
-def evaluate(eval_step, state, frozen, plan: comp.DataPlan, bsh, rows: int
-             ) -> float | None:
-  """Token-weighted mean loss over the held-out batches."""
-  if not plan.eval_steps:
-    return None
-  it = iter(plan.eval)
-  total = count = 0.0
-  for _ in range(plan.eval_steps):
-    batch = sharding.global_batch(next(it), bsh, rows)
-    s, c = eval_step(state["params"], frozen, batch)
-    total, count = total + float(s), count + float(c)
-  return total / max(count, 1.0)
+def sample(parts: comp.ModelParts, params, cfg: cli.Config, when: str) -> str | None:
+    """Greedy continuation of the tutorial's sample prompt (all processes take part)."""
+    if not cfg.sample_tokens:
+        return None
+    sampler = gm.text.Sampler(
+        model=parts.model,
+        params=params,
+        tokenizer=parts.tokenizer,
+        cache_length=1024,
+        max_out_length=cfg.sample_tokens + 8,
+    )
+    out = sampler.sample(cfg.sample_prompt, max_new_tokens=cfg.sample_tokens)
+    log(f"[sample {when}] {cfg.sample_prompt!r} -> {out!r}")
+    return out
+
+
+def evaluate(eval_step, state, frozen, plan: comp.DataPlan, bsh, rows: int) -> float | None:
+    """Token-weighted mean loss over the held-out batches."""
+    if not plan.eval_steps:
+        return None
+    it = iter(plan.eval)
+    total = count = 0.0
+    for _ in range(plan.eval_steps):
+        batch = sharding.global_batch(next(it), bsh, rows)
+        s, c = eval_step(state["params"], frozen, batch)
+        total, count = total + float(s), count + float(c)
+    return total / max(count, 1.0)
 
 
 def restore_or_init(cfg, layout, parts, plan, ckpt, meta):
-  """(state, data iterator, start step): newest good checkpoint or fresh."""
-  restored = ckpt.restore_latest(parts.abstract_state, lambda: iter(plan.train))
-  if restored is None:
-    log("[checkpoint] none found; starting from step 0")
-    return comp.fresh_state(cfg, parts), iter(plan.train), 0
-  step, state, saved_meta, data_iter = restored
-  diffs = checkpointing.check_meta(saved_meta, meta)
-  if diffs:
-    raise cli.ConfigError(
-        "settings differ from the checkpoint in " + ckpt.directory + ": "
-        + "; ".join(diffs))
-  log(f"[checkpoint] resumed from step {step} in {ckpt.directory}")
-  return state, data_iter, step
+    """(state, data iterator, start step): newest good checkpoint or fresh."""
+    restored = ckpt.restore_latest(parts.abstract_state, lambda: iter(plan.train))
+    if restored is None:
+        log("[checkpoint] none found; starting from step 0")
+        return comp.fresh_state(cfg, parts), iter(plan.train), 0
+    step, state, saved_meta, data_iter = restored
+    diffs = checkpointing.check_meta(saved_meta, meta)
+    if diffs:
+        raise cli.ConfigError(
+            "settings differ from the checkpoint in " + ckpt.directory + ": " + "; ".join(diffs)
+        )
+    log(f"[checkpoint] resumed from step {step} in {ckpt.directory}")
+    return state, data_iter, step
 
 
 class Loop:
-  """The step loop and what happens around each step."""
+    """The step loop and what happens around each step."""
 
-  def __init__(self, cfg, layout, parts, plan, frozen, ckpt, meta):
-    self.cfg, self.layout, self.parts, self.plan = cfg, layout, parts, plan
-    self.frozen, self.ckpt, self.meta = frozen, ckpt, meta
-    self.bsh = sharding.batch_sharding(layout.mesh)
-    self.train_step = steps.make_train_step(
-        parts.model, parts.optimizer, parts.lora, parts.state_shardings)
-    self.eval_step = steps.make_eval_step(parts.model, parts.lora)
-    self.writer = metrics_lib.MetricsWriter(cfg.log_dir,
-                                            jax.process_index() == 0)
-    self.samples = metrics_lib.SampleLog(cfg.log_dir, cfg.log_samples)
-    total = metrics_lib.count_params(parts.abstract_state["params"]) + \
-        metrics_lib.count_params(parts.abstract_frozen)
-    trainable = metrics_lib.count_params(parts.abstract_state["params"])
-    self.flops_per_step = cfg.batch_size * cfg.maxlen * \
-        metrics_lib.flops_per_token(total, trainable,
-                                    model_lib.model_dims(parts.model),
-                                    cfg.maxlen)
-    log(f"[model] {cfg.model}: {total / 1e6:.2f}M params, "
-        f"{trainable / 1e6:.2f}M trainable, mesh {dict(layout.mesh.shape)}")
+    def __init__(self, cfg, layout, parts, plan, frozen, ckpt, meta):
+        self.cfg, self.layout, self.parts, self.plan = cfg, layout, parts, plan
+        self.frozen, self.ckpt, self.meta = frozen, ckpt, meta
+        self.bsh = sharding.batch_sharding(layout.mesh)
+        self.train_step = steps.make_train_step(
+            parts.model, parts.optimizer, parts.lora, parts.state_shardings
+        )
+        self.eval_step = steps.make_eval_step(parts.model, parts.lora)
+        self.writer = metrics_lib.MetricsWriter(cfg.log_dir, jax.process_index() == 0)
+        self.samples = metrics_lib.SampleLog(cfg.log_dir, cfg.log_samples)
+        total = metrics_lib.count_params(parts.abstract_state["params"]) + metrics_lib.count_params(
+            parts.abstract_frozen
+        )
+        trainable = metrics_lib.count_params(parts.abstract_state["params"])
+        self.flops_per_step = (
+            cfg.batch_size
+            * cfg.maxlen
+            * metrics_lib.flops_per_token(
+                total, trainable, model_lib.model_dims(parts.model), cfg.maxlen
+            )
+        )
+        log(
+            f"[model] {cfg.model}: {total / 1e6:.2f}M params, "
+            f"{trainable / 1e6:.2f}M trainable, mesh {dict(layout.mesh.shape)}"
+        )
 
-  def _log_train(self, step, m, timer):
-    jax.block_until_ready(m)  # dispatch is async: wait before reading time
-    dt, _ = timer.lap()
-    values = {"loss": float(m["loss"]), "grad_norm": float(m["grad_norm"]),
-              "step_time_s": dt,
-              "tokens_per_s": float(m["real_tokens"]) / dt,
-              "progress": step / self.plan.total_steps}
-    if self.cfg.peak_flops_per_device:
-      values["mfu"] = self.flops_per_step / dt / (
-          self.cfg.peak_flops_per_device * jax.device_count())
-    self.writer.scalars(step, values)
+    def _log_train(self, step, m, timer):
+        jax.block_until_ready(m)  # dispatch is async: wait before reading time
+        dt, _ = timer.lap()
+        values = {
+            "loss": float(m["loss"]),
+            "grad_norm": float(m["grad_norm"]),
+            "step_time_s": dt,
+            "tokens_per_s": float(m["real_tokens"]) / dt,
+            "progress": step / self.plan.total_steps,
+        }
+        if self.cfg.peak_flops_per_device:
+            values["mfu"] = (
+                self.flops_per_step / dt / (self.cfg.peak_flops_per_device * jax.device_count())
+            )
+        self.writer.scalars(step, values)
 
-  def _eval(self, step, state):
-    loss = evaluate(self.eval_step, state, self.frozen, self.plan, self.bsh,
-                    self.cfg.batch_size)
-    if loss is not None:
-      self.writer.scalars(step, {"loss": loss}, prefix="eval")
+    def _eval(self, step, state):
+        loss = evaluate(
+            self.eval_step, state, self.frozen, self.plan, self.bsh, self.cfg.batch_size
+        )
+        if loss is not None:
+            self.writer.scalars(step, {"loss": loss}, prefix="eval")
 
-  def _profile(self, step, state, start: bool):
-    prof = self.cfg.profile_steps
-    if prof and start and step == prof[0]:
-      jax.profiler.start_trace(self.cfg.log_dir)
-    if prof and not start and step == prof[1]:
-      jax.block_until_ready(state)
-      jax.profiler.stop_trace()
-      log(f"[xprof] trace of steps {prof[0]}-{prof[1]} in {self.cfg.log_dir}")
+    def _profile(self, step, state, start: bool):
+        prof = self.cfg.profile_steps
+        if prof and start and step == prof[0]:
+            jax.profiler.start_trace(self.cfg.log_dir)
+        if prof and not start and step == prof[1]:
+            jax.block_until_ready(state)
+            jax.profiler.stop_trace()
+            log(f"[xprof] trace of steps {prof[0]}-{prof[1]} in {self.cfg.log_dir}")
 
-  def run(self, state, data_iter, start: int, stop: StopSignal) -> int:
-    """Trains steps start+1..total; returns the process exit code."""
-    timer = metrics_lib.StepTimer()
-    cfg = self.cfg
-    for step in range(start + 1, self.plan.total_steps + 1):
-      local = next(data_iter)
-      batch = sharding.global_batch(local, self.bsh, cfg.batch_size)
-      self._profile(step, state, start=True)
-      state, m = self.train_step(state, self.frozen, batch)
-      self._profile(step, state, start=False)
-      self.samples.write(step, data.consumed_stories(local))
-      timer.tick()
-      if step == start + 1:  # exclude compilation from the step times
-        jax.block_until_ready(m)
-        log(f"[train] first step (with compilation) done at step {step}")
-        timer.lap()
-      elif step % cfg.log_every == 0 or step == self.plan.total_steps:
-        self._log_train(step, m, timer)
-      if cfg.eval_every and step % cfg.eval_every == 0:
-        self._eval(step, state)
-        timer.lap()  # keep eval time out of the train step time
-      if step % cfg.save_every == 0:
+    def run(self, state, data_iter, start: int, stop: StopSignal) -> int:
+        """Trains steps start+1..total; returns the process exit code."""
+        timer = metrics_lib.StepTimer()
+        cfg = self.cfg
+        for step in range(start + 1, self.plan.total_steps + 1):
+            local = next(data_iter)
+            batch = sharding.global_batch(local, self.bsh, cfg.batch_size)
+            self._profile(step, state, start=True)
+            state, m = self.train_step(state, self.frozen, batch)
+            self._profile(step, state, start=False)
+            self.samples.write(step, data.consumed_stories(local))
+            timer.tick()
+            if step == start + 1:  # exclude compilation from the step times
+                jax.block_until_ready(m)
+                log(f"[train] first step (with compilation) done at step {step}")
+                timer.lap()
+            elif step % cfg.log_every == 0 or step == self.plan.total_steps:
+                self._log_train(step, m, timer)
+            if cfg.eval_every and step % cfg.eval_every == 0:
+                self._eval(step, state)
+                timer.lap()  # keep eval time out of the train step time
+            if step % cfg.save_every == 0:
+                self.ckpt.save(step, state, data_iter, self.meta)
+                timer.lap()
+            if stop.requested(step):
+                return self._terminate(step, state, data_iter)
+        return self._finish(state, data_iter)
+
+    def _terminate(self, step, state, data_iter) -> int:
         self.ckpt.save(step, state, data_iter, self.meta)
-        timer.lap()
-      if stop.requested(step):
-        return self._terminate(step, state, data_iter)
-    return self._finish(state, data_iter)
+        self.ckpt.close()
+        self.samples.close()
+        log(f"[signal] checkpoint of step {step} written; exiting {exit_codes.TERMINATED}")
+        return exit_codes.TERMINATED
 
-  def _terminate(self, step, state, data_iter) -> int:
-    self.ckpt.save(step, state, data_iter, self.meta)
-    self.ckpt.close()
-    self.samples.close()
-    log(f"[signal] checkpoint of step {step} written; exiting "
-        f"{exit_codes.TERMINATED}")
-    return exit_codes.TERMINATED
-
-  def _finish(self, state, data_iter) -> int:
-    step = self.plan.total_steps
-    if not (self.cfg.eval_every and step % self.cfg.eval_every == 0):
-      self._eval(step, state)
-    self.ckpt.save(step, state, data_iter, self.meta)
-    self.ckpt.close()
-    self.samples.close()
-    self.state = state
-    log(f"[train] done: {step} steps; final checkpoint in {self.ckpt.directory}")
-    return exit_codes.OK
+    def _finish(self, state, data_iter) -> int:
+        step = self.plan.total_steps
+        if not (self.cfg.eval_every and step % self.cfg.eval_every == 0):
+            self._eval(step, state)
+        self.ckpt.save(step, state, data_iter, self.meta)
+        self.ckpt.close()
+        self.samples.close()
+        self.state = state
+        log(f"[train] done: {step} steps; final checkpoint in {self.ckpt.directory}")
+        return exit_codes.OK
 
 
 def run(cfg: cli.Config) -> int:
-  """The whole run; returns the exit code."""
-  distributed = sharding.initialize_distributed(
-      cfg.distributed, cfg.coordinator_address, cfg.num_processes,
-      cfg.process_id)
-  stop = StopSignal(distributed)
-  if cfg.xprof_port:
-    jax.profiler.start_server(cfg.xprof_port)
-  log(f"[setup] jax {jax.__version__}, {jax.process_count()} processes, "
-      f"{jax.device_count()} {jax.devices()[0].platform} devices")
-  t0 = time.time()
-  layout = comp.make_layout(cfg)
-  parts = comp.make_model(cfg, layout)
-  plan = comp.make_data(cfg, layout)
-  log(f"[setup] data ready in {time.time() - t0:.1f}s")
-  meta = comp.run_meta(cfg, layout)
-  ckpt = checkpointing.Checkpointer(cfg.checkpoint_dir, cfg.keep_checkpoints)
-  frozen = comp.frozen_params(cfg, parts)
-  state, data_iter, start = restore_or_init(cfg, layout, parts, plan, ckpt,
-                                            meta)
-  if start == 0:
-    sample(parts, model_lib.merge_params(state["params"], frozen, parts.lora,
-                                         parts.model.dtype), cfg, "before")
-  loop = Loop(cfg, layout, parts, plan, frozen, ckpt, meta)
-  code = loop.run(state, data_iter, start, stop)
-  if code == exit_codes.OK:
-    params = model_lib.merge_params(loop.state["params"], frozen, parts.lora,
-                                    parts.model.dtype)
-    out = sample(parts, params, cfg, "after")
-    if out is not None:
-      loop.writer.text(plan.total_steps, "sample", out)
-  loop.writer.close()
-  return code
+    """The whole run; returns the exit code."""
+    distributed = sharding.initialize_distributed(
+        cfg.distributed, cfg.coordinator_address, cfg.num_processes, cfg.process_id
+    )
+    stop = StopSignal(distributed)
+    if cfg.xprof_port:
+        jax.profiler.start_server(cfg.xprof_port)
+    log(
+        f"[setup] jax {jax.__version__}, {jax.process_count()} processes, "
+        f"{jax.device_count()} {jax.devices()[0].platform} devices"
+    )
+    t0 = time.time()
+    layout = comp.make_layout(cfg)
+    parts = comp.make_model(cfg, layout)
+    plan = comp.make_data(cfg, layout)
+    log(f"[setup] data ready in {time.time() - t0:.1f}s")
+    meta = comp.run_meta(cfg, layout)
+    ckpt = checkpointing.Checkpointer(cfg.checkpoint_dir, cfg.keep_checkpoints)
+    frozen = comp.frozen_params(cfg, parts)
+    state, data_iter, start = restore_or_init(cfg, layout, parts, plan, ckpt, meta)
+    if start == 0:
+        sample(
+            parts,
+            model_lib.merge_params(state["params"], frozen, parts.lora, parts.model.dtype),
+            cfg,
+            "before",
+        )
+    loop = Loop(cfg, layout, parts, plan, frozen, ckpt, meta)
+    code = loop.run(state, data_iter, start, stop)
+    if code == exit_codes.OK:
+        params = model_lib.merge_params(loop.state["params"], frozen, parts.lora, parts.model.dtype)
+        out = sample(parts, params, cfg, "after")
+        if out is not None:
+            loop.writer.text(plan.total_steps, "sample", out)
+    loop.writer.close()
+    return code
