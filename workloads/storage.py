@@ -20,7 +20,7 @@ DATA_DIR = "/data"
 CHECKPOINT_DIR = "/checkpoints"
 PROFILE_DIR = "/profiles"
 
-# Reads of the training data: the seed's file cache with parallel downloads,
+# Reads of the training data: the GKE tutorial's file cache with parallel downloads,
 # so every epoch after the first reads from local disk.
 # https://cloud.google.com/kubernetes-engine/docs/how-to/cloud-storage-fuse-csi-driver-perf
 DATA_OPTIONS = (

@@ -88,7 +88,7 @@ def _images(manifest: dict) -> str:
                     for c in rjob["template"]["spec"]["template"]["spec"]["containers"])  # fmt: skip
 
 
-# The seeds' runs (shared/seeds/): the TPU tutorial's single-host, multi-host and
+# The GKE tutorials' runs: the TPU tutorial's single-host, multi-host and
 # multislice runs, and the A4 tutorial's Gemma 4 LoRA run, with their flags.
 SEED_RUNS = {
     "dev": ("gemma3-single-host", "v6e-1x1", ["--maxlen", "256", "--batch_size", "64", "--datacount", "355120"]),
