@@ -118,6 +118,12 @@ def pod_spec(run: RunConfig, contract: SchedulingContract, facts: PlatformFacts)
     owner = trainers.owner(run)
     spec = {
         "serviceAccountName": facts.service_account,
+        # The trainer never calls the Kubernetes API (the service account has
+        # no RBAC role). Workload Identity does not read this token: GKE's
+        # metadata server identifies the pod, the GCS FUSE driver gets its own
+        # token from the kubelet, and a host-network pod's FUSE sidecar a
+        # projected token volume its webhook adds.
+        "automountServiceAccountToken": False,
         "restartPolicy": "Never",
         "terminationGracePeriodSeconds": trainers.GRACE_SECONDS[run.trainer],
         "nodeSelector": node_selector(contract),
@@ -125,9 +131,7 @@ def pod_spec(run: RunConfig, contract: SchedulingContract, facts: PlatformFacts)
         "containers": [container(run, contract, facts, [storage.volume_mount(m) for m in mounts] + extra_mounts)],
         "volumes": [storage.volume(m, facts.bucket, host_network, owner) for m in mounts] + extra_volumes,
     }
-    security = trainers.security_context(run)
-    if security:
-        spec["securityContext"] = security
+    spec["securityContext"] = trainers.security_context(run)
     if host_network:
         spec.update({"hostNetwork": True, "dnsPolicy": "ClusterFirstWithHostNet"})
     return spec
@@ -163,6 +167,7 @@ def container(run: RunConfig, contract: SchedulingContract, facts: PlatformFacts
         "env": env,
         "resources": {"limits": accelerators, "requests": {**accelerators, **trainers.storage_requests(run)}},
         "volumeMounts": mounts,
+        "securityContext": trainers.container_security_context(run),
     }
     ports = trainers.ports(run, contract)
     if ports:

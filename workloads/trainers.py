@@ -68,18 +68,41 @@ def owner(run: RunConfig) -> Owner | None:
     return Owner(image.user, image.group) if image.non_root else None
 
 
+# The container runtime's default seccomp filter, which GKE Autopilot applies
+# to every pod, TPU and GPU ones included: the accelerators are reached
+# through device files and ioctls it allows.
+# https://cloud.google.com/kubernetes-engine/docs/concepts/seccomp-in-gke
+SECCOMP = {"seccompProfile": {"type": "RuntimeDefault"}}
+
+
 def security_context(run: RunConfig) -> dict:
-    """The pod's securityContext: the image's user, enforced, for a non-root trainer.
+    """The pod's securityContext: the default seccomp filter, and the image's user for a non-root trainer.
 
     `fsGroup` also makes the Hugging Face token (a 0400 Secret file owned by
     root) readable through its group, and is what the FUSE driver's fsGroup
     delegation keys on. A root trainer (TPU: GKE documents device access for
-    root only) gets no pod securityContext.
+    root only) is not given a user.
     """
     who = owner(run)
     if who is None:
-        return {}
-    return {"runAsUser": who.uid, "runAsGroup": who.gid, "fsGroup": who.gid, "runAsNonRoot": True}
+        return dict(SECCOMP)
+    return {"runAsUser": who.uid, "runAsGroup": who.gid, "fsGroup": who.gid, "runAsNonRoot": True, **SECCOMP}
+
+
+def container_security_context(run: RunConfig) -> dict:
+    """The trainer container's securityContext: no privilege escalation, and capabilities dropped.
+
+    No trainer executes setuid binaries, so `allowPrivilegeEscalation: false`
+    (no_new_privs) takes nothing from either. A non-root trainer has no
+    effective capabilities anyway, and drops them all; it reaches the GPUs
+    through world-accessible device files. The root TPU trainer drops NET_RAW,
+    as GKE Autopilot does for every pod including TPU ones, and keeps the
+    runtime's other default capabilities: GKE documents TPU access (libtpu
+    opening /dev/vfio) for a root container with the defaults, and a root
+    trainer without any capability is not a configuration it documents.
+    """
+    drop = ["ALL"] if owner(run) else ["NET_RAW"]
+    return {"allowPrivilegeEscalation": False, "capabilities": {"drop": drop}}
 
 
 def platform_args(run: RunConfig, contract: SchedulingContract) -> list[str]:

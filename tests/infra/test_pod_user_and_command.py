@@ -58,7 +58,7 @@ def test_the_trainer_owns_its_mounts_as_the_image_user(stack, run, contract, man
     security = pod(manifest)["spec"].get("securityContext", {})
     if image.user:
         assert security == {"runAsUser": image.user, "runAsGroup": image.group, "fsGroup": image.group,
-                            "runAsNonRoot": True}  # fmt: skip
+                            "runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}}  # fmt: skip
         assert fuse_owner_options(manifest) == {(f"uid={image.user}", f"gid={image.group}")}
     else:
         assert "runAsNonRoot" not in security and "runAsUser" not in security
@@ -80,5 +80,24 @@ def test_a_root_tpu_run_is_not_forced_non_root():
     single = examples.RUNS[0]
     assert single.trainer == "gemma-jax" and TRAINER_IMAGES["gemma-jax"].user == 0
     spec = pod(build_run(single, examples.CONTRACTS[single.pool], examples.FACTS))["spec"]
-    assert "securityContext" not in spec
+    assert spec["securityContext"] == {"seccompProfile": {"type": "RuntimeDefault"}}
+    assert "runAsUser" not in spec["containers"][0]["securityContext"]
     assert not any("uid=" in v["csi"]["volumeAttributes"]["mountOptions"] for v in spec["volumes"] if "csi" in v)
+
+
+@pytest.mark.parametrize("stack,run,contract,manifest", CASES)
+def test_every_trainer_is_confined_as_far_as_its_accelerator_allows(stack, run, contract, manifest):
+    """No privilege escalation, the default seccomp filter and no API token for every pod.
+
+    The non-root GPU trainer drops every capability; the root TPU trainer
+    drops NET_RAW and keeps the runtime's other defaults (workloads/trainers.py).
+    tools/scan_skips.yaml skips checkov's capability check on these grounds.
+    """
+    spec = pod(manifest)["spec"]
+    assert spec["automountServiceAccountToken"] is False
+    assert spec["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    security = trainer(manifest)["securityContext"]
+    assert security["allowPrivilegeEscalation"] is False
+    assert "privileged" not in security and "add" not in security["capabilities"]
+    expected = ["ALL"] if TRAINER_IMAGES[run.trainer].non_root else ["NET_RAW"]
+    assert security["capabilities"]["drop"] == expected
