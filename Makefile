@@ -30,6 +30,7 @@ help:
 	@echo "make destroy STACK=dev    pulumi destroy (the data bucket is kept)"
 	@echo "make plan STACK=dev       offline plan: resources, cost, run manifests in plan/<stack>/"
 	@echo "make golden               rewrite the run manifests' goldens in tests/golden/"
+	@echo "make scan                 checkov on every shipped stack's rendered runs (tools/scan_skips.yaml)"
 
 $(VENV)/.installed: requirements.txt requirements-test.txt
 	$(PY311) -m venv $(VENV)
@@ -53,7 +54,7 @@ $(VENV_GPU)/.installed: trainers/trl_gpu/requirements.txt requirements-test.txt
 
 venvs: $(VENV)/.installed $(VENV_JAX)/.installed $(VENV_GPU)/.installed
 
-test: test-infra test-jax test-gpu
+test: test-infra test-jax test-gpu scan
 
 test-infra: $(VENV)/.installed
 	$(VENV)/bin/python -m pytest tests/infra $(PYTEST_ARGS)
@@ -97,3 +98,33 @@ golden: $(VENV)/.installed
 # The Pulumi program's environment alone (what `pulumi preview/up` runs in CI).
 .PHONY: venv
 venv: $(VENV)/.installed
+
+# --- Security scan: checkov on every shipped stack's rendered runs ---
+# checkov has an environment of its own, .venv-scan (requirements-scan.txt,
+# Python 3.11), apart from the Pulumi program's .venv. It does not know the
+# JobSet kind and checks nothing inside one, so each run's child Jobs are also
+# rendered as batch/v1 Jobs (workloads/render.py --explode-jobs), where its pod
+# and container checks run. Any failed check fails the target, unless
+# tools/scan_skips.yaml skips it with a reason; `tools.scan summary` fails it
+# when checkov ran no check at all.
+VENV_SCAN := .venv-scan
+SCAN_DIR := plan/scan
+SCAN_STACKS := $(patsubst Pulumi.%.yaml,%,$(wildcard Pulumi.*.yaml))
+.PHONY: scan
+
+$(VENV_SCAN)/.installed: requirements-scan.txt
+	$(PY311) -m venv $(VENV_SCAN)
+	$(VENV_SCAN)/bin/python -m pip install -q pip==$(PIP_VERSION)
+	$(VENV_SCAN)/bin/python -m pip install -q -r requirements-scan.txt
+	touch $@
+
+scan: $(VENV)/.installed $(VENV_SCAN)/.installed
+	rm -rf $(SCAN_DIR)
+	set -e; for stack in $(SCAN_STACKS); do \
+	  $(VENV)/bin/python -m workloads.render --stack $$stack --out $(SCAN_DIR)/manifests/$$stack/jobsets >/dev/null; \
+	  $(VENV)/bin/python -m workloads.render --stack $$stack --explode-jobs --out $(SCAN_DIR)/manifests/$$stack/jobs >/dev/null; \
+	done
+	skips="$$($(VENV)/bin/python -m tools.scan skips)" && \
+	  $(VENV_SCAN)/bin/checkov --directory $(SCAN_DIR)/manifests --framework kubernetes --compact --quiet \
+	    --skip-download --skip-check "$$skips" --output cli --output json --output-file-path console,$(SCAN_DIR)/results.json
+	$(VENV)/bin/python -m tools.scan summary $(SCAN_DIR)/results.json

@@ -3,6 +3,7 @@
     python -m workloads.render --stack dev --out build/manifests/dev
     python -m workloads.render --examples --out build/manifests/examples
     python -m workloads.render --update-goldens     # rewrite tests/golden/
+    python -m workloads.render --stack dev --explode-jobs --out plan/scan/dev/jobs
 
 The goldens under tests/golden/<stack>/ are these files for every shipped
 stack (Pulumi.<stack>.yaml) and for workloads/examples.py; review their diff
@@ -14,6 +15,10 @@ under `images:`) has no digest before it is pushed. Rendered offline, it is
 registry address: the manifest is otherwise exactly the applied one, and it
 does not change with every edit of a trainer's code (`make plan` shows the
 content tag that does).
+
+`--explode-jobs` writes, instead of each JobSet, the batch/v1 Job of each of
+its replicated jobs (`child_jobs`), for `make scan`: checkov does not know the
+JobSet kind and would check nothing inside its pod template.
 """
 
 from __future__ import annotations
@@ -57,6 +62,32 @@ def write_manifests(manifests: Mapping[str, Mapping], out_dir: Path) -> list[Pat
         path.write_text(to_yaml(manifest))
         paths.append(path)
     return paths
+
+
+def child_jobs(manifest: Mapping) -> dict[str, dict]:
+    """Each replicated job of a JobSet as a standalone batch/v1 Job, by `<jobset>-<replicated job>`.
+
+    The Job's spec is the replicated job's template as the builders made it;
+    the metadata is the JobSet's (JobSet itself adds its own labels to the
+    Jobs it creates, `<jobset>-<replicated job>-<index>`). Only for scanners:
+    these Jobs are never applied, a JobSet is what runs.
+    """
+    meta = manifest["metadata"]
+    jobs = {}
+    for replicated in manifest["spec"]["replicatedJobs"]:
+        name = f"{meta['name']}-{replicated['name']}"
+        jobs[name] = {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": name, "namespace": meta["namespace"], "labels": dict(meta["labels"])},
+            "spec": replicated["template"]["spec"],
+        }
+    return jobs
+
+
+def explode_jobs(manifests: Mapping[str, Mapping]) -> dict[str, dict]:
+    """The child Jobs of every JobSet in `manifests`."""
+    return {name: job for manifest in manifests.values() for name, job in child_jobs(manifest).items()}
 
 
 def example_manifests() -> dict[str, dict]:
@@ -118,14 +149,20 @@ def main(argv: list[str] | None = None) -> int:
     which.add_argument("--examples", action="store_true", help="render workloads/examples.py")
     which.add_argument("--update-goldens", action="store_true", help="rewrite tests/golden/ for every stack")
     parser.add_argument("--out", type=Path, help="output directory (with --stack or --examples)")
+    parser.add_argument(
+        "--explode-jobs", action="store_true", help="write each JobSet's child Jobs (batch/v1) instead, for scanners"
+    )
     args = parser.parse_args(argv)
     try:
         if args.update_goldens:
+            if args.explode_jobs:
+                parser.error("--explode-jobs goes with --stack or --examples")
             paths = update_goldens()
         else:
             if args.out is None:
                 parser.error("--out is required with --stack or --examples")
-            paths = write_manifests(manifests_for(EXAMPLES if args.examples else args.stack), args.out)
+            manifests = manifests_for(EXAMPLES if args.examples else args.stack)
+            paths = write_manifests(explode_jobs(manifests) if args.explode_jobs else manifests, args.out)
     except RunError as err:
         print(err, file=sys.stderr)
         return 1
