@@ -57,18 +57,30 @@ def _start(args):
     )
 
 
-def _signal_at_step(proc, sig, step: int) -> str:
-    """Sends `sig` once the run reports `step`; returns everything printed."""
-    lines = []
+def _finalized_steps(ckpt_dir) -> list[int]:
+    """Steps Orbax has finalized: it writes into a temporary directory and
+    renames it to the bare step number only once every item is complete."""
+    if not os.path.isdir(ckpt_dir):
+        return []
+    return sorted(int(n) for n in os.listdir(ckpt_dir) if n.isdigit())
+
+
+def _signal_at_step(proc, sig, step: int, ready=lambda: True) -> tuple[str, int]:
+    """Sends `sig` at the first reported step >= `step` at which `ready()` holds.
+
+    Returns everything printed and the step reported when the signal went out.
+    """
+    lines, sent_at = [], None
     for line in proc.stdout:
         lines.append(line)
         m = re.match(r"\[train\] step (\d+) ", line)
-        if m and int(m.group(1)) >= step:
+        if m and int(m.group(1)) >= step and ready():
+            sent_at = int(m.group(1))
             proc.send_signal(sig)
             break
     lines.extend(proc.stdout)
     proc.wait(timeout=300)
-    return "".join(lines)
+    return "".join(lines), sent_at
 
 
 def _assert_same_as_reference(reference, ckpt, samples):
@@ -80,20 +92,22 @@ def _assert_same_as_reference(reference, ckpt, samples):
 def test_sigkill_at_random_step_then_resume(tmp_path, reference, stories_file, tokenizer_file):
     kill_step = random.Random().randint(6, STEPS - 4)
     print(f"SIGKILL after step {kill_step}")
+    ckpt = tmp_path / "ckpt"
     args = base_args(
-        stories_file,
-        tokenizer_file,
-        tmp_path / "ckpt",
-        tmp_path / "logs",
-        steps=STEPS,
-        log_samples=True,
+        stories_file, tokenizer_file, ckpt, tmp_path / "logs", steps=STEPS, log_samples=True
     )
-    out = _signal_at_step(_start(args), signal.SIGKILL, kill_step)
-    assert "[train] done" not in out
+    # Saves are asynchronous: on a loaded machine the step-4 save may still be
+    # in flight at the kill step, and a run killed before any save finished
+    # rightly starts over. Kill only once a checkpoint is on disk, so the
+    # restart must resume.
+    out, killed_at = _signal_at_step(
+        _start(args), signal.SIGKILL, kill_step, ready=lambda: bool(_finalized_steps(ckpt))
+    )
+    assert killed_at is not None and "[train] done" not in out
     res = run_train(args)
     assert res.returncode == 0, res.stdout + res.stderr
     resumed = int(re.search(r"resumed from step (\d+)", res.stdout).group(1))
-    assert 4 <= resumed <= kill_step + 1
+    assert 4 <= resumed <= killed_at + 1
     samples = read_samples(str(tmp_path / "logs" / "samples-p0.jsonl"))
     _assert_same_as_reference(reference, tmp_path / "ckpt", samples)
 
@@ -110,7 +124,7 @@ def test_sigterm_checkpoints_and_loses_no_step(tmp_path, reference, stories_file
         save_every=1000,
     )
     proc = _start(args)
-    out = _signal_at_step(proc, signal.SIGTERM, 9)
+    out, _ = _signal_at_step(proc, signal.SIGTERM, 9)
     assert proc.returncode == exit_codes.TERMINATED, out
     stopped = int(re.search(r"checkpoint of step (\d+) written", out).group(1))
     first = read_samples(str(tmp_path / "logs" / "samples-p0.jsonl"))
