@@ -128,3 +128,10 @@ scan: $(VENV)/.installed $(VENV_SCAN)/.installed
 	  $(VENV_SCAN)/bin/checkov --directory $(SCAN_DIR)/manifests --framework kubernetes --compact --quiet \
 	    --skip-download --skip-check "$$skips" --output cli --output json --output-file-path console,$(SCAN_DIR)/results.json
 	$(VENV)/bin/python -m tools.scan summary $(SCAN_DIR)/results.json
+
+# Packed rows vs one padded story per row: useful-token fraction and CPU
+# train-step throughput (not part of `make test`; prints a table and writes
+# bench/results/packing.json).
+.PHONY: bench
+bench: $(VENV_JAX)/.installed
+	$(VENV_JAX)/bin/python -m bench.packing
