@@ -12,6 +12,8 @@ https://jobset.sigs.k8s.io/docs/concepts/
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from trainers.exit_codes import CONFIG_ERROR
 from workloads.spec import REPLICATED_JOB
 
@@ -139,3 +141,33 @@ def jobset(
             ],
         },
     }
+
+
+def child_jobs(manifest: Mapping) -> dict[str, dict]:
+    """Each replicated job of a JobSet as a standalone batch/v1 Job, by `<jobset>-<replicated job>`.
+
+    The Job's spec is the replicated job's template as the builders made it;
+    the metadata is the JobSet's (JobSet itself adds its own labels to the
+    Jobs it creates, `<jobset>-<replicated job>-<index>`). For validation
+    and scanners only: these Jobs are never applied, a JobSet is what runs.
+    """
+    meta = manifest["metadata"]
+    jobs = {}
+    for replicated in manifest["spec"]["replicatedJobs"]:
+        name = f"{meta['name']}-{replicated['name']}"
+        jobs[name] = {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": name, "namespace": meta["namespace"], "labels": dict(meta["labels"])},
+            "spec": replicated["template"]["spec"],
+        }
+    return jobs
+
+
+def containers(manifest: Mapping) -> list[dict]:
+    """Every container of every pod template of a JobSet."""
+    return [
+        container
+        for replicated in manifest["spec"]["replicatedJobs"]
+        for container in replicated["template"]["spec"]["template"]["spec"]["containers"]
+    ]

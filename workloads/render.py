@@ -34,6 +34,7 @@ from infra.ids import registry_url
 from infra.imagespec import TRAINER_IMAGES
 from infra.scheduling import SchedulingContract
 from workloads import examples
+from workloads.jobset import child_jobs
 from workloads.manifests import PlatformFacts, RunError, build_runs
 from workloads.spec import RunConfig
 
@@ -62,27 +63,6 @@ def write_manifests(manifests: Mapping[str, Mapping], out_dir: Path) -> list[Pat
         path.write_text(to_yaml(manifest))
         paths.append(path)
     return paths
-
-
-def child_jobs(manifest: Mapping) -> dict[str, dict]:
-    """Each replicated job of a JobSet as a standalone batch/v1 Job, by `<jobset>-<replicated job>`.
-
-    The Job's spec is the replicated job's template as the builders made it;
-    the metadata is the JobSet's (JobSet itself adds its own labels to the
-    Jobs it creates, `<jobset>-<replicated job>-<index>`). Only for scanners:
-    these Jobs are never applied, a JobSet is what runs.
-    """
-    meta = manifest["metadata"]
-    jobs = {}
-    for replicated in manifest["spec"]["replicatedJobs"]:
-        name = f"{meta['name']}-{replicated['name']}"
-        jobs[name] = {
-            "apiVersion": "batch/v1",
-            "kind": "Job",
-            "metadata": {"name": name, "namespace": meta["namespace"], "labels": dict(meta["labels"])},
-            "spec": replicated["template"]["spec"],
-        }
-    return jobs
 
 
 def explode_jobs(manifests: Mapping[str, Mapping]) -> dict[str, dict]:

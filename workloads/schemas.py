@@ -25,6 +25,8 @@ import jsonschema
 import kubernetes_validate
 import yaml
 
+from workloads.jobset import child_jobs
+
 JOBSET_VERSION = "v0.12.0"
 SCHEMA_FILE = f"jobset.x-k8s.io_v1alpha2_jobset.{JOBSET_VERSION}.json"
 RELEASE_URL = f"https://github.com/kubernetes-sigs/jobset/releases/download/{JOBSET_VERSION}/manifests.yaml"
@@ -111,17 +113,11 @@ def jobset_errors(manifest: dict) -> list[str]:
 def job_errors(manifest: dict) -> list[str]:
     """kubernetes-validate (strict) on every child Job template, wrapped as a batch/v1 Job."""
     errors = []
-    for rjob in manifest["spec"]["replicatedJobs"]:
-        job = {
-            "apiVersion": "batch/v1",
-            "kind": "Job",
-            "metadata": {"name": f"{manifest['metadata']['name']}-{rjob['name']}-0"},
-            **rjob["template"],
-        }
+    for name, job in child_jobs(manifest).items():
         try:
             kubernetes_validate.validate(job, KUBERNETES_VERSION, strict=True)
         except kubernetes_validate.ValidationError as err:
-            errors.append(f"replicatedJobs[{rjob['name']}]: {err.message}")
+            errors.append(f"Job {name}: {err.message}")
     return errors
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from infra.config import ConfigError
 from tests.infra.pulumi_harness import SHIPPED_STACKS, declared_before_error, run_stack
-from workloads import render
+from workloads import jobset, render
 from workloads.manifests import PlatformFacts, build_run
 from workloads.spec import RunConfig
 
@@ -84,8 +84,7 @@ def test_the_program_applies_the_golden_manifests_with_the_built_image_digests(s
 
 
 def _images(manifest: dict) -> str:
-    return " ".join(c["image"] for rjob in manifest["spec"]["replicatedJobs"]
-                    for c in rjob["template"]["spec"]["template"]["spec"]["containers"])  # fmt: skip
+    return " ".join(c["image"] for c in jobset.containers(manifest))
 
 
 # The GKE tutorials' runs: the TPU tutorial's single-host, multi-host and
