@@ -95,7 +95,7 @@ plan-diff: $(VENV)/.installed
 
 # Rewrite tests/golden/ (every shipped stack's runs and the examples); review the diff.
 golden: $(VENV)/.installed
-	$(VENV)/bin/python -m workloads.render --update-goldens
+	$(VENV)/bin/python -m tests.support.goldens
 
 # The Pulumi program's environment alone (what `pulumi preview/up` runs in CI).
 .PHONY: venv
@@ -105,7 +105,7 @@ venv: $(VENV)/.installed
 # checkov has an environment of its own, .venv-scan (requirements-scan.txt,
 # Python 3.11), apart from the Pulumi program's .venv. It does not know the
 # JobSet kind and checks nothing inside one, so each run's child Jobs are also
-# rendered as batch/v1 Jobs (workloads/render.py --explode-jobs), where its pod
+# rendered as batch/v1 Jobs (tools/render.py --explode-jobs), where its pod
 # and container checks run. Any failed check fails the target, unless
 # tools/scan_skips.yaml skips it with a reason; `tools.scan summary` fails it
 # when checkov ran no check at all.
@@ -123,8 +123,8 @@ $(VENV_SCAN)/.installed: requirements-scan.txt
 scan: $(VENV)/.installed $(VENV_SCAN)/.installed
 	rm -rf $(SCAN_DIR)
 	set -e; for stack in $(SCAN_STACKS); do \
-	  $(VENV)/bin/python -m workloads.render --stack $$stack --out $(SCAN_DIR)/manifests/$$stack/jobsets >/dev/null; \
-	  $(VENV)/bin/python -m workloads.render --stack $$stack --explode-jobs --out $(SCAN_DIR)/manifests/$$stack/jobs >/dev/null; \
+	  $(VENV)/bin/python -m tools.render --stack $$stack --out $(SCAN_DIR)/manifests/$$stack/jobsets >/dev/null; \
+	  $(VENV)/bin/python -m tools.render --stack $$stack --explode-jobs --out $(SCAN_DIR)/manifests/$$stack/jobs >/dev/null; \
 	done
 	skips="$$($(VENV)/bin/python -m tools.scan skips)" && \
 	  $(VENV_SCAN)/bin/checkov --directory $(SCAN_DIR)/manifests --framework kubernetes --compact --quiet \

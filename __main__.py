@@ -1,21 +1,26 @@
 """gke-finetune: wires the platform components for the selected stack.
 
-Config is read and validated first; nothing is declared if it is invalid.
+The stack file is read and validated first (stack/reader.py); nothing is
+declared if it is invalid. Every decision lives in the layers below: this
+file only connects the components' inputs and outputs.
 """
 
 import pulumi
 
-from infra import config as stack_config
-from infra.cluster import Cluster, ClusterArgs
-from infra.identity import Identity, IdentityArgs, member_of
-from infra.jobset import JobSetController, JobSetControllerArgs
-from infra.kube import KubernetesAccess, KubernetesAccessArgs
-from infra.node_pools import NodePools, NodePoolsArgs
-from infra.registry import Registry, RegistryArgs
-from infra.storage import DataBucket, DataBucketArgs
-from infra.workspace import RunsWorkspace, RunsWorkspaceArgs
+from components.cluster import Cluster, ClusterArgs
+from components.identity import Identity, IdentityArgs, member_of
+from components.images import TrainerImages, TrainerImagesArgs
+from components.jobset import JobSetController, JobSetControllerArgs
+from components.kube import KubernetesAccess, KubernetesAccessArgs
+from components.node_pools import NodePools, NodePoolsArgs
+from components.registry import Registry, RegistryArgs
+from components.runs import Runs, RunsArgs
+from components.storage import DataBucket, DataBucketArgs
+from components.workspace import RunsWorkspace, RunsWorkspaceArgs
+from stack import reader
+from stack.images import trainers_to_build
 
-cfg = stack_config.load()
+cfg = reader.load()
 
 identity = Identity("identity", IdentityArgs(project=cfg.project, stack=cfg.stack))
 registry = Registry(
@@ -55,7 +60,7 @@ workspace = RunsWorkspace(
         project=cfg.project,
         provider=kube.provider,
         trainer_account=identity.trainer_account,
-        hf_token=stack_config.hf_token(),
+        hf_token=reader.hf_token(),
         depends_on=[cluster.cluster],
     ),
 )
@@ -79,19 +84,10 @@ pulumi.export(
      for name, c in pools.contracts.items()},
 )
 
-# --- runs --------------------------------------------------------------------
-# The runs are declared here, after the platform, from:
-#   cfg.runs, cfg.images.by_trainer(), pools.contracts,
-#   kube.provider, workspace.namespace / workspace.service_account / workspace.hf_secret,
-#   storage.bucket.name, jobset.release (depends_on, so the JobSet CRD exists).
-from infra.images import TrainerImages, TrainerImagesArgs  # noqa: E402
-from infra.runs import Runs, RunsArgs  # noqa: E402
-
-# Trainer images: those the stack file pins by digest (`images:`) are used as
-# they are; every other trainer a run needs is built from this repository,
-# pushed to the stack's registry and referenced by digest (infra/images.py).
+# Trainer images: pinned by digest in the stack file, or built from this
+# repository, pushed to the stack's registry and referenced by digest.
 images = dict(cfg.images.by_trainer())
-to_build = sorted({run.trainer for run in cfg.runs if not run.image} - images.keys())
+to_build = trainers_to_build(cfg)
 if to_build:
     built = TrainerImages(
         "images",

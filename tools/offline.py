@@ -12,7 +12,7 @@
     run_stack("dev", plain={"gke-finetune:hfToken": "x"}) # a key set in plain text
     run_stack("dev", root=Path("/tmp/other-checkout"))  # another tree's program and stack files
 
-`run_stack` raises whatever the program raises (e.g. infra.config.ConfigError);
+`run_stack` raises whatever the program raises (e.g. stack.problems.ConfigError);
 `declared_before_error(...)` runs it expecting an error and returns both, to
 check that nothing was declared. Config is set exactly as the CLI hands it to
 a Python program: Pulumi.yaml defaults merged in, structured values as JSON
@@ -20,9 +20,9 @@ strings, secret keys flagged. Resource inputs are recorded in their wire
 (camelCase) form, as the providers receive them, with the resource options
 that matter here (protect, retainOnDelete, parent, provider, dependencies).
 
-The tests (tests/infra/pulumi_harness.py) and the offline plan (tools/plan.py)
-both use this module; it imports nothing of the project itself, so it can run
-another checkout's program (`root`) as long as that tree is first on sys.path.
+The tests (tests/support/pulumi_harness.py) and the offline plan (tools/plan.py)
+both use this module. The config map comes from the one reader of stack files
+(stack/reader.py `file_values`), as the program's own config does.
 """
 
 from __future__ import annotations
@@ -35,11 +35,12 @@ from typing import Any
 from unittest import mock
 
 import pulumi
-import yaml
 from pulumi.runtime.mocks import MockMonitor
 
+from core.names import PROJECT
+from stack.reader import file_values
+
 ROOT = Path(__file__).resolve().parents[1]
-PROJECT = "gke-finetune"
 DEFAULT_SECRETS = {f"{PROJECT}:hfToken": "hf_test_token"}
 
 
@@ -148,13 +149,7 @@ def stack_config(
     root: Path = ROOT,
 ) -> tuple[dict[str, str], list[str]]:
     """The config map and secret keys the CLI would pass for `Pulumi.<stack>.yaml`."""
-    project_file = yaml.safe_load((root / "Pulumi.yaml").read_text())
-    values: dict[str, Any] = {
-        f"{PROJECT}:{k}": d["default"]
-        for k, d in project_file.get("config", {}).items()
-        if isinstance(d, dict) and "default" in d
-    }
-    values.update(yaml.safe_load((root / f"Pulumi.{stack}.yaml").read_text()).get("config") or {})
+    values = file_values(stack, root)
     for key, value in (overrides or {}).items():
         if value is None:
             values.pop(key, None)

@@ -8,7 +8,7 @@ SDK's mocks (tools/offline.py, the engine the tests use) and prints every
 resource it declares as a tree (type, name, key inputs), secrets masked; then,
 per accelerator pool and run, chips, VMs, slices and the on-demand list price
 from the catalog with its date, and a total; and writes the run manifests
-(the dicts the program applies, rendered by workloads/render.py) under
+(the dicts the program applies, rendered by tools/render.py) under
 plan/<stack>/manifests/. A stack that fails validation prints the problems
 and exits 1.
 
@@ -25,6 +25,7 @@ tools/plan_diff.py.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import subprocess
@@ -45,6 +46,7 @@ if __package__ in (None, ""):
 from tools.plan_cost import cost, render_cost  # noqa: E402
 from tools.plan_diff import diff, render_diff  # noqa: E402
 from tools.plan_tree import key_inputs, render_tree, short  # noqa: E402,F401 (key_inputs: part of the plan API)
+from tools.render import write_manifests as render_files  # noqa: E402
 
 SECRET = "[secret]"
 # The wire form of a Pulumi secret value (pulumi.runtime.rpc's secret signature).
@@ -91,17 +93,13 @@ def collect(stack: str, root: Path = ROOT) -> dict[str, Any]:
 
     if not (root / f"Pulumi.{stack}.yaml").is_file():
         raise PlanError([f"no stack file Pulumi.{stack}.yaml; stacks: {list(offline.shipped_stacks(root))}"])
-    import infra.config as config_module  # noqa: PLC0415 (from `root`)
-    import workloads.manifests as manifests_module  # noqa: PLC0415
+    # The planned tree's own modules (`root` is first on sys.path).
+    manifests_module = importlib.import_module("manifests.run")
+    reader = importlib.import_module("stack.reader")
+    problems = importlib.import_module("stack.problems")
 
-    captured: dict[str, Any] = {}
     manifests: dict[str, dict] = {}
-    real_load = config_module.load
     real_build_run = getattr(manifests_module, "build_run", None)
-
-    def load(*args, **kwargs):
-        captured["config"] = real_load(*args, **kwargs)
-        return captured["config"]
 
     def build_run(*args, **kwargs):
         manifest = real_build_run(*args, **kwargs)
@@ -110,12 +108,11 @@ def collect(stack: str, root: Path = ROOT) -> dict[str, Any]:
 
     secrets = {f"{offline.PROJECT}:hfToken": _SECRET_PLACEHOLDER}
     with ExitStack() as patches:
-        patches.enter_context(mock.patch.object(config_module, "load", load))
         if real_build_run is not None:
             patches.enter_context(mock.patch.object(manifests_module, "build_run", build_run))
         try:
             deployment = offline.run_stack(stack, secrets=secrets, root=root)
-        except config_module.ConfigError as err:
+        except problems.ConfigError as err:
             raise PlanError(list(err.problems)) from None
         except Exception as err:  # noqa: BLE001 (any validation error of the program)
             raise PlanError([f"{type(err).__name__}: {err}"]) from None
@@ -124,7 +121,7 @@ def collect(stack: str, root: Path = ROOT) -> dict[str, Any]:
         "stack": stack,
         "resources": [_resource_row(r) for r in deployment.resources],
         "outputs": mask(deployment.outputs),
-        "cost": cost(captured.get("config")),
+        "cost": cost(reader.load_files(stack, root)),
         "manifests": mask(manifests or _declared_manifests(deployment)),
     }
 
@@ -174,18 +171,24 @@ def render(plan: Mapping) -> str:
 
 
 def write_manifests(plan: Mapping, out_dir: Path) -> list[Path]:
-    from workloads.render import write_manifests as write  # noqa: PLC0415 (the runs' renderer)
-
-    return write(plan["manifests"], out_dir)
+    return render_files(plan["manifests"], out_dir)
 
 
 # --- another git ref --------------------------------------------------------------------
 
 
 def plan_json(stack: str, root: Path) -> dict[str, Any]:
-    """Plan another tree in a fresh interpreter (its modules must not mix with this tree's)."""
+    """Plan another tree with that tree's own plan tool, in a fresh interpreter.
+
+    Each tree plans itself with its own code (its modules must not mix with
+    this tree's, and an older tree may be laid out differently); the plan's
+    JSON is the interface between the two.
+    """
+    tool = root / "tools" / "plan.py"
+    if not tool.is_file():
+        raise PlanError([f"{root} has no tools/plan.py to plan it with"])
     proc = subprocess.run(
-        [sys.executable, str(Path(__file__).resolve()), "json", "--stack", stack, "--root", str(root)],
+        [sys.executable, str(tool), "json", "--stack", stack, "--root", str(root)],
         capture_output=True, text=True, cwd=str(root),  # as the CLI: in the project directory
     )
     if proc.returncode != 0:

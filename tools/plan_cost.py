@@ -10,9 +10,7 @@ def cost(config) -> dict[str, Any]:
     """Chips, VMs, slices and on-demand $/hour of each pool and run, from the catalog."""
     if config is None:
         return {"pools": [], "runs": [], "total_usd_per_hour": 0.0}
-    from infra.scheduling import derive_contracts  # noqa: PLC0415 (from the planned tree)
-
-    contracts = derive_contracts(config)
+    contracts = config.contracts()
     pools = []
     for group in config.accelerator_groups():
         contract = contracts[group.name]

@@ -1,4 +1,4 @@
-"""tests/infra run with the repository root importable (infra/, workloads/, tests.infra.*)."""
+"""tests/infra run with the repository root importable (core/, stack/, manifests/, components/, tools/, tests.*)."""
 
 import sys
 from pathlib import Path

@@ -2,8 +2,8 @@
 
 import pytest
 
-from infra import accelerators as catalog
-from infra.accelerators import CatalogError, Family
+from core import catalog
+from core.catalog import CatalogError, Family
 
 # topology -> {machine type: (VMs per slice, chips per VM)}
 # https://cloud.google.com/kubernetes-engine/docs/concepts/plan-tpus (v6e)
@@ -68,7 +68,7 @@ def test_every_accelerator_has_a_dated_sourced_price():
     (("tpu-v6e", "3x3", None), "allowed: ['1x1'"),
     (("tpu-v6e", "2x4", "ct6e-standard-1t"), "allowed: ['ct6e-standard-4t', 'ct6e-standard-8t']"),
     (("tpu-v5p", "2x2", None), "allowed: ['nvidia-b200', 'tpu-v6e']"),
-    (("nvidia-b200", "2x2", None), "takes no topology"),
+    (("nvidia-b200", "2x2", None), "which takes none"),
 ])
 def test_lookup_errors_say_what_is_allowed(args, needle):
     with pytest.raises(CatalogError, match=None) as err:

@@ -3,8 +3,8 @@
 import pytest
 import yaml
 
-from infra.config import ConfigError, StackConfig
-from tests.infra.pulumi_harness import ROOT, SHIPPED_STACKS, declared_before_error, stack_config
+from stack.config import ConfigError, StackConfig
+from tests.support.pulumi_harness import ROOT, SHIPPED_STACKS, declared_before_error, stack_config
 
 BASE = {"project": "my-project-id", "region": "us-east5", "zones": ["us-east5-b"]}
 
@@ -43,9 +43,9 @@ def test_minimal_standard_stack_has_only_the_system_pool():
 
 @pytest.mark.parametrize("changes, expected", [
     ({"pools": [pool(topology="3x3")]},
-     "pools[0].topology: unknown tpu-v6e topology '3x3'; allowed: ['1x1', '2x2', '2x4'"),
+     "pools[0].topology: '3x3' is not a tpu-v6e topology; allowed: ['1x1', '2x2', '2x4'"),
     ({"pools": [pool(topology="2x4", machineType="ct6e-standard-1t")]},
-     "pools[0].machineType: machine type 'ct6e-standard-1t' does not fit tpu-v6e topology '2x4'"),
+     "pools[0].machineType: 'ct6e-standard-1t' does not fit tpu-v6e topology '2x4'"),
     ({"pools": [pool(accelerator="tpu-v9")]}, "pools[0].accelerator: 'tpu-v9' is unknown"),
     ({"pools": [pool(topology="1x1", slices=2)]}, "pools[0].slices: 2 needs a multi-host TPU slice"),
     ({"pools": [pool(topology="2x4", machineType="ct6e-standard-8t", slices=2)]}, "pools[0].slices: 2"),
@@ -55,10 +55,10 @@ def test_minimal_standard_stack_has_only_the_system_pool():
     ({"pools": [pool(capacity="spot", reservation="r1")]},
      "pools[0].reservation: 'r1' can't be combined with capacity 'spot'"),
     ({"pools": [pool(capacity="flex-start", reservation="r1")]}, "pools[0].reservation: 'r1' can't be combined"),
-    ({"pools": [pool(capacity="reservation")]}, "pools[0].reservation: missing"),
+    ({"pools": [pool(capacity="reservation")]}, "pools[0].reservation: not set, and capacity 'reservation' needs the reservation name"),
     ({"pools": [pool(capacity="queued", autoscaling={"minNodes": 1})]}, "pools[0].autoscaling.minNodes: 1 with capacity 'queued'"),
     ({"pools": [pool(capacity="paid")]}, "pools[0].capacity: 'paid'"),
-    ({"pools": [pool(topology="4x4", autoscaling={"maxNodes": 2})]}, "pools[0].autoscaling: 0..2 nodes"),
+    ({"pools": [pool(topology="4x4", autoscaling={"maxNodes": 2})]}, "pools[0].autoscaling: '0..2' nodes"),
     ({"pools": [pool(topology="2x4", machineType="ct6e-standard-4t", zones=["us-east5-a", "us-east5-b"])]},
      "pools[0].zones: ['us-east5-a', 'us-east5-b'] for multi-host"),
     ({"pools": [pool(slices=-1)]}, "pools[0].slices: -1"),
@@ -71,11 +71,11 @@ def test_minimal_standard_stack_has_only_the_system_pool():
     ({"project": "My_Project"}, "gcp:project: 'My_Project' is not a project id"),
     ({"project": "abc"}, "gcp:project: 'abc' is not a project id"),
     ({"region": "useast"}, "gcp:region: 'useast' is not a region"),
-    ({"mode": "autopilot", "pools": [pool()]}, "pools: 1 pool(s) declared in autopilot mode; allowed: none"),
-    ({"shapes": [pool()]}, "shapes: 1 shape(s) declared in standard mode"),
+    ({"mode": "autopilot", "pools": [pool()]}, "pools: '1 pool(s)' declared in autopilot mode; allowed: none"),
+    ({"shapes": [pool()]}, "shapes: '1 shape(s)' declared in standard mode"),
     ({"mode": "serverless"}, "mode: 'serverless'"),
-    ({"poolz": []}, "poolz: unknown key"),
-    ({"pools": [pool(topolgy="2x2")]}, "pools[0].topolgy: unknown key"),
+    ({"poolz": []}, "poolz: [] is an unknown key"),
+    ({"pools": [pool(topolgy="2x2")]}, "pools[0].topolgy: '2x2' is an unknown key"),
     ({"images": {"gemma-jax": "us-docker.pkg.dev/p/r/gemma-jax:latest"}},
      "images.gemma-jax: 'us-docker.pkg.dev/p/r/gemma-jax:latest' is not a digest reference"),
     ({"images": {"trl-gpu": "trl:v1"}}, "images.trl-gpu: 'trl:v1' is not a digest reference"),
@@ -141,11 +141,11 @@ def test_pulumi_yaml_types_are_ones_the_cli_accepts():
 
 @pytest.mark.parametrize("kwargs, expected", [
     ({"overrides": {"gke-finetune:pools": [pool(topology="3x3", zones=["us-east5-b"])]}}, "pools[0].topology"),
-    ({"overrides": {"gke-finetune:typo": "x"}}, "typo: unknown key"),
-    ({"secrets": {}}, "hfToken: not set"),
-    ({"secrets": {}, "plain": {"gke-finetune:hfToken": "hf_plain"}}, "hfToken: stored in plain text"),
+    ({"overrides": {"gke-finetune:typo": "x"}}, "typo: 'x' is an unknown key"),
+    ({"secrets": {}}, "hfToken: not set, run `pulumi config set --secret hfToken <token>`"),
+    ({"secrets": {}, "plain": {"gke-finetune:hfToken": "hf_plain"}}, "hfToken: '[plain text]' is stored in plain text"),
     ({"overrides": {"gcp:project": "Bad Project"}}, "gcp:project: 'Bad Project'"),
-    ({"overrides": {"gke-finetune:mode": "autopilot"}}, "pools: 1 pool(s) declared in autopilot mode"),
+    ({"overrides": {"gke-finetune:mode": "autopilot"}}, "pools: '1 pool(s)' declared in autopilot mode"),
     ({"overrides": {"gke-finetune:imageBuilder": "kaniko"}},
      "imageBuilder: 'kaniko' is not an image builder; allowed: docker | cloudbuild"),
 ])

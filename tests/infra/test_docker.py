@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from infra.imagespec import (
+from core.dockerfile import (
     REPO_ROOT,
     TRAINER_IMAGES,
     TrainerImage,

@@ -5,8 +5,10 @@ from __future__ import annotations
 import pytest
 
 from tests.infra.test_manifests import CASES, pod, trainer
-from workloads import examples, trainers
-from workloads.spec import validate_runs
+from core.trainers import TRAINERS
+from manifests import pod as pod_parts
+from stack.runs import run_problems
+from tests.support import examples
 
 
 @pytest.mark.parametrize("stack,run,contract,manifest", CASES)
@@ -17,9 +19,9 @@ def test_gpu_pods_cache_the_hub_in_a_sized_empty_dir(stack, run, contract, manif
     mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
     requests = container["resources"]["requests"]
     if run.trainer == "trl-gpu":
-        assert volumes["hf-cache"] == {"name": "hf-cache", "emptyDir": {"sizeLimit": trainers.HF_CACHE_SIZE}}
-        assert mounts["hf-cache"] == env["HF_HOME"] == trainers.HF_CACHE_DIR
-        assert requests["ephemeral-storage"] == trainers.HF_CACHE_SIZE
+        assert volumes["hf-cache"] == {"name": "hf-cache", "emptyDir": {"sizeLimit": TRAINERS["trl-gpu"].hf_cache_size}}
+        assert mounts["hf-cache"] == env["HF_HOME"] == pod_parts.HF_CACHE_DIR
+        assert requests["ephemeral-storage"] == TRAINERS["trl-gpu"].hf_cache_size
         assert "ephemeral-storage" not in container["resources"]["limits"]
     else:
         assert "hf-cache" not in volumes and "HF_HOME" not in env
@@ -27,11 +29,11 @@ def test_gpu_pods_cache_the_hub_in_a_sized_empty_dir(stack, run, contract, manif
 
 
 def test_the_cache_holds_a_31b_model_with_room_to_spare():
-    size_gib = int(trainers.HF_CACHE_SIZE.removesuffix("Gi"))
+    size_gib = int(TRAINERS["trl-gpu"].hf_cache_size.removesuffix("Gi"))
     assert size_gib * 2**30 > 4 * 62e9  # gemma-4-31B-it in bf16 is ~62 GB
 
 
 def test_a_run_may_not_move_the_cache():
     gpu = examples.RUNS[3]
-    [message] = validate_runs([gpu.model_copy(update={"env": {"HF_HOME": "/tmp"}})], examples.CONTRACTS)
+    [message] = map(str, run_problems([gpu.model_copy(update={"env": {"HF_HOME": "/tmp"}})], examples.CONTRACTS))
     assert "env HF_HOME is set by the platform" in message

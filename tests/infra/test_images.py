@@ -9,7 +9,7 @@ from pathlib import Path
 import pulumi
 import pytest
 
-from infra.imagespec import REPO_ROOT, TRAINER_IMAGES, content_files, content_tag
+from core.dockerfile import REPO_ROOT, TRAINER_IMAGES, content_files, content_tag
 
 JAX = TRAINER_IMAGES["gemma-jax"]
 GPU = TRAINER_IMAGES["trl-gpu"]
@@ -119,7 +119,7 @@ def mocks(monkeypatch):
 
 @pulumi.runtime.test
 def test_docker_builder_pushes_each_trainer_by_content_tag_and_exposes_digests(mocks):
-    from infra.images import TrainerImages, TrainerImagesArgs
+    from components.images import TrainerImages, TrainerImagesArgs
 
     images = TrainerImages("images", TrainerImagesArgs(registry_url=REGISTRY))
 
@@ -153,7 +153,7 @@ def _parented(urns):
 
 @pulumi.runtime.test
 def test_cloudbuild_builder_runs_gcloud_with_the_content_tag_as_trigger(mocks):
-    from infra.images import TrainerImages, TrainerImagesArgs
+    from components.images import TrainerImages, TrainerImagesArgs
 
     images = TrainerImages(
         "images",
@@ -180,14 +180,14 @@ def test_cloudbuild_builder_runs_gcloud_with_the_content_tag_as_trigger(mocks):
 
 
 def test_cloudbuild_builder_needs_project_and_region(mocks):
-    from infra.images import TrainerImages, TrainerImagesArgs
+    from components.images import TrainerImages, TrainerImagesArgs
 
     with pytest.raises(ValueError, match="project and region"):
         TrainerImages("images", TrainerImagesArgs(registry_url=REGISTRY, builder="cloudbuild"))
 
 
 def test_digest_ref_is_empty_until_the_digest_is_known():
-    from infra.images import digest_ref
+    from components.images import digest_ref
 
     assert digest_ref(REGISTRY, "trl-gpu", "") == ""
     assert digest_ref(REGISTRY, "trl-gpu", DIGEST + "\n") == f"{REGISTRY}/trl-gpu@{DIGEST}"
@@ -257,6 +257,6 @@ def test_the_stack_s_image_builder_chooses_cloud_build_in_its_project_and_region
 
 
 def test_the_default_image_builder_is_the_local_docker_engine():
-    from infra.config import StackConfig
+    from stack.config import StackConfig
 
     assert StackConfig.from_mapping({"project": "my-project-id", "region": "us-east5"}).image_builder == "docker"

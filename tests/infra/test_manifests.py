@@ -8,24 +8,27 @@ import re
 import pytest
 import yaml
 
-from infra.accelerators import Family
+from core.catalog import Family
 from trainers.exit_codes import CONFIG_ERROR, TERMINATED
-from workloads import examples, jobset, render, schemas, storage, trainers
-from workloads.manifests import build_run
+from manifests import jobset, storage
+from manifests import pod as pod_parts
+from tests.support import examples, goldens, schemas
+from tools import render
+from manifests.run import build_run
 
-STACKS = [render.EXAMPLES, *render.shipped_stacks()]
+STACKS = [goldens.EXAMPLES, *render.shipped_stacks()]
 
 
 def stack_inputs(stack: str):
     """(runs, contracts) of a stack, to check manifests against what they were built from."""
-    if stack == render.EXAMPLES:
+    if stack == goldens.EXAMPLES:
         return examples.RUNS, examples.CONTRACTS
     runs, contracts, _facts = render.stack_inputs(stack)
     return runs, contracts
 
 
 CASES = [
-    pytest.param(stack, run, contracts[run.pool], render.manifests_for(stack)[run.name], id=f"{stack}/{run.name}")
+    pytest.param(stack, run, contracts[run.pool], goldens.manifests_for(stack)[run.name], id=f"{stack}/{run.name}")
     for stack in STACKS
     for runs, contracts in [stack_inputs(stack)]
     for run in runs
@@ -128,7 +131,7 @@ def test_scheduling_equals_the_contract(stack, run, contract, manifest):
     chips = str(run.chips_per_host or contract.chips_per_host)
     resources = trainer(manifest)["resources"]
     assert resources["limits"] == {contract.resource_name: chips}
-    assert resources["requests"] == {contract.resource_name: chips, **trainers.storage_requests(run)}
+    assert resources["requests"] == {contract.resource_name: chips, **pod_parts.storage_requests(run)}
     if contract.reservation:
         assert spec["nodeSelector"]["cloud.google.com/reservation-name"] == contract.reservation
         assert spec["nodeSelector"]["cloud.google.com/reservation-affinity"] == "specific"
@@ -173,7 +176,7 @@ def test_read_write_mounts_only_where_the_trainer_writes(stack, run, contract, m
     spec = pod(manifest)["spec"]
     volumes = {v["name"]: v for v in spec["volumes"]}
     writable = {m["mountPath"] for m in trainer(manifest)["volumeMounts"] if not m.get("readOnly")}
-    local = {"/dev/shm", trainers.HF_CACHE_DIR} if run.trainer == "trl-gpu" else set()  # not the bucket
+    local = {"/dev/shm", pod_parts.HF_CACHE_DIR} if run.trainer == "trl-gpu" else set()  # not the bucket
     assert writable == {storage.CHECKPOINT_DIR, storage.PROFILE_DIR} | local
     written_prefixes = []
     for volume in volumes.values():
@@ -256,7 +259,7 @@ REGENERATE = "regenerate with `make golden` and review the diff"
 
 def golden_drift(stack: str, directory) -> list[str]:
     """How the goldens in `directory` differ from the stack's manifests, one line per file."""
-    manifests = render.manifests_for(stack)
+    manifests = goldens.manifests_for(stack)
     on_disk = {p.stem for p in directory.glob("*.yaml")}
     problems = [f"{stack}/{name}.yaml: no golden" for name in sorted(set(manifests) - on_disk)]
     problems += [f"{stack}/{name}.yaml: not a run of {stack}" for name in sorted(on_disk - set(manifests))]
@@ -270,19 +273,19 @@ def golden_drift(stack: str, directory) -> list[str]:
 
 @pytest.mark.parametrize("stack", STACKS)
 def test_goldens_match(stack):
-    assert golden_drift(stack, render.GOLDEN_DIR / stack) == [], REGENERATE
+    assert golden_drift(stack, goldens.GOLDEN_DIR / stack) == [], REGENERATE
 
 
 @pytest.mark.parametrize("stack", render.shipped_stacks())
 def test_every_shipped_stack_has_goldens_for_its_runs(stack):
     runs, _contracts, _facts = render.stack_inputs(stack)
     assert runs, f"Pulumi.{stack}.yaml declares no run"
-    assert {p.stem for p in (render.GOLDEN_DIR / stack).glob("*.yaml")} == {r.name for r in runs}
+    assert {p.stem for p in (goldens.GOLDEN_DIR / stack).glob("*.yaml")} == {r.name for r in runs}
 
 
 def test_a_drifted_golden_fails(tmp_path):
     stack = "tpu-multislice"
-    for golden in (render.GOLDEN_DIR / stack).glob("*.yaml"):
+    for golden in (goldens.GOLDEN_DIR / stack).glob("*.yaml"):
         (tmp_path / golden.name).write_text(golden.read_text())
     assert golden_drift(stack, tmp_path) == []
     [path] = tmp_path.glob("*.yaml")
@@ -296,7 +299,8 @@ def test_a_drifted_golden_fails(tmp_path):
 
 def test_render_writes_one_file_per_run_and_drops_stale_ones(tmp_path):
     (tmp_path / "removed-run.yaml").write_text("old")
-    assert render.main(["--examples", "--out", str(tmp_path)]) == 0
-    assert {p.stem for p in tmp_path.glob("*.yaml")} == {r.name for r in examples.RUNS}
+    assert render.main(["--stack", "tpu-multislice", "--out", str(tmp_path)]) == 0
+    runs, _contracts, _facts = render.stack_inputs("tpu-multislice")
+    assert {p.stem for p in tmp_path.glob("*.yaml")} == {r.name for r in runs}
     loaded = yaml.safe_load((tmp_path / "gemma3-multislice.yaml").read_text())
-    assert loaded == render.example_manifests()["gemma3-multislice"]
+    assert loaded == render.stack_manifests("tpu-multislice")["gemma3-multislice"]

@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from infra import accelerators as catalog
+from core import catalog
 from tools import plan
 from tools.offline import ROOT, SHIPPED_STACKS
 
 # What a planned tree needs: the program, its stack files, and the sources it reads.
-TREE = ("Pulumi.yaml", "__main__.py", "infra", "workloads", "trainers", "docker", "tools")
+TREE = ("Pulumi.yaml", "__main__.py", "core", "stack", "manifests", "components", "trainers", "docker", "tools")
 
 
 @pytest.fixture(scope="module")

@@ -5,9 +5,11 @@ from __future__ import annotations
 import pytest
 
 from tests.infra.test_manifests import CASES, trainer
-from workloads import examples, storage, trainers
-from workloads.manifests import build_run
-from workloads.spec import RunConfig, validate_runs
+from core.trainers import TRAINERS
+from manifests import storage
+from tests.support import examples
+from manifests.run import build_run
+from stack.runs import RunConfig, run_problems
 
 LOG_FLAG = {"gemma-jax": "--log_dir", "trl-gpu": "--logging_dir"}
 XPROF_FLAGS = ("--profile_steps", "--xprof_port")
@@ -37,9 +39,9 @@ def test_xprof_flags_and_port_only_for_a_profiled_gemma_jax_run(stack, run, cont
     container = trainer(manifest)
     ports = {p["name"]: p["containerPort"] for p in container.get("ports", [])}
     if run.profile and run.trainer == "gemma-jax":
-        assert flag_value(container["args"], "--profile_steps") == trainers.PROFILE_STEPS
-        assert flag_value(container["args"], "--xprof_port") == str(trainers.XPROF_PORT)
-        assert ports["xprof"] == trainers.XPROF_PORT
+        assert flag_value(container["args"], "--profile_steps") == TRAINERS["gemma-jax"].profile_args[1]
+        assert flag_value(container["args"], "--xprof_port") == str(TRAINERS["gemma-jax"].profile_port.number)
+        assert ports["xprof"] == TRAINERS["gemma-jax"].profile_port.number
     else:
         assert not set(XPROF_FLAGS) & set(container["args"])
         assert "xprof" not in ports
@@ -49,7 +51,7 @@ def test_profile_adds_the_xprof_flags_and_nothing_else():
     plain = trainer(build(TPU_RUN))
     profiled = trainer(build(TPU_RUN.model_copy(update={"profile": True})))
     added = [a for a in profiled["args"] if a not in plain["args"]]
-    assert added == ["--profile_steps", trainers.PROFILE_STEPS, "--xprof_port", str(trainers.XPROF_PORT)]
+    assert added == ["--profile_steps", TRAINERS["gemma-jax"].profile_args[1], "--xprof_port", str(TRAINERS["gemma-jax"].profile_port.number)]
     assert profiled["volumeMounts"] == plain["volumeMounts"]
     assert {p["name"] for p in profiled["ports"]} == {"tpu-runtime", "xprof"}
     assert {p["name"] for p in plain["ports"]} == {"tpu-runtime"}
@@ -57,15 +59,15 @@ def test_profile_adds_the_xprof_flags_and_nothing_else():
 
 def test_profile_is_refused_on_a_trl_gpu_run_with_the_key_and_what_is_allowed():
     runs = [examples.RUNS[0], GPU_RUN.model_copy(update={"profile": True})]
-    [message] = validate_runs(runs, examples.CONTRACTS)
+    [message] = [str(p) for p in run_problems(runs, examples.CONTRACTS)]
     assert message.startswith("runs[1].profile: true on run 'gemma4-sql-a4'")
     assert "trainer trl-gpu has no profiler flag" in message
     assert "allowed: false" in message and "gemma-jax" in message
-    assert validate_runs([GPU_RUN], examples.CONTRACTS) == []
+    assert [str(p) for p in run_problems([GPU_RUN], examples.CONTRACTS)] == []
 
 
 @pytest.mark.parametrize("flag", XPROF_FLAGS)
 def test_xprof_flags_in_args_are_refused(flag):
     run = TPU_RUN.model_copy(update={"args": (f"{flag}=1",)})
-    [message] = validate_runs([run], examples.CONTRACTS)
+    [message] = [str(p) for p in run_problems([run], examples.CONTRACTS)]
     assert f"flag {flag} is set by the platform for `profile: true`" in message

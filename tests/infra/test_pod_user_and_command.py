@@ -1,4 +1,4 @@
-"""Who the trainer runs as and how it is started: both from the image's own facts (infra/imagespec.py)."""
+"""Who the trainer runs as and how it is started: both from the image's own facts (core/trainers.py)."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from infra.imagespec import REPO_ROOT, TRAINER_IMAGES, parse_dockerfile
+from core.dockerfile import REPO_ROOT, TRAINER_IMAGES, parse_dockerfile
 from tests.infra.test_manifests import CASES, pod, trainer
-from workloads import examples
-from workloads.manifests import build_run
+from tests.support import examples
+from manifests.run import build_run
 
 
 def dockerfile_cmd(trainer: str) -> list[str]:
@@ -90,7 +90,7 @@ def test_every_trainer_is_confined_as_far_as_its_accelerator_allows(stack, run, 
     """No privilege escalation, the default seccomp filter and no API token for every pod.
 
     The non-root GPU trainer drops every capability; the root TPU trainer
-    drops NET_RAW and keeps the runtime's other defaults (workloads/trainers.py).
+    drops NET_RAW and keeps the runtime's other defaults (manifests/pod.py).
     tools/scan_skips.yaml skips checkov's capability check on these grounds.
     """
     spec = pod(manifest)["spec"]

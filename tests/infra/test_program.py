@@ -4,9 +4,9 @@ import functools
 
 import pytest
 
-from infra.identity import NODE_ROLES
-from infra.names import POOL_LABEL
-from tests.infra.pulumi_harness import SHIPPED_STACKS, run_stack
+from components.identity import NODE_ROLES
+from core.names import POOL_LABEL
+from tests.support.pulumi_harness import SHIPPED_STACKS, run_stack
 
 NODE_POOL = "gcp:container/nodePool:NodePool"
 CLUSTER = "gcp:container/cluster:Cluster"

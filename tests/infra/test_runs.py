@@ -1,4 +1,4 @@
-"""The Runs component under Pulumi's mocks: what it declares is what workloads/ renders."""
+"""The Runs component under Pulumi's mocks: what it declares is what manifests/ builds."""
 
 from __future__ import annotations
 
@@ -7,9 +7,10 @@ import pulumi_kubernetes as k8s
 import pytest
 from pulumi.runtime.mocks import MockMonitor
 
-from infra.runs import IMMUTABLE_PATHS, Runs, RunsArgs
-from workloads import examples
-from workloads.manifests import RunError, build_run
+from components.runs import IMMUTABLE_PATHS, Runs, RunsArgs
+from manifests.run import build_run
+from stack.problems import ConfigError
+from tests.support import examples
 
 
 class _Mocks(pulumi.runtime.Mocks):
@@ -92,12 +93,12 @@ def test_replacement_and_ordering_options(registrations):
 
 def test_invalid_runs_declare_nothing():
     bad = examples.RUNS[0].model_copy(update={"pool": "a4"})
-    with pytest.raises(RunError, match="needs a TPU pool"):
+    with pytest.raises(ConfigError, match="needs a TPU pool"):
         declare([bad])
 
 
 def test_a_run_without_an_image_declares_nothing():
-    with pytest.raises(RunError, match="no image for trainer trl-gpu"):
+    with pytest.raises(ConfigError, match="no image for trainer trl-gpu"):
         declare([examples.RUNS[3]], images={"gemma-jax": examples.FACTS.images["gemma-jax"]})
 
 

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from infra.config import ConfigError
-from tests.infra.pulumi_harness import SHIPPED_STACKS, declared_before_error, run_stack
-from workloads import jobset, render
-from workloads.manifests import PlatformFacts, build_run
-from workloads.spec import RunConfig
+from stack.config import ConfigError
+from tests.support.pulumi_harness import SHIPPED_STACKS, declared_before_error, run_stack
+from manifests import jobset
+from stack.images import UNBUILT_DIGEST
+from tests.support import goldens
+from tools import render
+from manifests.run import PlatformFacts, build_run
+from stack.runs import RunConfig
 
 JOBSET = "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"
 DIGEST = "sha256:" + "1" * 64
@@ -73,14 +76,14 @@ def _without_digests(value):
 def test_the_program_applies_the_golden_manifests_with_the_built_image_digests(stack):
     """What is reviewed (tests/golden/<stack>/) is what `pulumi up` applies, but the digests
     of the images it builds, which exist only after the build."""
-    goldens = render.manifests_for(stack)
+    expected = goldens.manifests_for(stack)
     declared = run_stack(stack).of_type(JOBSET)
-    assert goldens and len(declared) == len(goldens)
+    assert expected and len(declared) == len(expected)
     for jobset in declared:
-        golden = goldens[jobset.inputs["metadata"]["name"]]
+        golden = expected[jobset.inputs["metadata"]["name"]]
         assert _without_digests(jobset.inputs["spec"]) == _without_digests(golden["spec"])
         assert jobset.inputs["metadata"] == golden["metadata"]
-        assert render.UNBUILT_DIGEST in _images(golden) and render.UNBUILT_DIGEST not in _images(jobset.inputs)
+        assert UNBUILT_DIGEST in _images(golden) and UNBUILT_DIGEST not in _images(jobset.inputs)
 
 
 def _images(manifest: dict) -> str:

@@ -14,7 +14,9 @@ import yaml
 
 from tests.infra.test_manifests import CASES
 from tools import scan
-from workloads import render, schemas
+from manifests.jobset import child_jobs
+from tests.support import goldens, schemas
+from tools import render
 
 ROOT = render.ROOT
 
@@ -79,7 +81,7 @@ def test_a_scan_that_checked_nothing_fails(tmp_path, capsys):
 
 @pytest.mark.parametrize("stack,run,contract,manifest", CASES)
 def test_each_replicated_job_is_scanned_as_the_valid_job_it_stands_for(stack, run, contract, manifest):
-    jobs = render.child_jobs(manifest)
+    jobs = child_jobs(manifest)
     replicated = manifest["spec"]["replicatedJobs"]
     assert list(jobs) == [f"{run.name}-{r['name']}" for r in replicated]
     for job, r in zip(jobs.values(), replicated):
@@ -90,9 +92,9 @@ def test_each_replicated_job_is_scanned_as_the_valid_job_it_stands_for(stack, ru
 
 
 def test_explode_jobs_writes_jobs_instead_of_jobsets(tmp_path):
-    assert render.main(["--examples", "--explode-jobs", "--out", str(tmp_path)]) == 0
+    assert render.main(["--stack", "a4", "--explode-jobs", "--out", str(tmp_path)]) == 0
     kinds = {p.stem: yaml.safe_load(p.read_text())["kind"] for p in tmp_path.glob("*.yaml")}
-    assert kinds == {f"{name}-trainer": "Job" for name in render.example_manifests()}
+    assert kinds == {f"{name}-trainer": "Job" for name in render.stack_manifests("a4")}
 
 
 def test_make_test_runs_the_scan_on_every_stack_with_its_skip_list():

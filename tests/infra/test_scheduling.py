@@ -2,10 +2,9 @@
 
 import pytest
 
-from infra.config import StackConfig
-from infra.ids import SERVICE_ACCOUNT_ID_MAX, service_account_id
-from infra.names import POOL_LABEL
-from infra.scheduling import derive_contracts
+from stack.config import StackConfig
+from core.ids import SERVICE_ACCOUNT_ID_MAX, service_account_id
+from core.names import POOL_LABEL
 
 BASE = {"project": "my-project-id", "region": "us-east5", "zones": ["us-east5-b"]}
 TPU_TOLERATION = {"key": "google.com/tpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"}
@@ -13,7 +12,7 @@ SPOT_TOLERATION = {"key": "cloud.google.com/gke-spot", "operator": "Equal", "val
 
 
 def contracts(**changes):
-    return derive_contracts(StackConfig.from_mapping({**BASE, **changes}))
+    return StackConfig.from_mapping({**BASE, **changes}).contracts()
 
 
 def test_standard_contract_selects_the_pool_and_tolerates_its_taints():

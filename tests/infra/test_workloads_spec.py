@@ -1,12 +1,13 @@
-"""validate_runs: every bad run is reported with a message that names the run and the fix."""
+"""run_problems: every bad run is reported with a message that names the run and the fix."""
 
 from __future__ import annotations
 
 import pytest
 
-from workloads import examples
-from workloads.manifests import RunError, build_runs
-from workloads.spec import RunConfig, validate_runs
+from manifests.run import build_runs
+from stack.problems import ConfigError
+from stack.runs import RunConfig, run_problems
+from tests.support import examples
 
 CONTRACTS = examples.CONTRACTS
 GOOD = RunConfig(name="ok", trainer="gemma-jax", pool="v6e-2x4", data="stories.txt")
@@ -14,16 +15,16 @@ GPU = RunConfig(name="sql", trainer="trl-gpu", pool="a4")
 
 
 def problems(*runs: RunConfig) -> list[str]:
-    return validate_runs(runs, CONTRACTS)
+    return [str(p) for p in run_problems(runs, CONTRACTS)]
 
 
 def test_example_runs_are_valid():
-    assert validate_runs(examples.RUNS, CONTRACTS) == []
+    assert run_problems(examples.RUNS, CONTRACTS) == []
 
 
 def test_unknown_pool_names_the_declared_pools():
     [message] = problems(GOOD.model_copy(update={"pool": "v5e"}))
-    assert "run 'ok'" in message and "pool 'v5e' does not exist" in message
+    assert "run 'ok'" in message and "runs[0].pool: 'v5e' does not exist" in message
     assert "'v6e-2x4'" in message and "'a4'" in message
 
 
@@ -39,7 +40,7 @@ def test_tpu_trainer_on_gpu_pool():
 
 def test_chips_per_host_above_the_vm():
     [message] = problems(GOOD.model_copy(update={"chips_per_host": 8}))
-    assert "chips_per_host=8 is more than the 4 chips of one ct6e-standard-4t VM" in message
+    assert "runs[0].chipsPerHost: 8 on run 'ok' is more than the 4 chips of one ct6e-standard-4t VM" in message
     [message] = problems(GPU.model_copy(update={"chips_per_host": 16}))
     assert "more than the 8 chips" in message
 
@@ -53,19 +54,19 @@ def test_fewer_chips_on_a_multi_host_slice_are_rejected_but_allowed_on_one_gpu_m
 @pytest.mark.parametrize("name", ["Gemma", "1run", "run_1", "run-", "", "a" * 64, "ré"])
 def test_name_that_is_not_a_dns_label(name):
     [message] = problems(GOOD.model_copy(update={"name": name}))
-    assert f"run {name!r}: name must be a DNS-1035 label" in message
+    assert f"runs[0].name: {name!r} is not a DNS-1035 label" in message
 
 
 def test_name_too_long_for_the_derived_pod_hostnames():
     name = "a" * 52  # a valid label, but <name>-trainer-1-1 has 64 characters
     [message] = problems(GOOD.model_copy(update={"name": name, "pool": "v6e-2x4-x2"}))
-    assert "name is too long" in message and f"'{name}-trainer-1-1'" in message
+    assert "runs[0].name: " in message and "is too long for pool 'v6e-2x4-x2'" in message and f"'{name}-trainer-1-1'" in message
     assert problems(GOOD.model_copy(update={"name": "a" * 51})) == []  # <name>-trainer-0-1: 63
 
 
 def test_duplicate_names():
     messages = problems(GOOD, GOOD.model_copy(update={"pool": "v6e-1x1"}))
-    assert messages == ["runs: name 'ok' is declared 2 times; run names must be unique"]
+    assert messages == ["runs[1].name: 'ok' is declared 2 times; allowed: unique run names"]
 
 
 def test_flags_the_platform_sets_are_rejected():
@@ -111,7 +112,7 @@ def test_every_problem_is_reported_at_once():
 
 
 def test_build_runs_refuses_invalid_runs_before_building_any():
-    with pytest.raises(RunError) as err:
+    with pytest.raises(ConfigError) as err:
         build_runs([GOOD, GPU.model_copy(update={"pool": "v6e-1x1"})], CONTRACTS, examples.FACTS)
     assert "needs a GPU pool" in str(err.value)
 
@@ -124,7 +125,7 @@ def test_build_rejects_a_tagged_stack_image():
 
 def test_build_names_a_run_without_an_image():
     facts = examples.FACTS.__class__(bucket="b", images={"gemma-jax": examples.FACTS.images["gemma-jax"]})
-    with pytest.raises(RunError, match=r"run 'sql': no image for trainer trl-gpu"):
+    with pytest.raises(ConfigError, match=r"runs\[0\].image: None on run 'sql': no image for trainer trl-gpu"):
         build_runs([GPU], CONTRACTS, facts)
 
 

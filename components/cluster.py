@@ -1,0 +1,132 @@
+"""The GKE cluster: Standard (with a small system pool) or Autopilot."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_gcp as gcp
+
+from stack.config import StackConfig
+
+CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
+
+
+@dataclass
+class ClusterArgs:
+    config: StackConfig
+    node_service_account: pulumi.Input[str]  # email
+
+
+def workload_pool(project: str) -> str:
+    return f"{project}.svc.id.goog"
+
+
+def shielded() -> gcp.container.NodePoolNodeConfigShieldedInstanceConfigArgs:
+    return gcp.container.NodePoolNodeConfigShieldedInstanceConfigArgs(
+        enable_secure_boot=True, enable_integrity_monitoring=True
+    )
+
+
+class Cluster(pulumi.ComponentResource):
+    """A regional cluster; on Standard also the system node pool controllers run on."""
+
+    cluster: gcp.container.Cluster
+    system_pool: gcp.container.NodePool | None
+    name: pulumi.Output[str]
+    location: pulumi.Output[str]
+    endpoint: pulumi.Output[str]
+    ca_certificate: pulumi.Output[str]
+
+    def __init__(self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("gke-finetune:platform:Cluster", name, None, opts)
+        cfg = args.config
+        build = self._autopilot if cfg.autopilot else self._standard
+        self.cluster = build(name, args)
+        self.system_pool = None if cfg.autopilot else self._system_pool(name, args)
+        self.name = self.cluster.name
+        self.location = self.cluster.location
+        self.endpoint = self.cluster.endpoint
+        self.ca_certificate = self.cluster.master_auth.cluster_ca_certificate
+        self.register_outputs({"name": self.name, "location": self.location})
+
+    def _common(self, args: ClusterArgs) -> dict:
+        cfg = args.config
+        return dict(
+            project=cfg.project,
+            name=cfg.cluster_name,
+            location=cfg.region,
+            release_channel=gcp.container.ClusterReleaseChannelArgs(channel=cfg.release_channel),
+            deletion_protection=cfg.deletion_protection,
+            # VPC-native (alias IPs), required by Autopilot and by TPU node pools.
+            networking_mode="VPC_NATIVE",
+            ip_allocation_policy=gcp.container.ClusterIpAllocationPolicyArgs(),
+        )
+
+    def _standard(self, name: str, args: ClusterArgs) -> gcp.container.Cluster:
+        cfg = args.config
+        return gcp.container.Cluster(
+            name,
+            **self._common(args),
+            # The default pool is replaced by the system pool below; GKE still
+            # creates it briefly, so it gets the least-privilege account too.
+            remove_default_node_pool=True,
+            initial_node_count=1,
+            node_config=gcp.container.ClusterNodeConfigArgs(
+                service_account=args.node_service_account,
+                oauth_scopes=[CLOUD_PLATFORM_SCOPE],
+                shielded_instance_config=gcp.container.ClusterNodeConfigShieldedInstanceConfigArgs(
+                    enable_secure_boot=True, enable_integrity_monitoring=True
+                ),
+            ),
+            enable_shielded_nodes=True,
+            workload_identity_config=gcp.container.ClusterWorkloadIdentityConfigArgs(
+                workload_pool=workload_pool(cfg.project)
+            ),
+            # https://cloud.google.com/kubernetes-engine/docs/how-to/persistent-volumes/cloud-storage-fuse-csi-driver-setup
+            addons_config=gcp.container.ClusterAddonsConfigArgs(
+                gcs_fuse_csi_driver_config=gcp.container.ClusterAddonsConfigGcsFuseCsiDriverConfigArgs(
+                    enabled=True
+                ),
+            ),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+
+    def _autopilot(self, name: str, args: ClusterArgs) -> gcp.container.Cluster:
+        # Autopilot always has Workload Identity, shielded nodes and the GCS FUSE
+        # driver; what it lets us choose is the account of the nodes it creates.
+        # https://cloud.google.com/kubernetes-engine/docs/concepts/autopilot-security
+        return gcp.container.Cluster(
+            name,
+            **self._common(args),
+            enable_autopilot=True,
+            cluster_autoscaling=gcp.container.ClusterClusterAutoscalingArgs(
+                auto_provisioning_defaults=gcp.container.ClusterClusterAutoscalingAutoProvisioningDefaultsArgs(
+                    service_account=args.node_service_account,
+                    oauth_scopes=[CLOUD_PLATFORM_SCOPE],
+                ),
+            ),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+
+    def _system_pool(self, name: str, args: ClusterArgs) -> gcp.container.NodePool:
+        cfg = args.config
+        return gcp.container.NodePool(
+            f"{name}-system",
+            project=cfg.project,
+            cluster=self.cluster.id,
+            location=cfg.region,
+            name="system",
+            node_count=cfg.system_node_count,  # per zone of the regional cluster
+            management=gcp.container.NodePoolManagementArgs(auto_repair=True, auto_upgrade=True),
+            node_config=gcp.container.NodePoolNodeConfigArgs(
+                machine_type=cfg.system_machine_type,
+                service_account=args.node_service_account,
+                oauth_scopes=[CLOUD_PLATFORM_SCOPE],
+                workload_metadata_config=gcp.container.NodePoolNodeConfigWorkloadMetadataConfigArgs(
+                    mode="GKE_METADATA"
+                ),
+                shielded_instance_config=shielded(),
+            ),
+            opts=pulumi.ResourceOptions(parent=self),
+        )

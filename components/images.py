@@ -1,0 +1,159 @@
+"""Trainer images built from this repository and pushed to the stack's Artifact Registry.
+
+Each image is tagged with the content tag of what it is built from
+(infra/imagespec.py), and exposed by digest (`<registry>/<image>@sha256:...`),
+which is what runs reference. Unchanged trainer code means an unchanged tag,
+so `pulumi up` builds nothing; changed code means a new tag, a new build, a new
+digest, and `pulumi preview` shows the runs using it replaced.
+
+Two builders:
+- `docker` (default): pulumi-docker-build, with the local Docker engine
+  (BuildKit/buildx). Pushing uses Docker's credentials for the registry host:
+  `gcloud auth configure-docker <region>-docker.pkg.dev` once.
+- `cloudbuild`: no local Docker engine; `gcloud builds submit` runs the same
+  Dockerfile in Cloud Build (docker/cloudbuild.yaml) and the digest is read
+  back with `gcloud artifacts docker images describe`. Needs gcloud
+  credentials and the Cloud Build API enabled.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import pulumi
+import pulumi_command as command
+import pulumi_docker_build as docker_build
+
+from core.dockerfile import IMAGE_BUILDERS, REPO_ROOT, TRAINER_IMAGES, ImageBuilder, TrainerImage, content_tag
+
+Builder = ImageBuilder
+BUILDERS = IMAGE_BUILDERS
+CLOUDBUILD_CONFIG = "docker/cloudbuild.yaml"
+# TPU v6e hosts and A4 machines are x86-64.
+PLATFORM = docker_build.Platform.LINUX_AMD64
+
+
+@dataclass(frozen=True)
+class TrainerImagesArgs:
+    registry_url: pulumi.Input[str]  # <region>-docker.pkg.dev/<project>/<repository>
+    builder: Builder = "docker"
+    trainers: Sequence[str] = tuple(TRAINER_IMAGES)
+    project: str | None = None  # cloudbuild only: the project that runs the build
+    region: str | None = None  # cloudbuild only: the Cloud Build region
+    context_root: Path = field(default=REPO_ROOT)
+
+
+def relative(path: Path) -> str:
+    """`path` relative to the working directory (the project directory under the CLI).
+
+    Absolute paths would differ between machines and checkouts and show up as
+    a change of every image in the next preview.
+    """
+    return os.path.relpath(path)
+
+
+def digest_ref(registry_url: str, image_name: str, digest: str) -> str:
+    """`<registry>/<image>@sha256:...`, or '' while the digest is not known."""
+    digest = digest.strip()
+    return f"{registry_url}/{image_name}@{digest}" if digest else ""
+
+
+def cloudbuild_command(
+    image: TrainerImage, tagged: str, project: str, region: str
+) -> str:
+    """Shell command that builds and pushes `tagged` in Cloud Build and prints its digest."""
+    q = shlex.quote
+    substitutions = f"_IMAGE={tagged},_DOCKERFILE={image.dockerfile}"
+    return (
+        f"gcloud builds submit . --quiet --project={q(project)} --region={q(region)}"
+        f" --config={CLOUDBUILD_CONFIG} --substitutions={q(substitutions)} 1>&2"
+        f" && gcloud artifacts docker images describe {q(tagged)} --project={q(project)}"
+        " --format='value(image_summary.digest)'"
+    )
+
+
+class TrainerImages(pulumi.ComponentResource):
+    """Builds and pushes one image per trainer; `refs[trainer]` is its digest reference."""
+
+    refs: dict[str, pulumi.Output[str]]
+    tags: dict[str, str]
+    builds: dict[str, pulumi.CustomResource]  # the build resource of each trainer
+
+    def __init__(
+        self,
+        name: str,
+        args: TrainerImagesArgs,
+        opts: pulumi.ResourceOptions | None = None,
+    ):
+        super().__init__("gke-finetune:platform:TrainerImages", name, None, opts)
+        if args.builder not in BUILDERS:
+            raise ValueError(f"image builder {args.builder!r}; allowed: {list(BUILDERS)}")
+        if args.builder == "cloudbuild" and not (args.project and args.region):
+            raise ValueError("the cloudbuild image builder needs project and region")
+
+        child = pulumi.ResourceOptions(parent=self)
+        registry = pulumi.Output.from_input(args.registry_url)
+        self.refs = {}
+        self.tags = {}
+        self.builds = {}
+        for trainer in args.trainers:
+            image = TRAINER_IMAGES[trainer]
+            tag = content_tag(image, args.context_root)
+            self.tags[trainer] = tag
+            tagged = registry.apply(lambda url, i=image, t=tag: f"{url}/{i.image_name}:{t}")
+            if args.builder == "docker":
+                build = self._docker(name, image, tagged, args.context_root, child)
+                digest = build.digest
+            else:
+                build = self._cloudbuild(name, image, tag, tagged, args, child)
+                digest = build.stdout
+            self.builds[trainer] = build
+            self.refs[trainer] = pulumi.Output.all(registry, digest).apply(
+                lambda a, i=image: digest_ref(a[0], i.image_name, a[1])
+            )
+
+        self.register_outputs({"refs": self.refs, "tags": self.tags})
+
+    @staticmethod
+    def _docker(
+        name: str,
+        image: TrainerImage,
+        tagged: pulumi.Output[str],
+        root: Path,
+        opts: pulumi.ResourceOptions,
+    ) -> docker_build.Image:
+        return docker_build.Image(
+            f"{name}-{image.trainer}",
+            context=docker_build.BuildContextArgs(location=relative(root)),
+            dockerfile=docker_build.DockerfileArgs(location=relative(root / image.dockerfile)),
+            platforms=[PLATFORM],
+            tags=[tagged],
+            push=True,
+            # A preview only says whether the tag (the content) changed; the
+            # build happens on `up`. Reviews need no Docker engine.
+            build_on_preview=False,
+            opts=opts,
+        )
+
+    @staticmethod
+    def _cloudbuild(
+        name: str,
+        image: TrainerImage,
+        tag: str,
+        tagged: pulumi.Output[str],
+        args: TrainerImagesArgs,
+        opts: pulumi.ResourceOptions,
+    ) -> command.local.Command:
+        return command.local.Command(
+            f"{name}-{image.trainer}",
+            create=tagged.apply(
+                lambda t: cloudbuild_command(image, t, args.project, args.region)
+            ),
+            dir=relative(args.context_root),
+            triggers=[tag],
+            opts=opts,
+        )

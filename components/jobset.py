@@ -1,0 +1,43 @@
+"""The JobSet controller, from its official Helm chart.
+
+https://jobset.sigs.k8s.io/docs/installation/ — the chart on registry.k8s.io
+is versioned without the `v` of the release tag.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from core.names import JOBSET_CHART, JOBSET_CHART_VERSION, JOBSET_NAMESPACE
+
+
+@dataclass
+class JobSetControllerArgs:
+    provider: k8s.Provider
+    depends_on: list[pulumi.Resource] = field(default_factory=list)  # nodes to run on
+
+
+class JobSetController(pulumi.ComponentResource):
+    """Installs the controller; runs depend on `release` so their CRD exists first."""
+
+    release: k8s.helm.v3.Release
+
+    def __init__(self, name: str, args: JobSetControllerArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("gke-finetune:platform:JobSetController", name, None, opts)
+        self.release = k8s.helm.v3.Release(
+            name,
+            name="jobset",
+            chart=JOBSET_CHART,
+            version=JOBSET_CHART_VERSION,
+            namespace=JOBSET_NAMESPACE,
+            create_namespace=True,
+            # Wait for the controller and its webhook before anything submits a JobSet.
+            skip_await=False,
+            atomic=True,
+            timeout=600,
+            opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=args.depends_on),
+        )
+        self.register_outputs({"version": JOBSET_CHART_VERSION})

@@ -1,0 +1,93 @@
+"""The data bucket: datasets in, checkpoints and profiles out. It outlives the stack.
+
+Layout (infra/names.py): `datasets/` (read by every run), `checkpoints/<run>/`
+and `profiles/<run>/` (written by the run). The trainer account reads the
+whole bucket (resuming reads checkpoints back; GCS FUSE needs object list)
+and may write only under `checkpoints/` and `profiles/`: an IAM condition on
+the object (and, with hierarchical namespace, folder) resource name.
+https://cloud.google.com/storage/docs/access-control/iam#conditions
+Managed folders would do the same but are resources inside the bucket that
+`pulumi destroy` would have to delete; conditions leave the bucket's content
+alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_gcp as gcp
+
+from core.names import CHECKPOINT_PREFIX, PROFILE_PREFIX
+
+SOFT_DELETE_SECONDS = 7 * 24 * 3600
+WRITABLE_PREFIXES = (CHECKPOINT_PREFIX, PROFILE_PREFIX)
+
+
+@dataclass
+class DataBucketArgs:
+    project: str
+    location: str
+    name: str
+    trainer_member: pulumi.Input[str]
+
+
+def write_condition(bucket: str) -> str:
+    """CEL expression true only for objects and folders below the writable prefixes."""
+    clauses = [
+        f'resource.name.startsWith("projects/_/buckets/{bucket}/{kind}/{prefix}/")'
+        for prefix in WRITABLE_PREFIXES
+        for kind in ("objects", "folders")
+    ]
+    return " || ".join(clauses)
+
+
+class DataBucket(pulumi.ComponentResource):
+    """The bucket (protected, kept on destroy) and the trainer's grants on it."""
+
+    bucket: gcp.storage.Bucket
+    url: pulumi.Output[str]
+
+    def __init__(self, name: str, args: DataBucketArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("gke-finetune:platform:DataBucket", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        self.bucket = gcp.storage.Bucket(
+            name,
+            project=args.project,
+            name=args.name,
+            location=args.location.upper(),
+            # Hierarchical namespace (fast folder renames and listing for GCS FUSE)
+            # requires uniform bucket-level access.
+            # https://cloud.google.com/storage/docs/hns-overview
+            uniform_bucket_level_access=True,
+            hierarchical_namespace=gcp.storage.BucketHierarchicalNamespaceArgs(enabled=True),
+            public_access_prevention="enforced",
+            soft_delete_policy=gcp.storage.BucketSoftDeletePolicyArgs(
+                retention_duration_seconds=SOFT_DELETE_SECONDS
+            ),
+            force_destroy=False,
+            # `pulumi destroy --exclude-protected` (make destroy) leaves it in
+            # place; retain_on_delete keeps it even if it is ever unprotected.
+            opts=pulumi.ResourceOptions(parent=self, protect=True, retain_on_delete=True),
+        )
+        gcp.storage.BucketIAMMember(
+            f"{name}-trainer-read",
+            bucket=self.bucket.name,
+            role="roles/storage.objectViewer",
+            member=args.trainer_member,
+            opts=child,
+        )
+        gcp.storage.BucketIAMMember(
+            f"{name}-trainer-write",
+            bucket=self.bucket.name,
+            role="roles/storage.objectUser",
+            member=args.trainer_member,
+            condition=gcp.storage.BucketIAMMemberConditionArgs(
+                title="checkpoints-and-profiles-only",
+                description="Write only below checkpoints/ and profiles/",
+                expression=write_condition(args.name),
+            ),
+            opts=child,
+        )
+        self.url = pulumi.Output.concat("gs://", self.bucket.name)
+        self.register_outputs({"url": self.url})

@@ -1,0 +1,43 @@
+"""Names the platform creates and the runs refer to, and the versions it pins. Pure data."""
+
+# The Pulumi project (Pulumi.yaml `name`), and so the namespace of its config keys.
+PROJECT = "gke-finetune"
+
+# Kubernetes namespace holding the trainer service account, the Hugging Face
+# token Secret and every run.
+RUNS_NAMESPACE = "finetune"
+# Kubernetes service account the trainer pods run as; Workload Identity maps it
+# to the trainer Google service account.
+TRAINER_KSA = "trainer"
+# Kubernetes Secret holding the Hugging Face token, and its key.
+HF_TOKEN_SECRET = "hf-token"
+HF_TOKEN_KEY = "token"
+
+# Bucket layout. Runs read `datasets/` and write only below their own
+# `checkpoints/<run>/` and `profiles/<run>/`.
+DATA_PREFIX = "datasets"
+CHECKPOINT_PREFIX = "checkpoints"
+PROFILE_PREFIX = "profiles"
+
+# Node label every accelerator pool carries with its logical pool name, so a
+# run selects exactly its pool (all slices of it), whatever GKE names the
+# node pools.
+POOL_LABEL = "gke-finetune/pool"
+
+# Labels every run's JobSet (and its pods) carries.
+APP_LABEL = "app.kubernetes.io/name"
+RUN_LABEL = "gke-finetune/run"
+
+# --- pinned versions ---------------------------------------------------------
+# JobSet: the release whose CRD the manifests are built for and validated
+# against. Its Helm chart on registry.k8s.io is versioned without the `v`.
+# https://jobset.sigs.k8s.io/docs/installation/
+JOBSET_VERSION = "v0.12.0"
+JOBSET_CHART = "oci://registry.k8s.io/jobset/charts/jobset"
+JOBSET_CHART_VERSION = JOBSET_VERSION.removeprefix("v")
+JOBSET_NAMESPACE = "jobset-system"
+# The Kubernetes minor the child Jobs are checked against (GKE's regular channel).
+KUBERNETES_VERSION = "1.33.0"
+
+# The one replicated job of every run's JobSet; part of every pod hostname.
+REPLICATED_JOB = "trainer"

@@ -1,0 +1,225 @@
+"""The trainer table: one typed row per trainer, everything the platform knows of it.
+
+A row says which accelerator family the trainer is built for, how its image
+starts and as whom, which flags the platform passes it (paths below the run's
+mounts, the chip's peak FLOP/s, the process count), which volumes, ports and
+grace period its pods get, and what it can profile. Manifests, validation,
+image builds and the offline plan read these rows; adding a trainer means a
+row here and its own package under trainers/. Pure data: no pydantic, no Pulumi.
+
+The images hold the repository's `trainers/` package at /app (WORKDIR), so a
+trainer is started as a module of that package.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from core.catalog import Family
+from trainers.exit_codes import CONFIG_ERROR
+
+__all__ = ["CONFIG_ERROR", "TRAINERS", "Port", "Trainer", "TrainerImage", "trainer"]
+
+# The trainer container's name in every pod, and the image's WORKDIR.
+CONTAINER = "trainer"
+WORKDIR = "/app"
+
+# Environment variables the manifests set; a run's `env` may not replace them.
+RESERVED_ENV = frozenset(
+    {
+        "HF_HOME",
+        "HF_TOKEN_PATH",
+        "MEGASCALE_COORDINATOR_ADDRESS",
+        "MEGASCALE_NUM_SLICES",
+        "MEGASCALE_SLICE_ID",
+        "PYTHONUNBUFFERED",
+    }
+)
+
+# Where a platform-set path flag points: one of the run's bucket mounts.
+MountName = Literal["data", "checkpoints", "profiles"]
+
+
+@dataclass(frozen=True)
+class TrainerImage:
+    """How a trainer's image is built and started (its Dockerfile is docker/<trainer>/Dockerfile)."""
+
+    trainer: str
+    package: str  # the Python package copied into the image, e.g. trainers.gemma_jax
+    entry_module: str  # the trainer module the launch command runs
+    command: tuple[str, ...]  # the image's default command (its CMD)
+    user: int  # the uid the trainer runs as in the image (0: root)
+    group: int  # its primary gid (the Dockerfile's `USER <uid>:<gid>`)
+    # The launcher flag that sets the number of processes per host (inserted
+    # before the trainer's `-m <module>`), or None when the command has none.
+    processes_flag: str | None = None
+
+    @property
+    def command_modules(self) -> tuple[str, ...]:
+        """Every module the command runs with `-m` (launchers included)."""
+        return tuple(self.command[i + 1] for i, w in enumerate(self.command[:-1]) if w == "-m")
+
+    @property
+    def non_root(self) -> bool:
+        return self.user != 0
+
+    def launch_command(self, processes: int) -> tuple[str, ...]:
+        """The default command, with the process count per host where the launcher takes one.
+
+        Run manifests start the trainer with this, so a pod's command and the
+        image's CMD differ by that flag alone and cannot drift apart.
+        """
+        if self.processes_flag is None:
+            return self.command
+        entry = len(self.command) - 2  # `-m <entry_module>` ends the launch command
+        if self.command[entry:] != ("-m", self.entry_module):
+            raise ValueError(f"{self.trainer}: command {self.command} does not end with -m {self.entry_module}")
+        return (*self.command[:entry], self.processes_flag, str(processes), *self.command[entry:])
+
+    @property
+    def image_name(self) -> str:
+        return self.trainer
+
+    @property
+    def dockerfile(self) -> str:
+        """Path of the Dockerfile, relative to the repository root (the build context)."""
+        return f"docker/{self.trainer}/Dockerfile"
+
+    @property
+    def dockerignore(self) -> str:
+        """BuildKit reads `<Dockerfile>.dockerignore` before the context's `.dockerignore`."""
+        return f"{self.dockerfile}.dockerignore"
+
+    @property
+    def package_dir(self) -> str:
+        return self.package.replace(".", "/")
+
+    @property
+    def requirements(self) -> str:
+        """The pinned dependency file both the tests' environment and the image install."""
+        return f"{self.package_dir}/requirements.txt"
+
+
+@dataclass(frozen=True)
+class Port:
+    name: str
+    number: int
+
+    def container_port(self) -> dict:
+        return {"containerPort": self.number, "name": self.name, "protocol": "TCP"}
+
+
+@dataclass(frozen=True)
+class Trainer:
+    """One trainer: its image, its accelerator family and what its pods get from the platform."""
+
+    name: str
+    family: Family
+    image: TrainerImage
+    # Seconds between SIGTERM and SIGKILL: the trainer writes a final checkpoint when told to stop.
+    grace_seconds: int
+    # Flags the platform passes, in order, each pointing below one of the run's mounts.
+    # A "data" flag is passed only when the run names `data`.
+    path_flags: tuple[tuple[str, MountName], ...]
+    # Whether a run must name `data` (a file below datasets/); else the trainer has a default source.
+    data_required: bool
+    # The flag taking the chip's peak bf16 FLOP/s (for MFU), or None.
+    peak_flops_flag: str | None = None
+    # What `profile: true` adds to the arguments, and the port the profiler serves on.
+    # Empty: the trainer cannot profile, and `profile: true` is refused.
+    profile_args: tuple[str, ...] = ()
+    profile_port: Port | None = None
+    # The port the hosts of a multi-host slice reach each other on, or None.
+    slice_port: Port | None = None
+    # The Hugging Face token as a file (HF_TOKEN_PATH), a Hub cache emptyDir of
+    # this size (HF_HOME), a memory-backed /dev/shm of this size.
+    hf_token: bool = False
+    hf_cache_size: str | None = None
+    shm_size: str | None = None
+
+    @property
+    def platform_flags(self) -> frozenset[str]:
+        """Flags the platform sets itself; a run's `args` may not repeat them."""
+        flags = {flag for flag, _ in self.path_flags}
+        flags |= {f for f in (self.peak_flops_flag, self.image.processes_flag) if f}
+        return frozenset(flags)
+
+    @property
+    def profile_flags(self) -> frozenset[str]:
+        return frozenset(a for a in self.profile_args if a.startswith("--"))
+
+    @property
+    def can_profile(self) -> bool:
+        return bool(self.profile_args)
+
+
+# XProf for a run with `profile: true`: a trace of a few steps once step 1
+# (compilation) and the first steps after it are behind, written next to the
+# TensorBoard events, and the profiler server, reached through
+# `kubectl port-forward` for on-demand capture. https://docs.jax.dev/en/latest/profiling.html
+_XPROF = Port("xprof", 9012)
+_PROFILE_STEPS = "10:15"
+# libtpu's port for the hosts of one slice to reach each other.
+_TPU_RUNTIME = Port("tpu-runtime", 8471)
+
+_ROWS = (
+    Trainer(
+        name="gemma-jax",
+        family=Family.TPU,
+        image=TrainerImage(
+            trainer="gemma-jax",
+            package="trainers.gemma_jax",
+            entry_module="trainers.gemma_jax.train",
+            command=("python", "-m", "trainers.gemma_jax.train"),
+            # Root: GKE documents TPU device access (/dev/vfio) for root only.
+            user=0,
+            group=0,
+        ),
+        # GKE gives Spot VMs about 30 s of notice whatever this says, but
+        # maintenance and `kubectl delete` honour it.
+        # https://cloud.google.com/kubernetes-engine/docs/concepts/node-pool-upgrade-strategies#graceful-termination
+        grace_seconds=300,
+        path_flags=(("--data_path", "data"), ("--checkpoint_dir", "checkpoints"), ("--log_dir", "profiles")),
+        data_required=True,
+        peak_flops_flag="--peak_flops_per_device",
+        profile_args=("--profile_steps", _PROFILE_STEPS, "--xprof_port", str(_XPROF.number)),
+        profile_port=_XPROF,
+        slice_port=_TPU_RUNTIME,
+    ),
+    Trainer(
+        name="trl-gpu",
+        family=Family.GPU,
+        image=TrainerImage(
+            trainer="trl-gpu",
+            package="trainers.trl_gpu",
+            entry_module="trainers.trl_gpu.sft",
+            # `accelerate launch` behind a wrapper that keeps the trainer's exit code.
+            command=(
+                "python", "-m", "trainers.trl_gpu.launch",
+                "--config_file", "trainers/trl_gpu/accelerate_fsdp_8gpu.yaml",
+                "-m", "trainers.trl_gpu.sft",
+            ),  # fmt: skip
+            user=1000,
+            group=1000,
+            # Overrides the accelerate config file's 8 when a run uses fewer GPUs.
+            processes_flag="--num_processes",
+        ),
+        grace_seconds=600,
+        path_flags=(("--output_dir", "checkpoints"), ("--logging_dir", "profiles"), ("--dataset_name", "data")),
+        data_required=False,  # reads its Hub dataset when the run names no `data`
+        hf_token=True,
+        # gemma-4-31B-it alone is ~62 GB in bf16, and a default 100 GB boot disk
+        # also holds the images: the cache goes to an emptyDir on local SSD.
+        hf_cache_size="500Gi",
+        # Accelerate puts NCCL's shared-memory buffers in /dev/shm; the container
+        # runtime's 64 MiB default is far too small for 8 GPUs.
+        shm_size="64Gi",
+    ),
+)
+
+TRAINERS: dict[str, Trainer] = {row.name: row for row in _ROWS}
+
+
+def trainer(name: str) -> Trainer:
+    return TRAINERS[name]

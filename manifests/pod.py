@@ -1,0 +1,163 @@
+"""What a trainer's pod gets, built from its row in the trainer table (core/trainers.py).
+
+Command, platform flags, environment, volumes, ports, requests and security
+contexts: every choice here is read off the run's trainer row, never from
+the trainer's name.
+"""
+
+from __future__ import annotations
+
+from core.contract import SchedulingContract
+from core.names import HF_TOKEN_KEY, HF_TOKEN_SECRET
+from core.trainers import CONTAINER, WORKDIR, Trainer
+from manifests.storage import CHECKPOINT_DIR, DATA_DIR, PROFILE_DIR, Owner
+from stack.runs import RunConfig
+
+__all__ = ["CONTAINER", "WORKDIR"]
+
+# Where the platform-set path flags point, by mount (manifests/storage.py).
+MOUNT_DIRS = {"data": DATA_DIR, "checkpoints": CHECKPOINT_DIR, "profiles": PROFILE_DIR}
+
+HF_TOKEN_DIR = "/var/run/secrets/huggingface"
+# The Hugging Face cache (HF_HOME: Hub model and dataset downloads) in an
+# emptyDir rather than the image's home directory. The requested size makes
+# the scheduler place the pod on a node with that much ephemeral storage,
+# which A4 pools back with their local SSDs (components/node_pools.py).
+# https://kubernetes.io/docs/concepts/configuration/manage-resources-containers/#local-ephemeral-storage
+HF_CACHE_DIR = "/var/cache/huggingface"
+
+
+def command(run: RunConfig, chips: int) -> list[str]:
+    """The image's own launch command (its Dockerfile CMD), with one process per chip.
+
+    For a launcher image that is e.g. `python -m trainers.trl_gpu.launch
+    --config_file ... --num_processes <chips> -m trainers.trl_gpu.sft`:
+    `accelerate launch` behind the wrapper that keeps the trainer's exit code
+    (78, 143), which the Job's podFailurePolicy and the JobSet's failure
+    policy act on.
+    """
+    return list(run.row.image.launch_command(chips))
+
+
+def owner(run: RunConfig) -> Owner | None:
+    """Who the trainer runs as when not root: the user its image declares (core/trainers.py).
+
+    A run's own `image` is expected to be built from the same Dockerfile (its
+    pinned digest stands in for the build), so it runs as the same user.
+    """
+    image = run.row.image
+    return Owner(image.user, image.group) if image.non_root else None
+
+
+# The container runtime's default seccomp filter, which GKE Autopilot applies
+# to every pod, TPU and GPU ones included: the accelerators are reached
+# through device files and ioctls it allows.
+# https://cloud.google.com/kubernetes-engine/docs/concepts/seccomp-in-gke
+SECCOMP = {"seccompProfile": {"type": "RuntimeDefault"}}
+
+
+def security_context(run: RunConfig) -> dict:
+    """The pod's securityContext: the default seccomp filter, and the image's user for a non-root trainer.
+
+    `fsGroup` also makes the Hugging Face token (a 0400 Secret file owned by
+    root) readable through its group, and is what the FUSE driver's fsGroup
+    delegation keys on. A root trainer (TPU: GKE documents device access for
+    root only) is not given a user.
+    """
+    who = owner(run)
+    if who is None:
+        return dict(SECCOMP)
+    return {"runAsUser": who.uid, "runAsGroup": who.gid, "fsGroup": who.gid, "runAsNonRoot": True, **SECCOMP}
+
+
+def container_security_context(run: RunConfig) -> dict:
+    """The trainer container's securityContext: no privilege escalation, and capabilities dropped.
+
+    No trainer executes setuid binaries, so `allowPrivilegeEscalation: false`
+    (no_new_privs) takes nothing from either. A non-root trainer has no
+    effective capabilities anyway, and drops them all; it reaches the GPUs
+    through world-accessible device files. A root (TPU) trainer drops NET_RAW,
+    as GKE Autopilot does for every pod including TPU ones, and keeps the
+    runtime's other default capabilities: GKE documents TPU access (libtpu
+    opening /dev/vfio) for a root container with the defaults, and a root
+    trainer without any capability is not a configuration it documents.
+    """
+    drop = ["ALL"] if owner(run) else ["NET_RAW"]
+    return {"allowPrivilegeEscalation": False, "capabilities": {"drop": drop}}
+
+
+def platform_args(run: RunConfig, contract: SchedulingContract) -> list[str]:
+    """The flags that tell the trainer where its data, checkpoints and logs are.
+
+    The log directory is always the run's profiles mount, so TensorBoard
+    events (and a trainer's own logs) outlive the pod; `profile` adds the
+    trainer's profiler flags (stack/runs.py refuses it where it has none).
+    """
+    row: Trainer = run.row
+    args = []
+    for flag, mount in row.path_flags:
+        if mount == "data":
+            if run.data:
+                args += [flag, f"{DATA_DIR}/{run.data}"]
+        else:
+            args += [flag, MOUNT_DIRS[mount]]
+    if run.profile:
+        args += list(row.profile_args)
+    if row.peak_flops_flag:
+        args += [row.peak_flops_flag, f"{contract.shape.accelerator.peak_bf16_flops_per_chip:.6g}"]
+    return args
+
+
+def env(run: RunConfig) -> list[dict]:
+    variables = [{"name": "PYTHONUNBUFFERED", "value": "1"}]
+    if run.row.hf_token:
+        # The token is a file from the Secret, never a literal in the manifest.
+        variables.append({"name": "HF_TOKEN_PATH", "value": f"{HF_TOKEN_DIR}/{HF_TOKEN_KEY}"})
+    if run.row.hf_cache_size:
+        # Replaces the image's HF_HOME (the user's home, in the container's writable layer).
+        variables.append({"name": "HF_HOME", "value": HF_CACHE_DIR})
+    return variables + [{"name": k, "value": v} for k, v in sorted(run.env.items())]
+
+
+def extra_volumes(run: RunConfig) -> tuple[list[dict], list[dict]]:
+    """(volumes, volumeMounts) a trainer needs besides the bucket."""
+    row, volumes, mounts = run.row, [], []
+    if row.shm_size:
+        volumes.append({"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": row.shm_size}})
+        mounts.append({"name": "dshm", "mountPath": "/dev/shm"})
+    if row.hf_cache_size:
+        volumes.append({"name": "hf-cache", "emptyDir": {"sizeLimit": row.hf_cache_size}})
+        mounts.append({"name": "hf-cache", "mountPath": HF_CACHE_DIR})
+    if row.hf_token:
+        volumes.append({
+            "name": "hf-token",
+            "secret": {
+                "secretName": HF_TOKEN_SECRET,
+                "items": [{"key": HF_TOKEN_KEY, "path": HF_TOKEN_KEY}],
+                "defaultMode": 0o400,
+            },
+        })
+        mounts.append({"name": "hf-token", "mountPath": HF_TOKEN_DIR, "readOnly": True})
+    return volumes, mounts
+
+
+def storage_requests(run: RunConfig) -> dict[str, str]:
+    """Ephemeral storage the trainer container requests: its Hub cache, if it has one.
+
+    A request and no limit: the emptyDir's sizeLimit bounds the cache, and a
+    container limit would also count the writable layer and logs against it.
+    """
+    return {"ephemeral-storage": run.row.hf_cache_size} if run.row.hf_cache_size else {}
+
+
+def ports(run: RunConfig, contract: SchedulingContract) -> list[dict]:
+    row, found = run.row, []
+    if row.slice_port and contract.hosts_per_slice > 1:
+        found.append(row.slice_port.container_port())
+    if row.profile_port and run.profile:
+        found.append(row.profile_port.container_port())
+    return found
+
+
+def grace_seconds(run: RunConfig) -> int:
+    return run.row.grace_seconds

@@ -1,0 +1,167 @@
+"""A run and its pool's contract in, the run's JobSet manifest (a plain dict) out.
+
+`build_runs` is what both the Pulumi component (components/runs.py) and the
+offline renders (tools/render.py, the plan, the goldens) call, so what is
+reviewed is what is applied.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass, field
+
+from core.catalog import RESERVATION_AFFINITY_LABEL, RESERVATION_NAME_LABEL, Family
+from core.contract import SchedulingContract
+from core.images import require_digest
+from core.names import APP_LABEL, PROJECT, RUN_LABEL, RUNS_NAMESPACE, TRAINER_KSA
+from manifests import jobset, pod, storage
+from stack.problems import ConfigError, Problem
+from stack.runs import RunConfig, run_problems
+
+APP = PROJECT
+
+# Pulumi submits the run and returns instead of waiting for it to finish
+# (a fine-tuning run takes hours).
+# https://www.pulumi.com/registry/packages/kubernetes/api-docs/apiextensions/customresource/
+SKIP_AWAIT = {"pulumi.com/skipAwait": "true"}
+
+
+@dataclass(frozen=True)
+class PlatformFacts:
+    """What the platform provides to every run."""
+
+    bucket: str
+    images: Mapping[str, str]  # trainer -> image by digest
+    namespace: str = RUNS_NAMESPACE
+    service_account: str = TRAINER_KSA
+    extra_labels: Mapping[str, str] = field(default_factory=dict)
+
+
+def build_runs(
+    runs: Iterable[RunConfig], contracts: Mapping[str, SchedulingContract], facts: PlatformFacts
+) -> dict[str, dict]:
+    """Every run's manifest by run name, after checking all runs together."""
+    runs = list(runs)
+    check_runs(runs, contracts, facts.images)
+    return {run.name: build_run(run, contracts[run.pool], facts) for run in runs}
+
+
+def check_runs(
+    runs: list[RunConfig], contracts: Mapping[str, SchedulingContract], images: Collection[str]
+) -> None:
+    """Raise ConfigError listing every problem: the runs' own, and trainers without an image."""
+    problems = run_problems(runs, contracts) + [
+        Problem(f"runs[{i}].image", None, f"on run {run.name!r}: no image for trainer {run.trainer}",
+                f"the stack's `images.{run.trainer}` or the run's `image` (by digest)")
+        for i, run in enumerate(runs)
+        if not (run.image or run.trainer in images)
+    ]
+    if problems:
+        raise ConfigError(problems)
+
+
+def build_run(run: RunConfig, contract: SchedulingContract, facts: PlatformFacts) -> dict:
+    meta = metadata(run, contract, facts)
+    return jobset.jobset(
+        name=run.name,
+        namespace=facts.namespace,
+        labels=meta["labels"],
+        annotations=meta["annotations"],
+        job=child_job(run, contract, facts, meta["labels"]),
+        replicas=contract.slices,
+        run_spec={"suspend": run.suspend, "max_restarts": run.max_restarts},
+    )
+
+
+def metadata(run: RunConfig, contract: SchedulingContract, facts: PlatformFacts) -> dict:
+    """The JobSet's metadata; it depends on neither the bucket nor the image."""
+    labels = {APP_LABEL: APP, RUN_LABEL: run.name, **facts.extra_labels}
+    annotations = dict(SKIP_AWAIT)
+    if contract.family is Family.TPU and contract.hosts_per_slice > 1:
+        annotations.update(jobset.EXCLUSIVE_TOPOLOGY)
+    return {"name": run.name, "namespace": facts.namespace, "labels": labels, "annotations": annotations}
+
+
+def child_job(run: RunConfig, contract: SchedulingContract, facts: PlatformFacts, labels: dict) -> dict:
+    """The batch/v1 Job template of one slice: one pod per host, Indexed."""
+    hosts = contract.hosts_per_slice
+    return {
+        "spec": {
+            "parallelism": hosts,
+            "completions": hosts,
+            "completionMode": "Indexed",
+            "backoffLimit": 0,
+            "podFailurePolicy": jobset.pod_failure_policy(pod.CONTAINER),
+            "template": {
+                "metadata": {"labels": dict(labels), "annotations": dict(storage.SIDECAR_ANNOTATIONS)},
+                "spec": pod_spec(run, contract, facts),
+            },
+        }
+    }
+
+
+def pod_spec(run: RunConfig, contract: SchedulingContract, facts: PlatformFacts) -> dict:
+    # Multislice traffic between slices goes over DCN; host networking spares
+    # it the pod network's overlay, as GKE's multislice guide does.
+    # https://cloud.google.com/kubernetes-engine/docs/how-to/tpu-multislice
+    host_network = contract.multislice
+    mounts = storage.run_mounts(run.name)
+    extra_volumes, extra_mounts = pod.extra_volumes(run)
+    owner = pod.owner(run)
+    spec = {
+        "serviceAccountName": facts.service_account,
+        # The trainer never calls the Kubernetes API (the service account has
+        # no RBAC role). Workload Identity does not read this token: GKE's
+        # metadata server identifies the pod, the GCS FUSE driver gets its own
+        # token from the kubelet, and a host-network pod's FUSE sidecar a
+        # projected token volume its webhook adds.
+        "automountServiceAccountToken": False,
+        "restartPolicy": "Never",
+        "terminationGracePeriodSeconds": pod.grace_seconds(run),
+        "nodeSelector": node_selector(contract),
+        "tolerations": [dict(t) for t in contract.tolerations],
+        "containers": [container(run, contract, facts, [storage.volume_mount(m) for m in mounts] + extra_mounts)],
+        "volumes": [storage.volume(m, facts.bucket, host_network, owner) for m in mounts] + extra_volumes,
+    }
+    spec["securityContext"] = pod.security_context(run)
+    if host_network:
+        spec.update({"hostNetwork": True, "dnsPolicy": "ClusterFirstWithHostNet"})
+    return spec
+
+
+def node_selector(contract: SchedulingContract) -> dict[str, str]:
+    """The contract's selector, plus the reservation the pool consumes, if any.
+
+    GKE labels nodes that consume a specific reservation with its name; a pod
+    selecting it cannot land on on-demand capacity of the same shape.
+    https://cloud.google.com/kubernetes-engine/docs/how-to/consuming-reservations
+    """
+    selector = {}
+    if contract.reservation:
+        selector = {RESERVATION_NAME_LABEL: contract.reservation, RESERVATION_AFFINITY_LABEL: "specific"}
+    return {**selector, **contract.node_selector}
+
+
+def container(run: RunConfig, contract: SchedulingContract, facts: PlatformFacts, mounts: list[dict]) -> dict:
+    chips = run.chips_per_host or contract.chips_per_host
+    accelerators = {contract.resource_name: str(chips)}
+    env = pod.env(run)
+    if contract.multislice:
+        env = jobset.megascale_env(run.name) + env
+    spec = {
+        "name": pod.CONTAINER,
+        "image": require_digest(run.image or facts.images[run.trainer]),
+        # A digest never changes, so the node's copy is always the right one.
+        "imagePullPolicy": "IfNotPresent",
+        "workingDir": pod.WORKDIR,
+        "command": pod.command(run, chips),
+        "args": pod.platform_args(run, contract) + list(run.args),
+        "env": env,
+        "resources": {"limits": accelerators, "requests": {**accelerators, **pod.storage_requests(run)}},
+        "volumeMounts": mounts,
+        "securityContext": pod.container_security_context(run),
+    }
+    ports = pod.ports(run, contract)
+    if ports:
+        spec["ports"] = ports
+    return spec

@@ -1,0 +1,137 @@
+"""The stack's configuration: everything one stack file says, validated and frozen.
+
+`StackConfig.from_mapping` validates the stack file's keys (camelCase, as in
+Pulumi.<stack>.yaml, plus `project`, `region` and `stack`) and raises one
+`ConfigError` listing every problem. The one reader of stack files
+(stack/reader.py) builds the mapping, from Pulumi config in the program and
+from the files offline. Defaults live here and in stack/models.py;
+Pulumi.yaml declares the same keys and defaults (a test keeps them in step).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
+
+from core.contract import SchedulingContract
+from core.dockerfile import IMAGE_BUILDERS, ImageBuilder
+from core.ids import default_bucket_name
+from core.syntax import DNS_1035_LABEL, PROJECT_ID, REGION
+from stack.contracts import derive_contracts
+from stack.models import Images, PoolConfig, ShapeConfig, StackModel
+from stack.problems import ConfigError, Problem, from_validation_error, raise_problems
+from stack.rules import bucket_problems, mode_problems, unique_name_problems, zone_problems
+from stack.runs import RunConfig, run_problems
+
+
+class StackConfig(StackModel):
+    """Everything one stack file says. Built only through validation; immutable."""
+
+    project: str = Field(description="gcp:project")
+    region: str = Field(description="gcp:region")
+    stack: str = Field(default="dev", min_length=1, description="the Pulumi stack name")
+    mode: Literal["standard", "autopilot"] = "standard"
+    cluster_name: str = Field(default="finetune", pattern=DNS_1035_LABEL, max_length=40)
+    release_channel: Literal["RAPID", "REGULAR", "STABLE"] = "REGULAR"
+    deletion_protection: bool = True
+    system_machine_type: str = "e2-standard-4"
+    system_node_count: int = Field(default=1, ge=1, description="per zone of the region")
+    zones: tuple[str, ...] = Field(default=(), description="default node locations of pools")
+    bucket_name: str = Field(default="", description="default: <project>-<stack>-finetune")
+    registry_name: str = Field(default="finetune", pattern=DNS_1035_LABEL, max_length=63)
+    pools: tuple[PoolConfig, ...] = ()
+    shapes: tuple[ShapeConfig, ...] = ()
+    images: Images = Images()
+    image_builder: ImageBuilder = Field(
+        default="docker", description="how unpinned trainer images are built: docker | cloudbuild"
+    )
+    runs: tuple[RunConfig, ...] = ()
+
+    @field_validator("project")
+    @classmethod
+    def _project_id(cls, value: str) -> str:
+        if not PROJECT_ID.match(value):
+            raise_problems([Problem("", value, "is not a project id",
+                                    "6-30 lowercase letters, digits or hyphens, starting with a letter, "
+                                    "not ending with a hyphen")])
+        return value
+
+    @field_validator("region")
+    @classmethod
+    def _region(cls, value: str) -> str:
+        if not REGION.match(value):
+            raise_problems([Problem("", value, "is not a region", "e.g. 'us-east5'")])
+        return value
+
+    @field_validator("zones")
+    @classmethod
+    def _zones(cls, value: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
+        raise_problems(zone_problems("", value, info.data.get("region")))
+        return value
+
+    @field_validator("image_builder", mode="before")
+    @classmethod
+    def _image_builder(cls, value: Any) -> Any:
+        if value not in IMAGE_BUILDERS:
+            raise_problems([Problem("", value, "is not an image builder", " | ".join(IMAGE_BUILDERS))])
+        return value
+
+    @field_validator("bucket_name")
+    @classmethod
+    def _bucket(cls, value: str) -> str:
+        raise_problems(bucket_problems("", value) if value else [])
+        return value
+
+    @field_validator("pools")
+    @classmethod
+    def _pools(cls, pools: tuple[PoolConfig, ...], info: ValidationInfo) -> tuple[PoolConfig, ...]:
+        region, zones = info.data.get("region"), info.data.get("zones", ())
+        problems = []
+        for i, pool in enumerate(pools):
+            if not (pool.zones or zones):
+                problems.append(Problem(f"[{i}].zones", [], "is empty and the stack sets no `zones`",
+                                        f"zones of {region}"))
+            problems += zone_problems(f"[{i}].zones", pool.zones, region)
+            if pool.shape().multi_host and len(pool.zones or zones) > 1:
+                # A multi-host TPU slice lives in one zone.
+                problems.append(Problem(f"[{i}].zones", list(pool.zones or zones),
+                                        f"for multi-host {pool.shape().description}", "exactly one zone"))
+        raise_problems(problems)
+        return pools
+
+    @model_validator(mode="after")
+    def _stack_rules(self) -> StackConfig:
+        problems = [] if self.bucket_name else bucket_problems("bucketName (derived)", self.data_bucket)
+        problems += mode_problems(self.autopilot, self.pools, self.shapes)
+        problems += unique_name_problems("shapes" if self.autopilot else "pools", self.accelerator_groups())
+        problems += run_problems(self.runs, self.contracts())
+        raise_problems(problems)
+        return self
+
+    @property
+    def data_bucket(self) -> str:
+        return self.bucket_name or default_bucket_name(self.project, self.stack)
+
+    @property
+    def autopilot(self) -> bool:
+        return self.mode == "autopilot"
+
+    def accelerator_groups(self) -> tuple[ShapeConfig, ...]:
+        """The named shapes runs may refer to: pools (Standard) or shapes (Autopilot)."""
+        return self.shapes if self.autopilot else self.pools
+
+    def contracts(self) -> dict[str, SchedulingContract]:
+        """The scheduling contract of every pool (Standard) or shape (Autopilot), by name."""
+        return derive_contracts(self.accelerator_groups(), self.autopilot)
+
+    def pool_zones(self, pool: PoolConfig) -> tuple[str, ...]:
+        return pool.zones or self.zones
+
+    @classmethod
+    def from_mapping(cls, values: dict[str, Any]) -> StackConfig:
+        """Validate a plain mapping (camelCase keys as in the stack file)."""
+        try:
+            return cls.model_validate(values)
+        except ValidationError as err:
+            raise ConfigError(from_validation_error(err)) from None

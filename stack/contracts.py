@@ -1,0 +1,83 @@
+"""The scheduling contract of each pool (Standard) or shape (Autopilot) of a stack.
+
+Node pools (components/node_pools.py) create nodes that honour it, runs
+(manifests/) consume it; both get it from here, as do the offline plan and
+the tests. Pure functions of the stack's models.
+"""
+
+from __future__ import annotations
+
+from core.catalog import (
+    FLEX_START_LABEL,
+    GPU_DRIVER_VERSION_LABEL,
+    RESERVATION_AFFINITY_LABEL,
+    RESERVATION_NAME_LABEL,
+    SPOT_LABEL,
+    SPOT_TAINT,
+    Family,
+    Taint,
+)
+from core.contract import SchedulingContract
+from core.names import POOL_LABEL
+from stack.models import ShapeConfig
+
+
+def node_pool_names(pool: str, slices: int) -> tuple[str, ...]:
+    """GKE node pool names of a logical pool: the pool name, or one `-s<i>` per slice."""
+    if slices == 1:
+        return (pool,)
+    return tuple(f"{pool}-s{i}" for i in range(slices))
+
+
+def node_taints(group: ShapeConfig) -> tuple[Taint, ...]:
+    """Taints the nodes carry: the accelerator's, plus spot's where spot.
+
+    On Standard the node pool applies them; Autopilot taints the accelerator
+    (and Spot) nodes it creates itself with the same keys.
+    """
+    taints = (group.shape().accelerator.taint,)
+    if group.capacity == "spot":
+        taints += (SPOT_TAINT,)
+    return taints
+
+
+def contract_for(group: ShapeConfig, autopilot: bool) -> SchedulingContract:
+    """The contract of one pool (Standard) or shape (Autopilot) of the stack config."""
+    shape = group.shape()
+    selector = shape.node_selector()
+    if autopilot:
+        selector.update(_autopilot_capacity_selector(group))
+        if shape.family is Family.GPU:
+            selector[GPU_DRIVER_VERSION_LABEL] = "latest"
+        names: tuple[str, ...] = ()
+    else:
+        # Every accelerator node pool labels its nodes with the logical pool name.
+        selector[POOL_LABEL] = group.name
+        if group.capacity == "spot":
+            selector[SPOT_LABEL] = "true"
+        names = node_pool_names(group.name, group.slices)
+    return SchedulingContract(
+        pool=group.name,
+        shape=shape,
+        slices=group.slices,
+        node_selector=selector,
+        tolerations=tuple(t.toleration() for t in node_taints(group)),
+        node_pool_names=names,
+        spot=group.capacity == "spot",
+        reservation=group.reservation if group.capacity == "reservation" else None,
+    )
+
+
+def derive_contracts(groups: tuple[ShapeConfig, ...], autopilot: bool) -> dict[str, SchedulingContract]:
+    """Contracts of every pool (Standard) or shape (Autopilot), by name."""
+    return {g.name: contract_for(g, autopilot) for g in groups}
+
+
+def _autopilot_capacity_selector(group: ShapeConfig) -> dict[str, str]:
+    if group.capacity == "spot":
+        return {SPOT_LABEL: "true"}
+    if group.capacity == "flex-start":
+        return {FLEX_START_LABEL: "true"}
+    if group.capacity == "reservation":
+        return {RESERVATION_NAME_LABEL: group.reservation, RESERVATION_AFFINITY_LABEL: "specific"}
+    return {}

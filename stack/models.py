@@ -1,0 +1,158 @@
+"""The models of a stack file's parts: accelerator pools and shapes, and trainer images.
+
+Frozen pydantic models with the stack file's camelCase keys; each checks its
+own rules (below) when it is validated. `stack/config.py` assembles them into
+the `StackConfig`.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, RootModel, model_validator
+from pydantic.alias_generators import to_camel
+
+from core import catalog
+from core.catalog import CatalogError
+from core.syntax import DNS_1035_LABEL, IMAGE_DIGEST_REF, RESERVATION
+from core.trainers import TRAINERS
+from stack.problems import MISSING, Problem, raise_problems
+
+Capacity = Literal["on-demand", "spot", "reservation", "flex-start", "queued"]
+CAPACITIES: tuple[str, ...] = ("on-demand", "spot", "reservation", "flex-start", "queued")
+
+# GKE caps node pool names at 40 characters; slices add "-s<N>".
+POOL_NAME_MAX = 32
+
+
+class StackModel(BaseModel):
+    """A part of the stack file: unknown keys rejected, immutable, camelCase keys."""
+
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, alias_generator=to_camel, populate_by_name=True
+    )
+
+
+class Autoscaling(StackModel):
+    """Total node count bounds of one GKE node pool (one slice)."""
+
+    min_nodes: int = Field(default=0, ge=0, description="0 lets an idle pool scale to zero")
+    max_nodes: int | None = Field(
+        default=None, ge=1, description="default: the VMs of one slice (TPU) or 1 (GPU)"
+    )
+
+
+class ShapeConfig(StackModel):
+    """An accelerator shape and how its capacity is obtained (Autopilot `shapes:`)."""
+
+    name: str = Field(pattern=DNS_1035_LABEL, max_length=POOL_NAME_MAX)
+    accelerator: str
+    topology: str | None = None
+    machine_type: str | None = None
+    slices: int = Field(default=1, ge=1)
+    capacity: Capacity = "on-demand"
+    reservation: str | None = None
+
+    @model_validator(mode="after")
+    def _shape_rules(self) -> ShapeConfig:
+        raise_problems(shape_problems(self))
+        return self
+
+    def shape(self) -> catalog.Shape:
+        return catalog.lookup(self.accelerator, self.topology, self.machine_type)
+
+
+class PoolConfig(ShapeConfig):
+    """A Standard-mode accelerator node pool (`pools:`); `slices` node pools of one shape."""
+
+    zones: tuple[str, ...] = Field(default=(), description="node locations; default: `zones`")
+    autoscaling: Autoscaling = Autoscaling()
+
+    @model_validator(mode="after")
+    def _pool_rules(self) -> PoolConfig:
+        raise_problems(autoscaling_problems(self))
+        return self
+
+    def max_nodes(self) -> int:
+        if self.autoscaling.max_nodes is not None:
+            return self.autoscaling.max_nodes
+        return self.shape().vms_per_slice
+
+
+class Images(RootModel[dict[str, str]]):
+    """Trainer images pinned by digest (`repo/name@sha256:<64 hex>`), by trainer name; never by tag."""
+
+    root: dict[str, str] = {}
+    model_config = ConfigDict(frozen=True)
+
+    @model_validator(mode="after")
+    def _digests(self) -> Images:
+        problems = [
+            Problem(name, self.root[name], "is the image of no trainer", ", ".join(TRAINERS))
+            for name in self.root if name not in TRAINERS
+        ]
+        problems += [
+            Problem(name, ref, "is not a digest reference",
+                    "<registry>/<path>@sha256:<64 hex> (no tags, no :latest)")
+            for name, ref in self.root.items()
+            if not IMAGE_DIGEST_REF.match(ref)
+        ]
+        raise_problems(problems)
+        return self
+
+    def by_trainer(self) -> dict[str, str]:
+        return dict(self.root)
+
+
+# --- the rules of one pool or shape -----------------------------------------------------
+
+def shape_problems(s: ShapeConfig) -> list[Problem]:
+    if s.accelerator not in catalog.ACCELERATORS:
+        return [Problem("accelerator", s.accelerator, "is unknown", str(sorted(catalog.ACCELERATORS)))]
+    try:
+        shape = s.shape()
+    except CatalogError as err:
+        return [Problem(err.key, err.value, err.why, err.allowed)]
+    problems = []
+    if s.slices > 1 and not shape.multislice_capable:
+        problems.append(Problem(
+            "slices", s.slices, f"needs a multi-host TPU slice, and {shape.description} is not one",
+            "1, or a multi-host topology",
+        ))
+    if s.capacity == "reservation" and not s.reservation:
+        problems.append(Problem("reservation", MISSING, "and capacity 'reservation' needs the reservation name",
+                                "<name> or projects/<project>/reservations/<name>"))
+    if s.reservation and s.capacity != "reservation":
+        problems.append(Problem(
+            "reservation", s.reservation, f"can't be combined with capacity {s.capacity!r}",
+            "capacity 'reservation' (spot, flex-start and queued exclude reservations)",
+        ))
+    if s.reservation and not RESERVATION.match(s.reservation):
+        problems.append(Problem("reservation", s.reservation, "is not a reservation name",
+                                "<name> or projects/<project>/reservations/<name>"))
+    return problems
+
+
+def autoscaling_problems(p: PoolConfig) -> list[Problem]:
+    try:
+        shape = p.shape()
+    except CatalogError:
+        return []  # reported by the shape rules
+    a, problems = p.autoscaling, []
+    top = p.max_nodes()
+    if a.min_nodes > top:
+        problems.append(Problem("autoscaling.minNodes", a.min_nodes, f"exceeds maxNodes {top}", f"0..{top}"))
+    if shape.multi_host and (top != shape.vms_per_slice or a.min_nodes not in (0, top)):
+        # A multi-host slice is atomic: its pool has exactly the slice's VMs or none.
+        problems.append(Problem(
+            "autoscaling", f"{a.min_nodes}..{top}", f"nodes for {shape.description}",
+            f"minNodes 0 or {shape.vms_per_slice}, maxNodes {shape.vms_per_slice}",
+        ))
+    if p.capacity in ("queued", "flex-start") and a.min_nodes != 0:
+        problems.append(Problem(
+            "autoscaling.minNodes", a.min_nodes, f"with capacity {p.capacity!r}",
+            "0 (nodes exist only while a request holds them)",
+        ))
+    return problems
+
+

@@ -1,0 +1,115 @@
+"""What is wrong with a stack file: one `Problem` per mistake, rendered in one place.
+
+Every rule of the stack layer returns `Problem`s; validators raise them as
+`Problems` (a ValueError pydantic carries through nested models), and
+`ConfigError` collects them, each rendered as
+
+    <key path>: <value> <why>; allowed: <allowed>
+
+so a user reads the key to fix, what they wrote, and what would be accepted.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from pydantic import ValidationError
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+# The value of a key that is not set.
+MISSING: Any = _Missing()
+# Top-level keys that the stack file spells in another namespace.
+_TOP_LEVEL_ALIASES = {"project": "gcp:project", "region": "gcp:region"}
+
+
+@dataclass(frozen=True)
+class Problem:
+    key: str  # the key path, e.g. `pools[0].autoscaling.minNodes` or `runs[1].args`
+    value: Any  # what the stack file says there (MISSING when unset)
+    why: str
+    allowed: str = ""
+
+    def __str__(self) -> str:
+        allowed = f"; allowed: {self.allowed}" if self.allowed else ""
+        value = "not set," if self.value is MISSING else _shown(self.value)
+        return f"{self.key}: {value} {self.why}{allowed}"
+
+    def under(self, path: str) -> Problem:
+        """This problem with its key taken relative to `path`."""
+        if not path:
+            return self
+        if not self.key:
+            return replace(self, key=path)
+        joined = f"{path}{self.key}" if self.key.startswith("[") else f"{path}.{self.key}"
+        return replace(self, key=joined)
+
+
+class Problems(ValueError):
+    """Raised by validators: the problems of one value, keys relative to it."""
+
+    def __init__(self, problems: Iterable[Problem]):
+        self.items = list(problems)
+        super().__init__("\n".join(map(str, self.items)))
+
+
+class ConfigError(ValueError):
+    """The stack file is invalid. `problems` holds one rendered line per problem."""
+
+    def __init__(self, problems: Iterable[Problem | str]):
+        self.items = [p for p in problems]
+        self.problems = [str(p) for p in self.items]
+        super().__init__("invalid stack configuration:\n" + "\n".join(f"  - {p}" for p in self.problems))
+
+
+def raise_problems(problems: Iterable[Problem]) -> None:
+    problems = list(problems)
+    if problems:
+        raise Problems(problems)
+
+
+def from_validation_error(err: ValidationError) -> list[Problem]:
+    """pydantic's errors as Problems, keyed by the stack file's key paths."""
+    found = []
+    for e in err.errors():
+        path = key_path(e["loc"])
+        error = e.get("ctx", {}).get("error")
+        if isinstance(error, Problems):
+            found += [p.under(path) for p in error.items]
+        elif e["type"] == "extra_forbidden":
+            found.append(Problem(path, e.get("input"), "is an unknown key", "the keys Pulumi.yaml declares"))
+        elif e["type"] == "missing":
+            found.append(Problem(path, MISSING, "and it is required"))
+        else:
+            found.append(Problem(path, e.get("input"), _lower_first(e["msg"])))
+    return found
+
+
+def key_path(loc: tuple) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif not re.fullmatch(r"[\w-]+", str(part)) or "[" in str(part):
+            continue  # pydantic's union/function markers, not a key of the file
+        else:
+            out += f".{part}" if out else _TOP_LEVEL_ALIASES.get(str(part), str(part))
+    return out
+
+
+def _shown(value: Any) -> str:
+    """A value as the stack file spells it: YAML's true/false, Python's repr otherwise."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return repr(value)
+
+
+def _lower_first(text: str) -> str:
+    return text[:1].lower() + text[1:]

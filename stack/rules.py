@@ -1,0 +1,63 @@
+"""Rules of a stack file that are not about one pool or run, as pure functions returning `Problem`s.
+
+Zones, the bucket name, the cluster mode against pools and shapes, unique
+names. Rules about one pool or shape live with its model (stack/models.py),
+rules about runs with theirs (stack/runs.py). No Pulumi import.
+"""
+
+from __future__ import annotations
+
+import re
+from core.syntax import ZONE
+from stack.problems import Problem
+
+
+def zone_problems(key: str, zones: tuple[str, ...], region: str | None) -> list[Problem]:
+    problems = []
+    for j, zone in enumerate(zones):
+        m = ZONE.match(zone)
+        if not m or (region and m.group("region") != region):
+            where = f"region {region!r}" if region else "a valid region"
+            problems.append(Problem(f"{key}[{j}]", zone, f"is not a zone of {where}", f"{region or '<region>'}-<letter>"))
+    return problems
+
+
+def bucket_problems(key: str, name: str) -> list[Problem]:
+    """https://cloud.google.com/storage/docs/buckets#naming (names without dots)."""
+    rules = [
+        (3 <= len(name) <= 63, "3 to 63 characters"),
+        (re.fullmatch(r"[a-z0-9][a-z0-9_-]*[a-z0-9]", name) is not None,
+         "lowercase letters, digits, '-' and '_', starting and ending with a letter or digit"),
+        (not name.startswith("goog") and "google" not in name, "no 'goog' prefix and no 'google'"),
+    ]
+    return [Problem(key, name, "breaks GCS bucket naming", rule) for ok, rule in rules if not ok]
+
+
+def mode_problems(autopilot: bool, pools: tuple, shapes: tuple) -> list[Problem]:
+    if autopilot:
+        problems = []
+        if pools:
+            problems.append(Problem(
+                "pools", f"{len(pools)} pool(s)", "declared in autopilot mode",
+                "none (Autopilot provisions accelerator nodes from the runs' selectors; declare `shapes:`)",
+            ))
+        problems += [
+            Problem(f"shapes[{i}].capacity", "queued", "is not offered on Autopilot",
+                    "on-demand, spot, reservation, flex-start")
+            for i, s in enumerate(shapes)
+            if s.capacity == "queued"
+        ]
+        return problems
+    if shapes:
+        return [Problem("shapes", f"{len(shapes)} shape(s)", "declared in standard mode", "none (declare `pools:`)")]
+    return []
+
+
+def unique_name_problems(key: str, groups: tuple) -> list[Problem]:
+    seen: set[str] = set()
+    problems = []
+    for i, group in enumerate(groups):
+        if group.name in seen:
+            problems.append(Problem(f"{key}[{i}].name", group.name, "is used twice", "unique names"))
+        seen.add(group.name)
+    return problems

@@ -1,0 +1,181 @@
+"""What a stack file says about one fine-tuning run (the `runs:` list), and its checks.
+
+`run_problems` is the one place a run is checked against the contracts of
+the pools it names and against its trainer's row in the trainer table; the
+stack's validation calls it, so that every problem is reported, one clear
+message each, before any resource is declared.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic.alias_generators import to_camel
+
+from core.contract import SchedulingContract
+from core.images import image_problem
+from core.names import REPLICATED_JOB
+from core.syntax import DNS_LABEL_MAX, ENV_NAME, is_dns_label
+from core.trainers import RESERVED_ENV, TRAINERS, Trainer
+from stack.problems import MISSING, Problem
+
+
+class RunConfig(BaseModel):
+    """One run: which trainer, on which pool, with which arguments."""
+
+    # camelCase keys in the stack file, like the rest of its config.
+    model_config = ConfigDict(extra="forbid", frozen=True, alias_generator=to_camel, populate_by_name=True)
+
+    name: str = Field(description="DNS-1035 label; names the JobSet and the checkpoint prefix")
+    trainer: str = Field(description="a trainer of the trainer table (core/trainers.py)")
+    pool: str = Field(description="the pool (Standard) or accelerator shape (Autopilot) it runs on")
+    args: tuple[str, ...] = Field(default=(), description="trainer flags, passed through verbatim")
+    data: str | None = Field(
+        default=None,
+        description="file or directory below the bucket's datasets/ prefix the trainer reads "
+        "(required by trainers that have no default source)",
+    )
+    profile: bool = Field(
+        default=False,
+        description="also capture a profile (trainers that can): a trace of a few steps and the profiler "
+        "server; TensorBoard events go to profiles/<name>/ on every run",
+    )
+    suspend: bool = Field(default=False, description="declare the run suspended (JobSet spec.suspend)")
+    image: str | None = Field(
+        default=None, description="trainer image by digest; defaults to the stack's image for the trainer"
+    )
+    chips_per_host: int | None = Field(
+        default=None, ge=1, description="accelerator chips per pod; defaults to all chips of the VM"
+    )
+    max_restarts: int = Field(
+        default=3, ge=0, le=100, description="JobSet restarts on failures other than disruptions and config errors"
+    )
+    env: dict[str, str] = Field(default_factory=dict, description="extra, non-secret environment variables")
+
+    @field_validator("trainer")
+    @classmethod
+    def _known_trainer(cls, value: str) -> str:
+        if value not in TRAINERS:
+            raise ValueError(f"is not a trainer; allowed: {', '.join(TRAINERS)}")
+        return value
+
+    @property
+    def row(self) -> Trainer:
+        """This run's trainer, from the trainer table."""
+        return TRAINERS[self.trainer]
+
+
+def longest_hostname(run_name: str, contract: SchedulingContract) -> str:
+    """The longest pod hostname JobSet derives: <jobset>-<replicated job>-<job index>-<pod index>."""
+    return f"{run_name}-{REPLICATED_JOB}-{contract.slices - 1}-{contract.hosts_per_slice - 1}"
+
+
+def run_problems(runs: Iterable[RunConfig], contracts: Mapping[str, SchedulingContract]) -> list[Problem]:
+    """Every problem of the stack's runs; an empty list means all runs are valid."""
+    runs = list(runs)
+    counts, seen, problems = Counter(r.name for r in runs), set(), []
+    for i, run in enumerate(runs):
+        if run.name in seen:
+            problems.append(Problem(f"runs[{i}].name", run.name, f"is declared {counts[run.name]} times",
+                                    "unique run names"))
+        seen.add(run.name)
+    for index, run in enumerate(runs):
+        key = f"runs[{index}]"
+        problems += [p.under(key) for p in _one_run_problems(run, contracts)]
+    return problems
+
+
+def _one_run_problems(run: RunConfig, contracts: Mapping[str, SchedulingContract]) -> list[Problem]:
+    where = f"on run {run.name!r}"
+    problems = _name_problems(run) + _args_problems(run, where) + _env_problems(run, where)
+    problems += _profile_problems(run, where)
+    if run.image is not None and image_problem(run.image):
+        problems.append(Problem("image", run.image, f"{where} must be pinned by digest",
+                                "<registry>/<repository>@sha256:<64 hex digits>, not a tag"))
+    if run.row.data_required and not run.data:
+        problems.append(Problem("data", MISSING, f"{where}: trainer {run.trainer} needs `data`",
+                                "a file below the bucket's datasets/"))
+    contract = contracts.get(run.pool)
+    if contract is None:
+        problems.append(Problem("pool", run.pool, f"does not exist {where}", ", ".join(map(repr, sorted(contracts)))))
+        return problems
+    return problems + _placement_problems(run, contract, where)
+
+
+def _name_problems(run: RunConfig) -> list[Problem]:
+    if not is_dns_label(run.name):
+        return [Problem("name", run.name, "is not a DNS-1035 label",
+                        f"lower-case letters, digits and '-', starting with a letter and ending with a letter "
+                        f"or digit, at most {DNS_LABEL_MAX} characters")]
+    return []
+
+
+def _placement_problems(run: RunConfig, contract: SchedulingContract, where: str) -> list[Problem]:
+    problems = []
+    wanted = run.row.family
+    if contract.family is not wanted:
+        problems.append(Problem(
+            "pool", run.pool,
+            f"{where}: trainer {run.trainer} needs a {wanted.value.upper()} pool, but pool {contract.pool!r} "
+            f"is {contract.shape.description} ({contract.family.value.upper()})",
+            f"a {wanted.value.upper()} pool",
+        ))
+    chips = run.chips_per_host
+    if chips is not None and chips > contract.chips_per_host:
+        problems.append(Problem(
+            "chipsPerHost", chips,
+            f"{where} is more than the {contract.chips_per_host} chips of one {contract.shape.machine_type} "
+            f"VM in pool {contract.pool!r}", f"1..{contract.chips_per_host}",
+        ))
+    elif chips is not None and contract.hosts_per_slice > 1 and chips != contract.chips_per_host:
+        problems.append(Problem(
+            "chipsPerHost", chips,
+            f"{where} on multi-host pool {contract.pool!r}: every host of a slice must use all "
+            f"{contract.chips_per_host} chips of its VM", str(contract.chips_per_host),
+        ))
+    hostname = longest_hostname(run.name, contract)
+    if is_dns_label(run.name) and len(hostname) > DNS_LABEL_MAX:
+        problems.append(Problem(
+            "name", run.name,
+            f"is too long for pool {contract.pool!r}: the pod hostname {hostname!r} has {len(hostname)} characters",
+            f"names whose pod hostnames have at most {DNS_LABEL_MAX} characters",
+        ))
+    return problems
+
+
+def _profile_problems(run: RunConfig, where: str) -> list[Problem]:
+    if run.profile and not run.row.can_profile:
+        profilers = ", ".join(name for name, row in TRAINERS.items() if row.can_profile)
+        return [Problem(
+            "profile", True, f"{where}, but trainer {run.trainer} has no profiler flag",
+            f"false (TensorBoard events are written to profiles/<name>/ either way), or true on a {profilers} run",
+        )]
+    return []
+
+
+def _args_problems(run: RunConfig, where: str) -> list[Problem]:
+    given = {arg.split("=", 1)[0] for arg in run.args if arg.startswith("--")}
+    problems = [
+        Problem("args", flag, f"{where}: flag {flag} is set by the platform from the run's mounts",
+                "args without it")
+        for flag in sorted(given & run.row.platform_flags)
+    ]
+    return problems + [
+        Problem("args", flag, f"{where}: flag {flag} is set by the platform for `profile: true`",
+                "`profile: true` instead")
+        for flag in sorted(given & run.row.profile_flags)
+    ]
+
+
+def _env_problems(run: RunConfig, where: str) -> list[Problem]:
+    problems = []
+    for name in sorted(run.env):
+        if not ENV_NAME.match(name):
+            problems.append(Problem(f"env.{name}", run.env[name], f"{where}: env name {name!r} is not a valid variable name",
+                                    "letters, digits and '_', not starting with a digit"))
+        elif name in RESERVED_ENV:
+            problems.append(Problem(f"env.{name}", run.env[name], f"{where}: env {name} is set by the platform",
+                                    "env without it"))
+    return problems

@@ -1,0 +1,1 @@
+"""Test support: offline schema validation, the Pulumi mocks harness, example runs, the golden writer."""

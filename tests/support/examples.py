@@ -1,0 +1,46 @@
+"""One run of every manifest shape the platform builds, on example pools.
+
+Rendered to tests/golden/examples/ next to the shipped stacks' runs, so that
+a reviewer sees every shape (single-host, multi-host and multislice TPU, A4
+with a reservation) even when no shipped stack declares it. The pools are
+stack-file pools and their contracts are derived by the code that derives a
+real stack's (stack/contracts.py).
+"""
+
+from __future__ import annotations
+
+from manifests.run import PlatformFacts
+from stack.contracts import contract_for
+from stack.models import PoolConfig
+from stack.runs import RunConfig
+
+_DIGEST = "sha256:" + "0" * 64
+FACTS = PlatformFacts(
+    bucket="example-finetune-data",
+    images={
+        "gemma-jax": f"us-docker.pkg.dev/example-project/finetune/gemma-jax@{_DIGEST}",
+        "trl-gpu": f"us-docker.pkg.dev/example-project/finetune/trl-gpu@{_DIGEST}",
+    },
+)
+
+POOLS = (
+    PoolConfig(name="v6e-1x1", accelerator="tpu-v6e", topology="1x1"),
+    PoolConfig(name="v6e-2x4", accelerator="tpu-v6e", topology="2x4", machine_type="ct6e-standard-4t"),
+    PoolConfig(name="v6e-2x4-x2", accelerator="tpu-v6e", topology="2x4", machine_type="ct6e-standard-4t", slices=2),
+    PoolConfig(name="a4", accelerator="nvidia-b200", capacity="reservation", reservation="a4-reservation"),
+)
+CONTRACTS = {pool.name: contract_for(pool, autopilot=False) for pool in POOLS}
+
+_TPU_ARGS = ("--maxlen", "256", "--batch_size", "64")
+RUNS = (
+    RunConfig(name="gemma3-single-host", trainer="gemma-jax", pool="v6e-1x1", data="TinyStories-train.txt",
+              args=(*_TPU_ARGS, "--datacount", "355120"), profile=True),
+    RunConfig(name="gemma3-multi-host", trainer="gemma-jax", pool="v6e-2x4", data="TinyStories-train.txt",
+              args=(*_TPU_ARGS, "--datacount", "5120")),
+    RunConfig(name="gemma3-multislice", trainer="gemma-jax", pool="v6e-2x4-x2", data="TinyStories-train.txt",
+              args=(*_TPU_ARGS, "--datacount", "5120")),
+    RunConfig(name="gemma4-sql-a4", trainer="trl-gpu", pool="a4",
+              args=("--model_id", "google/gemma-4-31b-it", "--num_train_epochs", "3",
+                    "--per_device_train_batch_size", "2", "--gradient_accumulation_steps", "32",
+                    "--learning_rate", "1e-5")),
+)  # fmt: skip

@@ -1,0 +1,45 @@
+"""The goldens under tests/golden/: every shipped stack's runs, and the examples.
+
+    python -m tests.support.goldens     # make golden: rewrite them; review the diff like code
+
+tests/golden/<stack>/<run>.yaml is what tools/render.py renders for
+Pulumi.<stack>.yaml; tests/golden/examples/ renders tests/support/examples.py,
+one run of every manifest shape the platform builds.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from manifests.run import build_runs
+from tests.support import examples
+from tools.render import ROOT, shipped_stacks, stack_manifests, write_manifests
+
+GOLDEN_DIR = ROOT / "tests" / "golden"
+EXAMPLES = "examples"
+
+
+def example_manifests() -> dict[str, dict]:
+    return build_runs(examples.RUNS, examples.CONTRACTS, examples.FACTS)
+
+
+def manifests_for(stack: str) -> dict[str, dict]:
+    return example_manifests() if stack == EXAMPLES else stack_manifests(stack)
+
+
+def update_goldens() -> list[Path]:
+    paths = []
+    for stack in [EXAMPLES, *shipped_stacks()]:
+        paths += write_manifests(manifests_for(stack), GOLDEN_DIR / stack)
+    return paths
+
+
+def main() -> int:
+    for path in update_goldens():
+        print(path.relative_to(ROOT))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,79 @@
+"""Render a stack's runs to YAML, one file per run, from the dicts Pulumi applies.
+
+    python -m tools.render --stack dev --out build/manifests/dev
+    python -m tools.render --stack dev --explode-jobs --out plan/scan/dev/jobs
+
+The stack file is read by the one reader (stack/reader.py), the images are
+the ones the program gives the runs (stack/images.py: pinned, or built with
+`UNBUILT_DIGEST` offline), and the manifests come from the same builders
+(manifests/run.py) the Runs component applies. The goldens under
+tests/golden/ are these files (`make golden`, tests/support/goldens.py).
+
+`--explode-jobs` writes, instead of each JobSet, the batch/v1 Job of each of
+its replicated jobs (`child_jobs`), for `make scan`: checkov does not know the
+JobSet kind and would check nothing inside its pod template.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+from core.contract import SchedulingContract
+from manifests.jobset import child_jobs
+from manifests.run import PlatformFacts, build_runs
+from stack import reader
+from stack.images import offline_images
+from stack.problems import ConfigError
+from stack.runs import RunConfig
+from tools.yaml_files import to_yaml, write_manifests
+
+__all__ = ["explode_jobs", "stack_inputs", "stack_manifests", "to_yaml", "write_manifests"]
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def explode_jobs(manifests: Mapping[str, Mapping]) -> dict[str, dict]:
+    """The child Jobs of every JobSet in `manifests`."""
+    return {name: job for manifest in manifests.values() for name, job in child_jobs(manifest).items()}
+
+
+def stack_inputs(
+    stack: str, root: Path = ROOT
+) -> tuple[tuple[RunConfig, ...], dict[str, SchedulingContract], PlatformFacts]:
+    """(runs, contracts, facts) of Pulumi.<stack>.yaml, read as the program reads it."""
+    config = reader.load_files(stack, root)
+    facts = PlatformFacts(bucket=config.data_bucket, images=offline_images(config))
+    return config.runs, config.contracts(), facts
+
+
+def stack_manifests(stack: str, root: Path = ROOT) -> dict[str, dict]:
+    return build_runs(*stack_inputs(stack, root))
+
+
+def shipped_stacks(root: Path = ROOT) -> list[str]:
+    return sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in root.glob("Pulumi.*.yaml"))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tools.render", description=__doc__.splitlines()[0])
+    parser.add_argument("--stack", required=True, help="render the runs of Pulumi.<stack>.yaml")
+    parser.add_argument("--out", type=Path, required=True, help="output directory")
+    parser.add_argument(
+        "--explode-jobs", action="store_true", help="write each JobSet's child Jobs (batch/v1) instead, for scanners"
+    )
+    args = parser.parse_args(argv)
+    try:
+        manifests = stack_manifests(args.stack)
+    except ConfigError as err:
+        print(err, file=sys.stderr)
+        return 1
+    for path in write_manifests(explode_jobs(manifests) if args.explode_jobs else manifests, args.out):
+        print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
