@@ -1,7 +1,7 @@
 # gke-finetune — one entry point for tests, the offline plan and the Pulumi CLI.
 #
 # Three Python environments, each matching where its code runs:
-#   .venv      Pulumi program, infra/ and workloads/   (Python 3.11)
+#   .venv      Pulumi program: core/ stack/ manifests/ components/ tools/ (Python 3.11)
 #   .venv-jax  trainers/gemma_jax, as in the TPU image  (Python 3.12: gemma 4.x needs it)
 #   .venv-gpu  trainers/trl_gpu, as in the GPU image    (Python 3.11, torch CPU build here)
 SHELL := /bin/bash
@@ -16,6 +16,8 @@ VENV := .venv
 VENV_JAX := .venv-jax
 VENV_GPU := .venv-gpu
 PYTEST_ARGS ?=
+# The platform's tests, by layer (ARCHITECTURE.md).
+PLATFORM_TESTS := tests/core tests/stack tests/manifests tests/components tests/tools
 
 # Pulumi keeps state in a local file backend unless the user points elsewhere.
 PULUMI_BACKEND_URL ?= file://$(CURDIR)/.pulumi-state
@@ -59,7 +61,8 @@ venvs: $(VENV)/.installed $(VENV_JAX)/.installed $(VENV_GPU)/.installed
 test: test-infra test-jax test-gpu scan
 
 test-infra: $(VENV)/.installed
-	$(VENV)/bin/python -m pytest tests/infra $(PYTEST_ARGS)
+	$(VENV)/bin/lint-imports
+	$(VENV)/bin/python -m pytest $(PLATFORM_TESTS) $(PYTEST_ARGS)
 
 test-jax: $(VENV_JAX)/.installed
 	$(VENV_JAX)/bin/python -m pytest tests/gemma_jax $(PYTEST_ARGS)

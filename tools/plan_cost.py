@@ -77,6 +77,6 @@ def render_cost(cost_data: Mapping) -> list[str]:
                 f"{r['chips']:>5} {r['usd_per_hour']:>9.2f}{note}"
             )
     lines.append("")
-    lines.append(f"  On-demand list prices of {', '.join(as_of)} (infra/accelerators.py gives each source);")
+    lines.append(f"  On-demand list prices of {', '.join(as_of)} (core/catalog.py gives each source);")
     lines.append("  spot, reservations and committed use bill differently. Idle pools that scale to zero cost nothing.")
     return lines

@@ -8,7 +8,7 @@
 
 Standard library only: the workflows run it before any environment exists.
 A change to a stack file affects that stack; a change to anything the program
-reads (the program, infra/, workloads/, trainers/, docker/, Pulumi.yaml,
+reads (the program, core/, stack/, manifests/, components/, trainers/, docker/, Pulumi.yaml,
 requirements.txt) affects every stack; documentation, tests and CI files
 affect none.
 """

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.infra.test_manifests import CASES, pod, trainer
+from tests.manifests.test_manifests import CASES, pod, trainer
 from core.trainers import TRAINERS
 from manifests import pod as pod_parts
 from stack.runs import run_problems

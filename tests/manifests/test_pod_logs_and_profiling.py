@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.infra.test_manifests import CASES, trainer
+from tests.manifests.test_manifests import CASES, trainer
 from core.trainers import TRAINERS
 from manifests import storage
 from tests.support import examples

@@ -12,7 +12,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from tests.infra.test_manifests import CASES
+from tests.manifests.test_manifests import CASES
 from tools import scan
 from manifests.jobset import child_jobs
 from tests.support import goldens, schemas

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from core.dockerfile import REPO_ROOT, TRAINER_IMAGES, parse_dockerfile
-from tests.infra.test_manifests import CASES, pod, trainer
+from tests.manifests.test_manifests import CASES, pod, trainer
 from tests.support import examples
 from manifests.run import build_run
 

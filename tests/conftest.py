@@ -1,0 +1,9 @@
+"""Tests run with the repository root importable: the layers (core/, stack/, manifests/,
+components/, tools/), the trainers, and the test support under tests.support."""
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))

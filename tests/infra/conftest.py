@@ -1,8 +1,0 @@
-"""tests/infra run with the repository root importable (core/, stack/, manifests/, components/, tools/, tests.*)."""
-
-import sys
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
