@@ -2,9 +2,9 @@
 
 The node account gets only what a GKE node needs
 (https://cloud.google.com/kubernetes-engine/docs/how-to/hardening-your-cluster#use_least_privilege_sa);
-image pull is granted on the registry itself (infra/registry.py), data access
-on the bucket itself (infra/storage.py), and the trainer account's Workload
-Identity binding sits with the Kubernetes service account (infra/workspace.py).
+image pull is granted on the registry itself (components/registry.py), data access
+on the bucket itself (components/storage.py), and the trainer account's Workload
+Identity binding sits with the Kubernetes service account (components/workspace.py).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Trainer images built from this repository and pushed to the stack's Artifact Registry.
 
 Each image is tagged with the content tag of what it is built from
-(infra/imagespec.py), and exposed by digest (`<registry>/<image>@sha256:...`),
+(core/dockerfile.py), and exposed by digest (`<registry>/<image>@sha256:...`),
 which is what runs reference. Unchanged trainer code means an unchanged tag,
 so `pulumi up` builds nothing; changed code means a new tag, a new build, a new
 digest, and `pulumi preview` shows the runs using it replaced.

@@ -1,6 +1,6 @@
 """The data bucket: datasets in, checkpoints and profiles out. It outlives the stack.
 
-Layout (infra/names.py): `datasets/` (read by every run), `checkpoints/<run>/`
+Layout (core/names.py): `datasets/` (read by every run), `checkpoints/<run>/`
 and `profiles/<run>/` (written by the run). The trainer account reads the
 whole bucket (resuming reads checkpoints back; GCS FUSE needs object list)
 and may write only under `checkpoints/` and `profiles/`: an IAM condition on

@@ -1,6 +1,6 @@
 """Process exit codes shared by every trainer, and read by the run manifests.
 
-The JobSet failure policy (workloads/) keys on these: a configuration error
+The JobSet failure policy (manifests/jobset.py) keys on these: a configuration error
 fails the run at once instead of burning restarts, while a pod that was told
 to stop (SIGTERM on preemption or maintenance) is restarted and resumes.
 """
