@@ -51,12 +51,13 @@ def test_useful_fraction_hand_checked():
     padded = rows.target_fraction(rows.padded_batches(_shard(STORIES), maxlen=6, rows=3))
     assert (padded["targets"], padded["slots"], padded["real_tokens"]) == (10, 18, 13)
     assert padded["fraction"] == 10 / 18
-    # Packed, first two full rows: [2 5 6 1 | 2 7] and [1 | 2 8 9 9 9]; a target
-    # never crosses a story, so 3 + 1 and 0 + 4 targets in 2 x 6 slots.
+    # Packed, first two rows: [2 8 9 9 9 9] (story 2's first piece, full, so
+    # closed first) and [2 5 6 1 | 2 1] (story 0, then the rest of story 2
+    # after its own BOS); a target never crosses a piece: 5 and 3 + 1 targets.
     first_two = list(rows.packed_batches(_shard(STORIES), maxlen=6, rows=1))[:2]
     packed = rows.target_fraction(first_two)
-    assert (packed["targets"], packed["slots"], packed["real_tokens"]) == (8, 12, 12)
-    assert packed["fraction"] == 8 / 12
+    assert (packed["targets"], packed["slots"], packed["real_tokens"]) == (9, 12, 12)
+    assert packed["fraction"] == 9 / 12
 
 
 def test_story_lengths_are_tinystories_like():

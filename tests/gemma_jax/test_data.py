@@ -39,36 +39,51 @@ def test_shards_are_disjoint_and_cover_everything():
 
 
 def test_packing_hand_checked_example():
-    """Stories of 4, 3 and 5 tokens (BOS=2 ... EOS=1) in rows of 6."""
-    sh = _shard(0, [10, 11, 12], [[2, 5, 6, 1], [2, 7, 1], [2, 8, 9, 9, 1]])
+    """Stories of 4, 3, 10 and 3 tokens (BOS=2 ... EOS=1) in rows of 6."""
+    stories = [[2, 5, 6, 1], [2, 7, 1], [2, 8, 9, 10, 11, 12, 13, 14, 15, 1], [2, 16, 1]]
+    sh = _shard(0, [10, 11, 12, 13], stories)
     rows = list(data.batches([sh], maxlen=6, rows_per_shard=1, seed=0, epochs=1, shuffle=False))
-    assert len(rows) == 2
-    r1, r2 = rows
-    assert r1["tokens"].tolist() == [[2, 5, 6, 1, 2, 7]]
-    assert r1["segment_ids"].tolist() == [[1, 1, 1, 1, 2, 2]]
-    assert r1["positions"].tolist() == [[0, 1, 2, 3, 0, 1]]
-    # Story 11 is cut: its EOS starts row 2 as its own piece (position 0).
-    assert r2["tokens"].tolist() == [[1, 2, 8, 9, 9, 1]]
-    assert r2["segment_ids"].tolist() == [[1, 2, 2, 2, 2, 2]]
-    assert r2["positions"].tolist() == [[0, 0, 1, 2, 3, 4]]
-    assert data.consumed_stories(r1) == [[10, 11]]
-    assert data.consumed_stories(r2) == [[11, 12]]
+    # Story 12 is longer than a row: its first 6 tokens fill a row (closed at
+    # once), the rest goes on after a BOS of its own. Story 13 best-fits the
+    # row with exactly 3 free slots; the open rows follow in creation order.
+    assert [r["tokens"].tolist()[0] for r in rows] == [
+        [2, 8, 9, 10, 11, 12],
+        [2, 7, 1, 2, 16, 1],
+        [2, 5, 6, 1, 0, 0],
+        [2, 13, 14, 15, 1, 0],
+    ]
+    assert [r["segment_ids"].tolist()[0] for r in rows] == [
+        [1, 1, 1, 1, 1, 1],
+        [1, 1, 1, 2, 2, 2],
+        [1, 1, 1, 1, 0, 0],
+        [1, 1, 1, 1, 1, 0],
+    ]
+    assert [r["positions"].tolist()[0] for r in rows] == [
+        [0, 1, 2, 3, 4, 5],
+        [0, 1, 2, 0, 1, 2],
+        [0, 1, 2, 3, 0, 0],
+        [0, 1, 2, 3, 4, 0],
+    ]
+    assert [r["continued"].tolist()[0] for r in rows][3] == [1, 1, 1, 1, 1, 0]
+    assert [data.consumed_stories(r) for r in rows] == [[[12]], [[11, 13]], [[10]], [[12]]]
+    assert data.full_batches(sh, maxlen=6, rows_per_shard=1, epochs=1) == 4
 
-    # Targets: token t predicts t+1 only inside its story.
-    w1 = np.asarray(steps.target_weights(r1["segment_ids"]))
-    assert w1.tolist() == [[1, 1, 1, 0, 1]]
+    # Targets: token t predicts t+1 only inside its piece.
+    r2 = rows[1]
     w2 = np.asarray(steps.target_weights(r2["segment_ids"]))
-    assert w2.tolist() == [[0, 1, 1, 1, 1]]
+    assert w2.tolist() == [[1, 1, 0, 1, 1]]
+    w3 = np.asarray(steps.target_weights(rows[2]["segment_ids"]))
+    assert w3.tolist() == [[1, 1, 1, 0, 0]]
 
     # Attention: causal and never across stories.
-    m = np.asarray(steps.attention_mask(r1["segment_ids"]))[0].astype(int)
+    m = np.asarray(steps.attention_mask(r2["segment_ids"]))[0].astype(int)
     assert m.tolist() == [
         [1, 0, 0, 0, 0, 0],
         [1, 1, 0, 0, 0, 0],
         [1, 1, 1, 0, 0, 0],
-        [1, 1, 1, 1, 0, 0],
-        [0, 0, 0, 0, 1, 0],
-        [0, 0, 0, 0, 1, 1],
+        [0, 0, 0, 1, 0, 0],
+        [0, 0, 0, 1, 1, 0],
+        [0, 0, 0, 1, 1, 1],
     ]
 
 
@@ -79,40 +94,62 @@ def test_padding_is_masked():
     assert not m[:, 3:].any()  # nothing attends to padding
 
 
-def test_packing_fraction_and_coverage_on_mixed_lengths():
-    r = random.Random(0)
-    maxlen, rows = 128, 4
+def _mixed_shards(r, maxlen):
     shards = []
     for s in range(2):
         ids = list(range(s, 600, 2))
         lengths = [
             r.choice([r.randint(5, 40), r.randint(40, 200), r.randint(200, 600)]) for _ in ids
         ]
-        shards.append(_shard(s, ids, [np.full(n, 7) for n in lengths]))
-    batches = list(
-        data.batches(shards, maxlen=maxlen, rows_per_shard=rows, seed=3, epochs=1, shuffle=True)
-    )
-    expected = min(
-        data.full_batches(s, maxlen=maxlen, rows_per_shard=rows, epochs=1) for s in shards
-    )
-    assert len(batches) >= expected > 0
+        # [BOS, story-unique tokens..., EOS]: every token says where it came from.
+        tokens = [np.concatenate([[2], 1000 * i + np.arange(n - 2) + 4, [1]]) for i, n in zip(ids, lengths)]
+        shards.append(_shard(s, ids, tokens))
+    return shards
+
+
+def test_packing_keeps_stories_whole_and_every_piece_starts_with_bos():
+    r = random.Random(0)
+    maxlen, rows = 128, 4
+    shards = _mixed_shards(r, maxlen)
+    kw = {"maxlen": maxlen, "rows_per_shard": rows, "seed": 3, "epochs": 1, "shuffle": True}
+    batches = list(data.batches(shards, **kw))
+    assert len(batches) == min(data.full_batches(s, **kw) for s in shards) > 0
     fraction = np.mean([data.useful_fraction(b) for b in batches])
     print(f"useful-token fraction {fraction:.4f} over {len(batches)} batches")
-    assert fraction >= 0.97
-    # Every story token is used at most once; only the tail is left over.
-    seen = np.concatenate([b["story"].reshape(-1) for b in batches])
-    counts = np.bincount(seen[seen >= 0], minlength=600)
+    assert fraction >= 0.95
     lengths = {i: len(t) for s in shards for i, t in zip(s.story_ids, s.tokens)}
-    assert all(counts[i] <= n for i, n in lengths.items())
+    pieces = {}  # story -> its pieces (token arrays, BOS included)
+    for b in batches:
+        for row_tokens, row_seg, row_story in zip(b["tokens"], b["segment_ids"], b["story"]):
+            for seg in set(row_seg[row_seg > 0].tolist()):
+                piece = row_tokens[row_seg == seg]
+                (story,) = set(row_story[row_seg == seg].tolist())
+                assert piece[0] == 2, "a piece without its BOS"
+                pieces.setdefault(story, []).append(piece)
+    for story, ps in pieces.items():
+        if lengths[story] <= maxlen:
+            assert len(ps) == 1 and len(ps[0]) == lengths[story], "a story that fits was split"
+        else:
+            assert all(len(p) <= maxlen for p in ps)
+    # No token twice, and the pieces of a story are consecutive parts of it.
+    seen = np.concatenate([b["tokens"][b["tokens"] >= 4] for b in batches])
+    assert len(seen) == len(set(seen.tolist()))
     # Shard rows stay in their own half of the batch.
     for b in batches:
         top, bottom = b["story"][:rows], b["story"][rows:]
         assert set(top[top >= 0] % 2) <= {0} and set(bottom[bottom >= 0] % 2) <= {1}
-    # A story is either consumed whole or not reached yet; only the one cut at
-    # the end of a shard's last row may be partial.
-    for s in shards:
-        partial = [i for i in s.story_ids if 0 < counts[i] < lengths[i]]
-        assert len(partial) <= 1, partial
+
+
+def test_every_story_is_planned_once_per_epoch_and_epochs_differ():
+    shard = _mixed_shards(random.Random(1), 128)[0]
+    plan = data.shard_rows(shard, maxlen=128, seed=5, epochs=2, shuffle=True)
+    tokens_per_story = {}
+    for row in plan:
+        for p in row:
+            tokens_per_story[p.story] = tokens_per_story.get(p.story, 0) + p.end - p.start
+    assert tokens_per_story == {i: 2 * len(t) for i, t in enumerate(shard.tokens)}
+    big_seed = data.shard_rows(shard, maxlen=128, seed=2**62, epochs=1, shuffle=True)
+    assert big_seed != plan[: len(big_seed)]
 
 
 @pytest.mark.parametrize("name", [n for n in model_lib.MODELS if n != "tiny"])

@@ -97,7 +97,10 @@ def make_data(cfg: cli.Config, layout: Layout) -> DataPlan:
         held_out, 0, local, layout.data_shards, factory, cfg.data_workers
     )
     available = _min_over_processes(
-        min(data.full_batches(s, epochs=cfg.epochs, **kw) for s in train_shards)
+        min(
+            data.full_batches(s, epochs=cfg.epochs, seed=cfg.seed, shuffle=True, **kw)
+            for s in train_shards
+        )
     )
     eval_steps = _min_over_processes(min(data.full_batches(s, epochs=1, **kw) for s in eval_shards))
     if cfg.eval_batches:

@@ -8,19 +8,22 @@ order. The batch composition therefore depends on `data_shards` only, not on
 how many hosts share the work, and the process-local rows are exactly the
 rows that the process's devices hold (see sharding.global_batch).
 
-Each story is tokenized once, up front, as BOS + text + EOS. Rows are packed
-by grain's ConcatThenSplitIterDataset: stories are concatenated and cut every
-`maxlen` tokens, with segment ids (1, 2, ... per piece, 0 = padding) and
-positions restarting at 0 for every piece, so attention and targets never
-cross a story boundary and almost no slot is padding.
+Each story is tokenized once, up front, as BOS + text + EOS. Rows hold whole
+stories (packing.py: best fit; only a story longer than a row is split, and
+each of its pieces starts with BOS), with segment ids (1, 2, ... per piece,
+0 = padding) and positions restarting at 0 for every piece, so attention and
+targets never cross a story boundary.
 """
 
 from __future__ import annotations
 
 import dataclasses
+
 from absl import flags
 import grain
 import numpy as np
+
+from trainers.gemma_jax import packing
 
 SEPARATOR = "<|endoftext|>"
 _READ_CHUNK = 1 << 20
@@ -114,38 +117,37 @@ def make_shards(
     return out
 
 
-def _features(item) -> dict[str, np.ndarray]:
-    story_id, tokens = item
-    # `story` rides along with the tokens through packing, so every slot of a
-    # packed row says which story it came from (for the consumed-samples log).
-    return {"tokens": tokens, "story": np.full(len(tokens), story_id, dtype=np.int32)}
+class _Row(grain.transforms.Map):
+    """A row plan -> the arrays of one packed row (packing.row_arrays)."""
+
+    def __init__(self, shard: Shard, maxlen: int):
+        self._shard, self._maxlen = shard, maxlen
+
+    def map(self, row):
+        return packing.row_arrays(row, self._shard.tokens, self._shard.story_ids, self._maxlen)
 
 
-def _pack_rows(
-    shard: Shard, maxlen: int, rows: int, seed: int, epochs: int, shuffle: bool
-) -> grain.IterDataset:
-    ds = grain.MapDataset.source(list(zip(shard.story_ids, shard.tokens)))
-    if shuffle:
-        # A different, deterministic order per shard and per epoch.
-        ds = ds.shuffle(seed=seed * 1000003 + shard.index)
-    ds = ds.repeat(epochs).map(_features)
+def shard_rows(shard: Shard, *, maxlen: int, seed: int, epochs: int, shuffle: bool):
+    """The row plan of a shard over all epochs; each epoch is packed on its
+    own, so no row mixes two epochs."""
+    lengths = [len(t) for t in shard.tokens]
+    rows = []
+    for epoch in range(epochs):
+        order = packing.epoch_order(len(lengths), seed, shard.index, epoch, shuffle)
+        rows.extend(packing.plan_rows(order, lengths, maxlen))
+    return rows
+
+
+def _shard_batches(shard: Shard, rows: list, maxlen: int, rows_per_shard: int):
+    ds = grain.MapDataset.source(rows).map(_Row(shard, maxlen))
     # Tokens are already in memory: reading threads would only fight the GIL.
-    it = ds.to_iter_dataset(grain.ReadOptions(num_threads=0))
-    it = grain.experimental.ConcatThenSplitIterDataset(
-        it, length_struct={"tokens": maxlen, "story": maxlen}
+    return ds.to_iter_dataset(grain.ReadOptions(num_threads=0)).batch(
+        rows_per_shard, drop_remainder=True
     )
-    return it.batch(rows, drop_remainder=True)
 
 
 def _concat_shards(parts) -> dict[str, np.ndarray]:
-    return {
-        "tokens": np.concatenate([p["tokens"] for p in parts]),
-        "segment_ids": np.concatenate([p["tokens_segment_ids"] for p in parts]),
-        "positions": np.concatenate([p["tokens_positions"] for p in parts]),
-        "story": np.concatenate(
-            [np.where(p["tokens_segment_ids"] > 0, p["story"], -1) for p in parts]
-        ),
-    }
+    return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 
 
 def batches(
@@ -156,17 +158,25 @@ def batches(
     The result is one grain IterDataset, so its iterator's get_state() /
     set_state() capture the exact data position of all local shards.
     """
-    parts = [_pack_rows(s, maxlen, rows_per_shard, seed, epochs, shuffle) for s in shards]
+    parts = [
+        _shard_batches(
+            s,
+            shard_rows(s, maxlen=maxlen, seed=seed, epochs=epochs, shuffle=shuffle),
+            maxlen,
+            rows_per_shard,
+        )
+        for s in shards
+    ]
     return grain.experimental.ZipIterDataset(parents=parts, strict=False).map(_concat_shards)
 
 
-def full_batches(shard: Shard, *, maxlen: int, rows_per_shard: int, epochs: int) -> int:
-    """How many full batches a shard yields, a lower bound.
-
-    Concat-then-split fills every row completely except the very last one, so
-    floor(tokens / maxlen) rows are always available.
-    """
-    return (epochs * shard.num_tokens // maxlen) // rows_per_shard
+def full_batches(
+    shard: Shard, *, maxlen: int, rows_per_shard: int, epochs: int, seed: int = 0, shuffle: bool = False
+) -> int:
+    """How many full batches `batches` yields for this shard with the same
+    settings (exact: the packing plan is computed the same way)."""
+    rows = shard_rows(shard, maxlen=maxlen, seed=seed, epochs=epochs, shuffle=shuffle)
+    return len(rows) // rows_per_shard
 
 
 def useful_fraction(batch: dict[str, np.ndarray]) -> float:

@@ -28,7 +28,7 @@ class ModelSpec:
     text_only: bool = False
 
 
-MODELS: dict[str, ModelSpec] = {
+MODELS: dict[str, ModelSpec] = {  # keys: flags.MODEL_NAMES
     "gemma3-270m": ModelSpec("Gemma3_270M", "GEMMA3_270M_PT", "Gemma3Tokenizer"),
     "gemma3-1b": ModelSpec("Gemma3_1B", "GEMMA3_1B_PT", "Gemma3Tokenizer"),
     "gemma3-4b": ModelSpec("Gemma3_4B", "GEMMA3_4B_PT", "Gemma3Tokenizer", True),
