@@ -126,14 +126,18 @@ class _Parser(TrlParser):
         raise ConfigError(f"invalid command line: {message}")
 
 
-def parse_args(argv: list[str] | None = None) -> tuple[ScriptArguments, TrainingArguments]:
+def real_parser() -> _Parser:
     # No abbreviations: a mistyped flag must fail, not match a longer one.
-    parser = _Parser((ScriptArguments, TrainingArguments), allow_abbrev=False)
+    return _Parser((ScriptArguments, TrainingArguments), allow_abbrev=False)
+
+
+def parse_args(argv: list[str] | None = None) -> tuple[ScriptArguments, TrainingArguments]:
+    parser = real_parser()
     try:
         script_args, training_args = parser.parse_args_and_config(args=argv)
     except ConfigError:
         raise
-    except (ValueError, TypeError, OSError, yaml.YAMLError) as err:  # __post_init__ checks, bad --config
+    except (ValueError, TypeError, OSError, IndexError, yaml.YAMLError) as err:  # __post_init__, bad --config
         raise ConfigError(str(err)) from err
     validate(script_args, training_args)
     apply_derived(script_args, training_args)
