@@ -42,6 +42,15 @@ def gemma4_dir(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def gemma4_31b_dir(tmp_path_factory) -> Path:
+    """Tiny Gemma 4 whose template behaves like 31B-it's (empty thought block in the generation prompt)."""
+    return tiny.build_model_dir(tmp_path_factory.mktemp("models") / "tiny-gemma4-31b", "gemma4-31b")
+
+
+STYLE_FIXTURES = {"gemma4": "gemma4_dir", "gemma4-31b": "gemma4_31b_dir", "gemma3": "gemma3_dir"}
+
+
+@pytest.fixture(scope="session")
 def gemma3_dir(tmp_path_factory) -> Path:
     return tiny.build_model_dir(tmp_path_factory.mktemp("models") / "tiny-gemma3", "gemma3")
 

@@ -16,16 +16,72 @@ def test_defaults_are_the_recipe_defaults(tmp_path):
     assert training.output_dir == "gemma-31b-text-to-sql"
     assert training.max_length == 1024
     assert training.num_train_epochs == 3
-    assert training.per_device_train_batch_size == 2
-    assert training.gradient_accumulation_steps == 32
+    # The recipe's global batch of 8 x 2 x 32 = 512 rows, in 4x larger micro-batches.
+    assert training.per_device_train_batch_size * training.gradient_accumulation_steps == 2 * 32
+    assert training.per_device_train_batch_size == 8
     assert training.learning_rate == 1e-5
     assert training.logging_steps == 10
-    assert training.save_strategy == "steps" and training.save_steps == 100
+    assert training.save_strategy == "steps" and training.eval_strategy == "steps"
     assert training.push_to_hub is False and training.hub_private_repo is True
     assert training.max_grad_norm == 0.3
     assert training.seed == 42
     assert training.report_to == ["tensorboard"]
     assert training.eval_strategy == "steps"
+
+
+def test_checkpoints_and_evaluations_are_spread_over_the_run():
+    from transformers import TrainerState
+
+    _, training = parse_args([])
+    # The A4 run: 10,000 training rows / 512 per step = 20 steps per epoch, 3 epochs.
+    state = TrainerState()
+    state.compute_steps(training, 60)  # how the Trainer turns fractions into steps
+    assert (state.save_steps, state.eval_steps) == (3, 15)
+    state.compute_steps(training, 2000)
+    assert (state.save_steps, state.eval_steps) == (100, 500)
+    _, training = parse_args(["--save_steps", "20"])
+    state.compute_steps(training, 60)
+    assert state.save_steps == 20  # a whole number is still a number of steps
+
+
+def test_fsdp_activation_checkpointing_replaces_the_trainer_s(monkeypatch):
+    monkeypatch.setenv("ACCELERATE_USE_FSDP", "true")
+    monkeypatch.setenv("FSDP_ACTIVATION_CHECKPOINTING", "true")
+    _, training = parse_args([])
+    assert training.activation_checkpointing is False and training.gradient_checkpointing is False
+    monkeypatch.setenv("FSDP_ACTIVATION_CHECKPOINTING", "false")
+    _, training = parse_args([])
+    assert training.activation_checkpointing is True
+
+
+def test_the_shipped_accelerate_config_loads_on_rank_0_and_checkpoints_in_fsdp():
+    import yaml
+
+    from .conftest import REPO
+
+    config = yaml.safe_load((REPO / "trainers" / "trl_gpu" / "accelerate_fsdp_8gpu.yaml").read_text())["fsdp_config"]
+    assert config["fsdp_cpu_ram_efficient_loading"] is True
+    assert config["fsdp_activation_checkpointing"] is True
+    assert config["fsdp_state_dict_type"] == "SHARDED_STATE_DICT"
+
+
+def test_packing_is_bfd_only_and_padding_free_comes_with_it():
+    _, training = parse_args(["--packing", "true"])
+    assert training.packing and training.packing_strategy == "bfd"
+    for argv, flag in [
+        (["--packing", "true", "--packing_strategy", "wrapped"], "--packing_strategy"),
+        (["--padding_free", "true"], "--padding_free"),
+    ]:
+        with pytest.raises(ConfigError, match=flag):
+            parse_args(argv)
+
+
+def test_liger_kernels_are_a_configuration_error_without_a_gpu():
+    import torch
+
+    assert not torch.cuda.is_available()  # the CPU test environment
+    with pytest.raises(ConfigError, match="--use_liger_kernel.*CUDA GPU"):
+        parse_args(["--use_liger_kernel", "true"])
 
 
 def test_warmup_is_a_ratio_of_the_optimizer_steps():
@@ -41,7 +97,7 @@ def test_no_label_names_and_answer_only_loss():
     _, training = parse_args([])
     assert not training.label_names
     assert training.completion_only_loss is True
-    assert training.packing is False
+    assert training.packing is False  # allowed (bfd), off by default
 
 
 def test_yaml_config_then_command_line_overrides(tmp_path):
@@ -72,7 +128,7 @@ def test_logging_dir_feeds_tensorboard(tmp_path, monkeypatch):
         (["--eval_fraction", "1.5"], "--eval_fraction"),
         (["--save_total_limit", "1"], "--save_total_limit"),
         (["--label_names", "domain"], "--label_names"),
-        (["--packing", "true"], "--packing"),
+        (["--chat_template", "no-such-template"], "--chat_template"),
         (["--num_train_epochs", "many"], "--num_train_epochs"),
     ],
 )

@@ -12,11 +12,12 @@ from trainers.trl_gpu import data
 from trainers.trl_gpu.args import ConfigError
 
 from . import tiny
+from .conftest import STYLE_FIXTURES
 
 
-@pytest.mark.parametrize("family", ["gemma4", "gemma3"])
-def test_loss_mask_covers_exactly_the_answer(family, request):
-    model_dir = request.getfixturevalue(f"{family}_dir")
+@pytest.mark.parametrize("style", tiny.STYLES)
+def test_loss_mask_covers_exactly_the_answer(style, request):
+    model_dir = request.getfixturevalue(STYLE_FIXTURES[style])
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     row = tiny.sql_rows(1, seed=7)[0]
     example = data.tokenize_example(row, tokenizer)
@@ -33,10 +34,17 @@ def test_loss_mask_covers_exactly_the_answer(family, request):
     assert all(lab != data.IGNORE_INDEX for lab in labels[first:])
 
     # Trained: the SQL and the end-of-turn token, nothing else.
-    assert tokenizer.decode(trained) == row["sql"] + tiny.END_OF_TURN[family]
-    # Masked: the whole prompt (system + user turns, up to the model-turn header).
+    assert tokenizer.decode(trained) == row["sql"] + tiny.END_OF_TURN[style]
+    # Masked: exactly what inference feeds the model, the generation prompt's
+    # ids (system + user turns, the model-turn header and, 31B-style, the
+    # empty thought block), so training and inference see the same context.
     prompt_text = tokenizer.apply_chat_template(data.prompt_messages(row), tokenize=False, add_generation_prompt=True)
+    prompt_ids = tokenizer.apply_chat_template(
+        data.prompt_messages(row), tokenize=True, return_dict=True, add_generation_prompt=True
+    )["input_ids"]
+    assert ids[: len(prompt_ids)] == list(prompt_ids) and masked == list(prompt_ids)
     assert tokenizer.decode(masked) == prompt_text
+    assert prompt_text.endswith(tiny.EMPTY_THOUGHT) == (style == "gemma4-31b")
     assert row["sql_context"] in prompt_text and row["sql_prompt"] in prompt_text
     assert row["sql"] not in prompt_text
 

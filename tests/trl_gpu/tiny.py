@@ -4,6 +4,15 @@ tokenizer and a small text-to-SQL dataset, all written to local paths.
 Nothing here downloads anything: the tokenizer is trained on the generated
 rows at test time and carries the real Gemma 3 / Gemma 4 chat templates that
 TRL ships, so the prompt/answer boundary is the one the real models see.
+
+Three template styles (`STYLES`):
+- "gemma4": Gemma 4 E2B's (TRL's gemma4_v5.jinja): the generation prompt
+  ends with `<|turn>model\n`;
+- "gemma4-31b": Gemma 4 31B-it's behaviour with thinking off: the same
+  template, whose generation prompt also prints an empty thought block
+  (`<|channel>thought\n<channel|>`) while a past assistant turn renders
+  without it (`gemma4_31b_template`);
+- "gemma3": Gemma 3's (`<start_of_turn>model\n` ... `<end_of_turn>`).
 """
 
 from __future__ import annotations
@@ -15,9 +24,37 @@ from pathlib import Path
 import trl
 
 # Special tokens of both template generations; ids 0..2 follow Gemma's layout.
-SPECIAL_TOKENS = ["<pad>", "<eos>", "<bos>", "<|turn>", "<turn|>", "<start_of_turn>", "<end_of_turn>"]
-END_OF_TURN = {"gemma4": "<turn|>", "gemma3": "<end_of_turn>"}
+SPECIAL_TOKENS = [
+    "<pad>", "<eos>", "<bos>", "<|turn>", "<turn|>", "<start_of_turn>", "<end_of_turn>", "<|channel>", "<channel|>",
+]  # fmt: skip
+STYLES = ("gemma4", "gemma4-31b", "gemma3")
+FAMILY = {"gemma4": "gemma4", "gemma4-31b": "gemma4", "gemma3": "gemma3"}
+END_OF_TURN = {"gemma4": "<turn|>", "gemma4-31b": "<turn|>", "gemma3": "<end_of_turn>"}
 TEMPLATES = {"gemma4": "gemma4_v5.jinja", "gemma3": "gemma3.jinja"}
+EMPTY_THOUGHT = "<|channel>thought\n<channel|>"
+_GENERATION_PROMPT = "        {{- '<|turn>model\\n' -}}\n"
+
+
+def trl_template(name: str) -> str:
+    return (Path(trl.__file__).parent / "chat_templates" / name).read_text()
+
+
+def gemma4_31b_template() -> str:
+    """Gemma 4 E2B's template with 31B-it's generation prompt: with thinking
+    off (the default), an empty thought block follows the model-turn header."""
+    e2b = trl_template(TEMPLATES["gemma4"])
+    assert e2b.count(_GENERATION_PROMPT) == 1, "the E2B template's generation prompt moved"
+    prompt_31b = (
+        _GENERATION_PROMPT
+        + "        {%- if not enable_thinking | default(false) -%}\n"
+        + "            {{- '" + EMPTY_THOUGHT.replace("\n", "\\n") + "' -}}\n"
+        + "        {%- endif -%}\n"
+    )
+    return e2b.replace(_GENERATION_PROMPT, prompt_31b)
+
+
+def chat_template(style: str) -> str:
+    return gemma4_31b_template() if style == "gemma4-31b" else trl_template(TEMPLATES[style])
 
 TABLES = ["orders", "customers", "products", "employees", "shipments", "invoices"]
 COLUMNS = ["id", "name", "price", "city", "amount", "status", "year"]
@@ -56,9 +93,9 @@ def write_dataset(path: Path, n: int = 64, seed: int = 0) -> Path:
     return path
 
 
-def build_tokenizer(family: str, corpus: list[str]):
+def build_tokenizer(style: str, corpus: list[str]):
     """A byte-level BPE tokenizer trained on `corpus`, with Gemma's special
-    tokens and the family's real chat template."""
+    tokens and the style's chat template."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
@@ -72,7 +109,7 @@ def build_tokenizer(family: str, corpus: list[str]):
         show_progress=False,
     )
     tok.train_from_iterator(corpus, trainer=trainer)
-    template = (Path(trl.__file__).parent / "chat_templates" / TEMPLATES[family]).read_text()
+    template = chat_template(style)
     return PreTrainedTokenizerFast(
         tokenizer_object=tok,
         bos_token="<bos>",
@@ -116,16 +153,16 @@ def tiny_config(family: str, vocab_size: int, tokenizer):
     return Gemma3TextConfig(**common, query_pre_attn_scalar=16, layer_types=["sliding_attention", "full_attention"])
 
 
-def build_model_dir(path: Path, family: str = "gemma4", seed: int = 0) -> Path:
-    """Save a tiny random causal LM and its tokenizer with save_pretrained."""
+def build_model_dir(path: Path, style: str = "gemma4", seed: int = 0) -> Path:
+    """Save a tiny random causal LM and its tokenizer (template `style`) with save_pretrained."""
     import torch
     from transformers import AutoModelForCausalLM, GenerationConfig
 
     rows = sql_rows(200, seed=1234)
     corpus = [r[k] for r in rows for k in ("sql_prompt", "sql_context", "sql")]
     corpus.append("You are a text to SQL query translator. Given the USER_QUERY and the SCHEMA, generate")
-    tokenizer = build_tokenizer(family, corpus)
-    config = tiny_config(family, len(tokenizer), tokenizer)
+    tokenizer = build_tokenizer(style, corpus)
+    config = tiny_config(FAMILY[style], len(tokenizer), tokenizer)
     torch.manual_seed(seed)
     model = AutoModelForCausalLM.from_config(config)
     model.generation_config = GenerationConfig(

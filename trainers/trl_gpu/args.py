@@ -19,6 +19,9 @@ from transformers.trainer_utils import IntervalStrategy, SaveStrategy, Scheduler
 from transformers.training_args import OptimizerNames
 from trl import SFTConfig, TrlParser
 
+from . import templates
+from .errors import ConfigError
+
 def _bf16_available() -> bool:
     # The recipe trains in bf16 on GPUs that have it (A4's B200 does); on CPU
     # the tests run in fp32.
@@ -27,10 +30,6 @@ def _bf16_available() -> bool:
 
 # Columns the prompt and the answer are built from.
 REQUIRED_COLUMNS = ("sql_prompt", "sql_context", "sql")
-
-
-class ConfigError(Exception):
-    """A problem that no retry can fix: bad flag, unknown model/column, no token."""
 
 
 @dataclass
@@ -50,6 +49,13 @@ class ScriptArguments:
     )
     trust_remote: bool = field(default=False, metadata={"help": "Trust remote code when loading the tokenizer."})
     use_fast: bool = field(default=True, metadata={"help": "Use the fast (Rust) tokenizer."})
+    chat_template: str | None = field(
+        default=None,
+        metadata={
+            "help": "Chat template replacing the tokenizer's (required for a pretrained model without one): "
+            "a .jinja file, or the name of a template TRL ships (gemma3, gemma4_v5, ...)."
+        },
+    )
     lora_r: int = field(default=16, metadata={"help": "LoRA rank."})
     lora_alpha: int = field(default=32, metadata={"help": "LoRA alpha scaling factor."})
     lora_dropout: float = field(default=0.05, metadata={"help": "LoRA dropout probability."})
@@ -78,21 +84,35 @@ class TrainingArguments(SFTConfig):
     output_dir: str | None = field(default="gemma-31b-text-to-sql", metadata={"help": "Checkpoint directory of the run."})
     max_length: int | None = field(default=1024, metadata={"help": "Maximum tokenized length of an example."})
     num_train_epochs: float = field(default=3.0, metadata={"help": "Number of training epochs."})
-    per_device_train_batch_size: int = field(default=2, metadata={"help": "Batch size per device."})
-    gradient_accumulation_steps: int = field(default=32, metadata={"help": "Gradient accumulation steps."})
+    # The recipe's global batch (8 GPUs x 2 rows x 32 accumulation steps = 512
+    # rows), in micro-batches four times larger: under FSDP every micro-batch
+    # all-gathers the whole model (twice: forward and backward), so fewer,
+    # larger ones spend less of the step waiting on the network.
+    per_device_train_batch_size: int = field(default=8, metadata={"help": "Batch size per device."})
+    gradient_accumulation_steps: int = field(default=8, metadata={"help": "Gradient accumulation steps."})
     learning_rate: float = field(default=1e-5, metadata={"help": "Peak learning rate."})
     lr_scheduler_type: SchedulerType | str = field(
         default="constant_with_warmup", metadata={"help": "Scheduler; the recipe's constant rate, after warmup."}
     )
     logging_steps: float = field(default=10, metadata={"help": "Log every N optimizer steps."})
     save_strategy: SaveStrategy | str = field(default="steps", metadata={"help": "Checkpoint save strategy."})
-    save_steps: float = field(default=100, metadata={"help": "Save a checkpoint every N optimizer steps."})
+    # transformers reads a value in (0, 1) as a fraction of the run's optimizer
+    # steps (TrainingArguments.save_steps/eval_steps help; Trainer._set_initial_training_values).
+    save_steps: float = field(
+        default=0.05, metadata={"help": "Save a checkpoint every N optimizer steps; below 1: that fraction of the run."}
+    )
     save_total_limit: int | None = field(default=3, metadata={"help": "Checkpoints kept (at least 2)."})
     eval_strategy: IntervalStrategy | str = field(default="steps", metadata={"help": "Evaluate the held-out split at intervals."})
-    eval_steps: float | None = field(default=100, metadata={"help": "Evaluate every N optimizer steps."})
+    eval_steps: float | None = field(
+        default=0.25, metadata={"help": "Evaluate every N optimizer steps; below 1: that fraction of the run."}
+    )
     max_grad_norm: float = field(default=0.3, metadata={"help": "Gradient clipping norm."})
     activation_checkpointing: bool | None = field(
-        default=True, metadata={"help": "Recompute activations in backward (saves memory on the 31B model)."}
+        default=True,
+        metadata={
+            "help": "Recompute activations in backward (saves memory on the 31B model). Under FSDP with the "
+            "accelerate config's fsdp_activation_checkpointing, FSDP's own checkpointing does it instead."
+        },
     )
     optim: OptimizerNames | str = field(default="adamw_torch", metadata={"help": "Optimizer."})
     bf16: bool | None = field(default=_bf16_available(), metadata={"help": "bf16 mixed precision (default: on if the GPU has it)."})
@@ -106,14 +126,18 @@ class _Parser(TrlParser):
         raise ConfigError(f"invalid command line: {message}")
 
 
-def parse_args(argv: list[str] | None = None) -> tuple[ScriptArguments, TrainingArguments]:
+def real_parser() -> _Parser:
     # No abbreviations: a mistyped flag must fail, not match a longer one.
-    parser = _Parser((ScriptArguments, TrainingArguments), allow_abbrev=False)
+    return _Parser((ScriptArguments, TrainingArguments), allow_abbrev=False)
+
+
+def parse_args(argv: list[str] | None = None) -> tuple[ScriptArguments, TrainingArguments]:
+    parser = real_parser()
     try:
         script_args, training_args = parser.parse_args_and_config(args=argv)
     except ConfigError:
         raise
-    except (ValueError, TypeError, OSError, yaml.YAMLError) as err:  # __post_init__ checks, bad --config
+    except (ValueError, TypeError, OSError, IndexError, yaml.YAMLError) as err:  # __post_init__, bad --config
         raise ConfigError(str(err)) from err
     validate(script_args, training_args)
     apply_derived(script_args, training_args)
@@ -144,7 +168,9 @@ def validate(script: ScriptArguments, training: TrainingArguments) -> None:
     limit = training.save_total_limit
     _check(limit is None or limit >= 2, "--save_total_limit", limit, "keep at least 2 checkpoints, or unset it")
     _check(training.max_length is None or training.max_length > 8, "--max_length", training.max_length, "too small")
-    _check(not training.packing, "--packing", training.packing, "packing is not supported with the answer-only mask")
+    _check_packing(training)
+    _check_liger(training)
+    templates.check_name(script.chat_template)
     _check(
         not training.assistant_only_loss,
         "--assistant_only_loss",
@@ -159,9 +185,69 @@ def validate(script: ScriptArguments, training: TrainingArguments) -> None:
     )
 
 
+# Strategies that keep each example whole and its boundaries known: TRL's
+# "bfd" packing hands the collator each row's segment lengths, the collator
+# turns them into position_ids restarting at 0 (padding-free, no attention
+# mask), and transformers builds block-diagonal attention from those
+# position_ids (masking_utils.find_packed_sequence_indices, used when the
+# mask is None). "wrapped" cuts examples apart and lets them attend across.
+PACKING_STRATEGIES = ("bfd",)
+
+
+def _check_packing(training: TrainingArguments) -> None:
+    if training.packing or training.eval_packing:
+        _check(
+            training.packing_strategy in PACKING_STRATEGIES,
+            "--packing_strategy",
+            training.packing_strategy,
+            f"expected one of {list(PACKING_STRATEGIES)} (keeps answers whole and segments apart)",
+        )
+    _check(
+        not training.padding_free or training.packing,
+        "--padding_free",
+        training.padding_free,
+        "use --packing true (bfd packing is padding-free) instead",
+    )
+
+
+def _check_liger(training: TrainingArguments) -> None:
+    """Liger's kernels are Triton GPU kernels: refuse early, with the reason,
+    where they cannot run (transformers would raise a bare ImportError, or
+    fail inside the first kernel call)."""
+    if not training.use_liger_kernel:
+        return
+    import importlib.util
+
+    _check(
+        importlib.util.find_spec("liger_kernel") is not None,
+        "--use_liger_kernel",
+        True,
+        "the liger-kernel package is not installed in this environment (trainers/trl_gpu/requirements.txt pins it)",
+    )
+    _check(
+        torch.cuda.is_available() and not training.use_cpu,
+        "--use_liger_kernel",
+        True,
+        "Liger's Triton kernels need a CUDA GPU, and this process has none",
+    )
+
+
+def _fsdp_activation_checkpointing() -> bool:
+    # What `accelerate launch` exports from the config file's fsdp_config
+    # (accelerate/utils/launch.py: FSDP_ACTIVATION_CHECKPOINTING).
+    on = lambda name: os.environ.get(name, "false").lower() in ("1", "true", "yes")  # noqa: E731
+    return on("ACCELERATE_USE_FSDP") and on("FSDP_ACTIVATION_CHECKPOINTING")
+
+
 def apply_derived(script: ScriptArguments, training: TrainingArguments) -> None:
     # transformers reads a warmup_steps value in [0, 1) as a ratio of the total steps.
     training.warmup_steps = script.warmup_ratio
+    # FSDP's own activation checkpointing wraps each decoder layer inside its
+    # FSDP unit; the Trainer's (HF gradient checkpointing) would add an
+    # all-gather per layer in backward, and transformers refuses both at once
+    # (Trainer.create_accelerator_and_postprocess).
+    if _fsdp_activation_checkpointing() and training.activation_checkpointing:
+        training.activation_checkpointing = training.gradient_checkpointing = False
     # The dataset is tokenized here with its own mask; TRL only builds labels from it.
     training.completion_only_loss = True
     training.dataset_kwargs = None

@@ -1,9 +1,11 @@
 """Text-to-SQL data: load, split with a fixed seed, build chats, tokenize.
 
 Each row becomes a system + user prompt (schema and question) and an
-assistant answer (the SQL). The tokenized example carries `labels` in which
-every prompt token is -100: only the SQL and the template's end-of-turn
-token are trained. The mask is built here rather than by TRL's
+assistant answer (the SQL). The tokenized example is what inference sees
+and must produce: the generation prompt (with whatever the template prints
+there, such as Gemma 4 31B's empty thought block), then the SQL and the
+template's end-of-turn marker (templates.split_turn). Its `labels` are -100
+on every prompt token. The mask is built here rather than by TRL's
 `assistant_only_loss`, which rejects Gemma 4's chat templates, and it drops
 the newline that Gemma templates print after the end-of-turn token, which
 the model never has to produce at inference.
@@ -17,6 +19,7 @@ import os
 import datasets
 from datasets import Dataset, load_dataset, load_from_disk
 
+from . import templates
 from .args import REQUIRED_COLUMNS, ConfigError
 from .model import network_trouble
 
@@ -93,34 +96,28 @@ def split_rows(dataset: Dataset, max_samples: int, eval_fraction: float, seed: i
     return parts["train"], parts["test"]
 
 
-def _chat_ids(tokenizer, messages: list[dict], generation_prompt: bool) -> list[int]:
-    out = tokenizer.apply_chat_template(
-        messages, tokenize=True, return_dict=True, add_generation_prompt=generation_prompt
-    )
-    return list(out["input_ids"])
+def _ids(tokenizer, text: str) -> list[int]:
+    # The rendered template already holds <bos>; apply_chat_template(tokenize=True)
+    # tokenizes its rendering the same way, without adding special tokens.
+    return list(tokenizer(text, add_special_tokens=False)["input_ids"])
 
 
 def tokenize_example(row: dict, tokenizer) -> dict:
-    """input_ids of prompt + answer, and labels that train on the answer only."""
-    messages = prompt_messages(row)
-    prompt_ids = _chat_ids(tokenizer, messages, generation_prompt=True)
-    full_ids = _chat_ids(tokenizer, messages + [{"role": "assistant", "content": row["sql"]}], False)
-    if full_ids[: len(prompt_ids)] != prompt_ids:
-        # The mask would be wrong if the template rendered the prompt differently
-        # with and without the answer; fail instead of training on a shifted mask.
-        raise ValueError("the chat template does not render the prompt as a prefix of prompt + answer")
-    answer = full_ids[len(prompt_ids) :]
-    while answer and not tokenizer.decode(answer[-1:]).strip():
-        answer = answer[:-1]  # whitespace the template prints after the end-of-turn token
+    """input_ids: the generation prompt exactly as inference renders it, then
+    the answer and the end-of-turn marker; labels train on the latter only."""
+    prompt, completion = templates.split_turn(tokenizer, prompt_messages(row), row["sql"])
+    prompt_ids, completion_ids = _ids(tokenizer, prompt), _ids(tokenizer, completion)
     return {
-        "input_ids": prompt_ids + answer,
-        "labels": [IGNORE_INDEX] * len(prompt_ids) + answer,
+        "input_ids": prompt_ids + completion_ids,
+        "labels": [IGNORE_INDEX] * len(prompt_ids) + completion_ids,
     }
 
 
 def tokenize_split(dataset: Dataset, tokenizer, max_length: int | None, num_proc: int | None = None) -> Dataset:
     """Tokenize; drop (rather than cut) examples longer than max_length, so no
     trained answer loses its end-of-turn token."""
+    if len(dataset):  # a template problem surfaces here as itself, not from inside map()
+        tokenize_example(dataset[0], tokenizer)
     tokenized = dataset.map(
         tokenize_example,
         fn_kwargs={"tokenizer": tokenizer},

@@ -19,7 +19,8 @@ from huggingface_hub import get_token, whoami
 from peft import LoraConfig
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
-from .args import ConfigError
+from . import templates
+from .errors import ConfigError
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +83,9 @@ def check_hub_token(model_id: str, push_to_hub: bool) -> None:
         raise
 
 
-def load_tokenizer(model_id: str, trust_remote: bool, use_fast: bool):
+def load_tokenizer(model_id: str, trust_remote: bool, use_fast: bool, chat_template: str | None = None):
+    """The model's tokenizer; `chat_template` (a file or a known name, see
+    templates.py) replaces the template it ships, or supplies one it lacks."""
     try:
         tokenizer = AutoTokenizer.from_pretrained(model_id, trust_remote_code=trust_remote, use_fast=use_fast)
     except (hub_errors.RepositoryNotFoundError, hub_errors.GatedRepoError) as err:
@@ -91,8 +94,13 @@ def load_tokenizer(model_id: str, trust_remote: bool, use_fast: bool):
         if network_trouble(err):
             raise
         raise ConfigError(f"--model_id={model_id!r}: cannot load its tokenizer: {err}") from err
+    if chat_template:
+        tokenizer.chat_template = templates.resolve(chat_template)
     if not tokenizer.chat_template:
-        raise ConfigError(f"--model_id={model_id!r}: the tokenizer has no chat template (use an instruction-tuned model)")
+        raise ConfigError(
+            f"--model_id={model_id!r}: the tokenizer has no chat template (a pretrained checkpoint); "
+            f"pass --chat_template with a file or one of {sorted(templates.known_templates())}"
+        )
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     return tokenizer
@@ -109,9 +117,23 @@ def load_config(model_id: str, trust_remote: bool):
         raise ConfigError(f"--model_id={model_id!r} is not a model this trainer can load: {err}") from err
 
 
-def load_model(model_id: str, bf16: bool, trust_remote: bool):
+def check_liger_support(config) -> None:
+    """Liger patches a model by its model_type; one it has no kernels for
+    would silently train without them (transformers only logs a warning)."""
+    from liger_kernel.transformers.monkey_patch import MODEL_TYPE_TO_APPLY_LIGER_FN
+
+    if config.model_type not in MODEL_TYPE_TO_APPLY_LIGER_FN:
+        raise ConfigError(
+            f"--use_liger_kernel: liger-kernel has no kernels for model type {config.model_type!r}; "
+            f"it supports {sorted(k for k in MODEL_TYPE_TO_APPLY_LIGER_FN if k.startswith('gemma'))} among Gemma models"
+        )
+
+
+def load_model(model_id: str, bf16: bool, trust_remote: bool, use_liger_kernel: bool = False):
     """The base causal LM, in bf16 when training in bf16 (as on A4), fp32 on CPU."""
     config = load_config(model_id, trust_remote)
+    if use_liger_kernel:
+        check_liger_support(config)
     config.use_cache = False  # the KV cache is useless in training and breaks gradient checkpointing
     if hasattr(config, "text_config") and config.text_config is not None:
         config.text_config.use_cache = False

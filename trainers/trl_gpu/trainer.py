@@ -1,11 +1,15 @@
-"""The SFT trainer with throughput logging, and how it is assembled."""
+"""The SFT trainer with throughput logging and FSDP adapter saves, and how it is assembled."""
 
 from __future__ import annotations
 
 import logging
+import os
 import time
 
+import torch
+from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
 from transformers import TrainerCallback
+from transformers.trainer import TRAINING_ARGS_NAME
 from trl import SFTTrainer
 
 from .checkpoints import CompleteMarker, GracefulStop
@@ -15,26 +19,45 @@ log = logging.getLogger(__name__)
 
 
 class Throughput(TrainerCallback):
-    """Tokens per second between two training logs, counted over all processes
-    (the Trainer gathers `num_input_tokens_seen` across ranks, padding excluded)."""
+    """Real tokens per second of training between two training logs, counted
+    over all processes (the Trainer gathers `num_input_tokens_seen` across
+    ranks, padding excluded). Time spent evaluating or saving checkpoints in
+    between is not training time and is left out (`pause`)."""
 
     def __init__(self):
         self._mark: tuple[float, int] | None = None
+        self._paused = 0.0
 
     def on_train_begin(self, args, state, control, **kwargs):
         # After a resume the counter starts from the checkpoint's value.
         self._mark = (time.perf_counter(), state.num_input_tokens_seen)
+        self._paused = 0.0
         return control
+
+    def pause(self, seconds: float) -> None:
+        self._paused += seconds
 
     def measure(self, tokens_seen: int) -> dict:
         if self._mark is None:
             return {}
         now = time.perf_counter()
         then, tokens_then = self._mark
-        self._mark = (now, tokens_seen)
-        if now <= then:
+        busy = now - then - self._paused
+        self._mark, self._paused = (now, tokens_seen), 0.0
+        if busy <= 0:
             return {}
-        return {"tokens_per_second": (tokens_seen - tokens_then) / (now - then)}
+        return {"tokens_per_second": (tokens_seen - tokens_then) / busy}
+
+
+def adapter_state_dict(model) -> dict[str, torch.Tensor]:
+    """The trainable (LoRA) tensors, whole, on the main process; an empty dict
+    elsewhere. Works on FSDP2-sharded and plain modules alike: only the
+    trainable parameters are gathered (`ignore_frozen_params`), never the
+    base model, and `cpu_offload` with `full_state_dict` keeps them on rank 0
+    only (torch.distributed.checkpoint.state_dict.StateDictOptions). Every
+    rank must call it (it is a collective under FSDP)."""
+    options = StateDictOptions(full_state_dict=True, cpu_offload=True, ignore_frozen_params=True)
+    return get_model_state_dict(model, options=options)
 
 
 class TextToSqlTrainer(SFTTrainer):
@@ -47,6 +70,37 @@ class TextToSqlTrainer(SFTTrainer):
         if "loss" in logs:  # a training-step log (eval logs carry eval_loss)
             logs.update(self.throughput.measure(int(self.state.num_input_tokens_seen)))
         super().log(logs, start_time)
+
+    def evaluate(self, *args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return super().evaluate(*args, **kwargs)
+        finally:
+            self.throughput.pause(time.perf_counter() - start)
+
+    def _save_checkpoint(self, model, trial) -> None:
+        start = time.perf_counter()
+        try:
+            super()._save_checkpoint(model, trial)
+        finally:
+            self.throughput.pause(time.perf_counter() - start)
+
+    def save_model(self, output_dir: str | None = None, _internal_call: bool = False) -> None:
+        """Under FSDP, the adapter alone: Trainer.save_model would gather the
+        full state dict (the whole 31B base model) onto rank 0 only for PEFT
+        to keep the LoRA tensors of it (for the final save and again for
+        push_to_hub). Checkpoints keep the Trainer's sharded format."""
+        if not self.is_fsdp_enabled:
+            return super().save_model(output_dir, _internal_call)
+        output_dir = output_dir or self.args.output_dir
+        state = adapter_state_dict(self.model)
+        if self.args.should_save:
+            os.makedirs(output_dir, exist_ok=True)
+            self.accelerator.unwrap_model(self.model).save_pretrained(output_dir, state_dict=state)
+            self.processing_class.save_pretrained(output_dir)
+            torch.save(self.args, os.path.join(output_dir, TRAINING_ARGS_NAME))
+        if self.args.push_to_hub and not _internal_call:
+            self.push_to_hub(commit_message="Model save", revision=self.args.hub_revision)
 
 
 def build_trainer(model, tokenizer, script_args, training_args, train_set, eval_set, stopper: GracefulStop):

@@ -76,10 +76,9 @@ def check_distributed(trainer) -> dict:
 
 
 def save_final(trainer, output_dir: str) -> None:
-    # Checkpoints may be sharded per rank; the final adapter is one plain file.
-    if trainer.is_fsdp_enabled:
-        trainer.accelerator.state.fsdp_plugin.set_state_dict_type("FULL_STATE_DICT")
-    trainer.save_model(output_dir)
+    # One plain adapter file, the LoRA tensors alone gathered under FSDP
+    # (TextToSqlTrainer.save_model); the Hub push, if any, comes later.
+    trainer.save_model(output_dir, _internal_call=True)
     log.info("final adapter saved to %s", output_dir)
 
 
@@ -88,22 +87,32 @@ def merge_adapter(script_args, training_args) -> None:
     (the FSDP processes are done by then; this needs host memory for the model)."""
     from peft import PeftModel
 
-    base = model_lib.load_model(script_args.model_id, training_args.bf16, script_args.trust_remote)
+    base = model_lib.load_model(script_args.model_id, training_args.bf16, script_args.trust_remote, False)
     merged = PeftModel.from_pretrained(base, training_args.output_dir).merge_and_unload()
     target = os.path.join(training_args.output_dir, "merged")
     merged.save_pretrained(target)
-    model_lib.load_tokenizer(script_args.model_id, script_args.trust_remote, script_args.use_fast).save_pretrained(
-        target
-    )
+    _tokenizer(script_args).save_pretrained(target)
     log.info("merged model saved to %s", target)
+
+
+def _tokenizer(script_args):
+    return model_lib.load_tokenizer(
+        script_args.model_id, script_args.trust_remote, script_args.use_fast, script_args.chat_template
+    )
 
 
 def build(script_args, training_args):
     """Everything up to a ready trainer: token check, tokenizer, data, model."""
     model_lib.check_hub_token(script_args.model_id, training_args.push_to_hub)
-    tokenizer = model_lib.load_tokenizer(script_args.model_id, script_args.trust_remote, script_args.use_fast)
+    tokenizer = _tokenizer(script_args)
+    # prepare_data's main_process_first has set up the process group, so
+    # with fsdp_cpu_ram_efficient_loading transformers reads the weights on
+    # rank 0 only (modeling_utils: is_fsdp_enabled() needs an initialized
+    # group) and accelerate broadcasts them when it shards the model.
     train_set, eval_set, eval_rows = prepare_data(script_args, training_args, tokenizer)
-    model = model_lib.load_model(script_args.model_id, training_args.bf16, script_args.trust_remote)
+    model = model_lib.load_model(
+        script_args.model_id, training_args.bf16, script_args.trust_remote, training_args.use_liger_kernel
+    )
     stopper = GracefulStop()
     trainer = build_trainer(model, tokenizer, script_args, training_args, train_set, eval_set, stopper)
     check_distributed(trainer)
