@@ -32,16 +32,17 @@ registry = Registry(
         reader_member=member_of(identity.node_account),
     ),
 )
+cluster = Cluster("cluster", ClusterArgs(config=cfg, node_service_account=identity.node_account.email))
 storage = DataBucket(
     "data",
     DataBucketArgs(
         project=cfg.project,
         location=cfg.region,
         name=cfg.data_bucket,
-        trainer_member=member_of(identity.trainer_account),
+        trainer_member=identity.trainer_member,
+        grants_depend_on=[cluster.cluster],
     ),
 )
-cluster = Cluster("cluster", ClusterArgs(config=cfg, node_service_account=identity.node_account.email))
 pools = NodePools(
     "accelerators",
     NodePoolsArgs(config=cfg, cluster_id=cluster.cluster.id, node_service_account=identity.node_account.email),
@@ -57,9 +58,7 @@ jobset = JobSetController("jobset", JobSetControllerArgs(provider=kube.provider,
 workspace = RunsWorkspace(
     "runs-workspace",
     RunsWorkspaceArgs(
-        project=cfg.project,
         provider=kube.provider,
-        trainer_account=identity.trainer_account,
         hf_token=reader.hf_token(),
         depends_on=[cluster.cluster],
     ),
@@ -77,7 +76,7 @@ pulumi.export(
 pulumi.export("bucketUrl", storage.url)
 pulumi.export("registryUrl", registry.url)
 pulumi.export("nodeServiceAccount", identity.node_account.email)
-pulumi.export("trainerServiceAccount", identity.trainer_account.email)
+pulumi.export("trainerPrincipal", identity.trainer_member)
 pulumi.export(
     "pools",
     {name: {"nodePools": list(c.node_pool_names), "nodeSelector": c.node_selector, "chips": c.total_chips}

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_gcp as gcp
 
+from core.ids import workload_identity_pool
 from stack.config import StackConfig
 
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
@@ -16,10 +17,6 @@ CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 class ClusterArgs:
     config: StackConfig
     node_service_account: pulumi.Input[str]  # email
-
-
-def workload_pool(project: str) -> str:
-    return f"{project}.svc.id.goog"
 
 
 def shielded() -> gcp.container.NodePoolNodeConfigShieldedInstanceConfigArgs:
@@ -81,7 +78,7 @@ class Cluster(pulumi.ComponentResource):
             ),
             enable_shielded_nodes=True,
             workload_identity_config=gcp.container.ClusterWorkloadIdentityConfigArgs(
-                workload_pool=workload_pool(cfg.project)
+                workload_pool=workload_identity_pool(cfg.project)
             ),
             # https://cloud.google.com/kubernetes-engine/docs/how-to/persistent-volumes/cloud-storage-fuse-csi-driver-setup
             addons_config=gcp.container.ClusterAddonsConfigArgs(

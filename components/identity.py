@@ -1,10 +1,15 @@
-"""Google service accounts: one for nodes, one for trainers. No keys are ever created.
+"""Identities: the nodes' Google service account, and the trainers' Kubernetes one as an IAM principal.
 
 The node account gets only what a GKE node needs
 (https://cloud.google.com/kubernetes-engine/docs/how-to/hardening-your-cluster#use_least_privilege_sa);
-image pull is granted on the registry itself (components/registry.py), data access
-on the bucket itself (components/storage.py), and the trainer account's Workload
-Identity binding sits with the Kubernetes service account (components/workspace.py).
+image pull is granted on the registry itself (components/registry.py). The
+trainer pods run as the `trainer` Kubernetes service account, which IAM
+knows directly as a Workload Identity Federation principal
+(core/ids.py): its data access is granted on the bucket itself
+(components/storage.py), to that principal, so the pods' GCS FUSE sidecars
+(host-network ones included, which authenticate as the service account
+itself) and the trainers hold exactly the same rights. No Google service
+account stands in for the trainer, and no key is ever created.
 """
 
 from __future__ import annotations
@@ -14,7 +19,8 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_gcp as gcp
 
-from core.ids import service_account_id
+from core.ids import kubernetes_service_account_principal, service_account_id
+from core.names import RUNS_NAMESPACE, TRAINER_KSA
 
 NODE_ROLES = (
     "roles/logging.logWriter",
@@ -37,10 +43,10 @@ class IdentityArgs:
 
 
 class Identity(pulumi.ComponentResource):
-    """The node and trainer Google service accounts and the node account's project roles."""
+    """The node Google service account and its project roles; the trainer's IAM principal."""
 
     node_account: gcp.serviceaccount.Account
-    trainer_account: gcp.serviceaccount.Account
+    trainer_member: pulumi.Output[str]  # the trainer KSA's principal, for IAM bindings
 
     def __init__(self, name: str, args: IdentityArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gke-finetune:platform:Identity", name, None, opts)
@@ -60,13 +66,9 @@ class Identity(pulumi.ComponentResource):
                 member=member_of(self.node_account),
                 opts=child,
             )
-        self.trainer_account = gcp.serviceaccount.Account(
-            f"{name}-trainer",
-            project=args.project,
-            account_id=service_account_id(args.stack, "trainer"),
-            display_name=f"Fine-tuning trainer ({args.stack})",
-            opts=child,
+        # The principal names the project by number, which only the API knows.
+        project = gcp.organizations.get_project_output(project_id=args.project, opts=pulumi.InvokeOutputOptions(parent=self))
+        self.trainer_member = project.number.apply(
+            lambda number: kubernetes_service_account_principal(number, args.project, RUNS_NAMESPACE, TRAINER_KSA)
         )
-        self.register_outputs(
-            {"node_email": self.node_account.email, "trainer_email": self.trainer_account.email}
-        )
+        self.register_outputs({"node_email": self.node_account.email, "trainer_member": self.trainer_member})

@@ -54,13 +54,12 @@ class NodePools(pulumi.ComponentResource):
             location=cfg.region,
             name=gke_name,
             node_locations=list(cfg.pool_zones(pool)),
+            # The size the pool is created with. The provider recreates the pool
+            # when this changes, so later changes of minNodes go to the
+            # autoscaler alone; its docstring suggests ignoring the field
+            # after creation, as cluster-toolkit's gke-node-pool does.
             initial_node_count=pool.autoscaling.min_nodes,
-            autoscaling=gcp.container.NodePoolAutoscalingArgs(
-                total_min_node_count=pool.autoscaling.min_nodes,
-                total_max_node_count=pool.max_nodes(),
-                # Capacity obtained on request comes from any zone that has it.
-                location_policy="ANY" if deferred else "BALANCED",
-            ),
+            autoscaling=_autoscaling(pool),
             placement_policy=_placement(shape),
             queued_provisioning=(
                 gcp.container.NodePoolQueuedProvisioningArgs(enabled=True)
@@ -70,8 +69,32 @@ class NodePools(pulumi.ComponentResource):
             # https://cloud.google.com/kubernetes-engine/docs/how-to/provisioningrequest
             management=gcp.container.NodePoolManagementArgs(auto_repair=not deferred, auto_upgrade=True),
             node_config=_node_config(pool, args.node_service_account),
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=pulumi.ResourceOptions(parent=self, ignore_changes=["initialNodeCount"]),
         )
+
+
+def _autoscaling(pool: PoolConfig) -> gcp.container.NodePoolAutoscalingArgs:
+    """Node count bounds the cluster autoscaler keeps the pool within.
+
+    A multi-host TPU slice is created or removed whole, and GKE validates its
+    size against the per-zone bounds (with total bounds the per-zone maximum
+    is 0: "Maximum node count 0 is not a valid size of TPU pod slice"); its
+    one zone holds all of it, so per-zone bounds are the slice's bounds, with
+    location policy ANY as cluster-toolkit's gke-node-pool sets for TPUs.
+    Capacity obtained on request (queued, flex-start) also comes from any
+    zone that has it. Other pools balance their nodes across their zones.
+    https://cloud.google.com/kubernetes-engine/docs/concepts/cluster-autoscaler#location_policy
+    """
+    if pool.shape().multi_host:
+        return gcp.container.NodePoolAutoscalingArgs(
+            min_node_count=pool.autoscaling.min_nodes, max_node_count=pool.max_nodes(), location_policy="ANY"
+        )
+    deferred = pool.capacity in ("queued", "flex-start")
+    return gcp.container.NodePoolAutoscalingArgs(
+        total_min_node_count=pool.autoscaling.min_nodes,
+        total_max_node_count=pool.max_nodes(),
+        location_policy="ANY" if deferred else "BALANCED",
+    )
 
 
 def _placement(shape) -> gcp.container.NodePoolPlacementPolicyArgs | None:

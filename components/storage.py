@@ -13,7 +13,7 @@ alone.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_gcp as gcp
@@ -30,6 +30,9 @@ class DataBucketArgs:
     location: str
     name: str
     trainer_member: pulumi.Input[str]
+    # The grants name a principal of the cluster's Workload Identity pool,
+    # which exists once the cluster does.
+    grants_depend_on: list[pulumi.Resource] = field(default_factory=list)
 
 
 def write_condition(bucket: str) -> str:
@@ -50,7 +53,7 @@ class DataBucket(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: DataBucketArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gke-finetune:platform:DataBucket", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
+        child = pulumi.ResourceOptions(parent=self, depends_on=args.grants_depend_on)
         self.bucket = gcp.storage.Bucket(
             name,
             project=args.project,

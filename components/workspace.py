@@ -5,31 +5,20 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import pulumi
-import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
-from components.cluster import workload_pool
 from core.names import HF_TOKEN_KEY, HF_TOKEN_SECRET, RUNS_NAMESPACE, TRAINER_KSA
-
-
-def workload_identity_member(project: str) -> str:
-    """The principal of the trainer KSA in the cluster's Workload Identity pool.
-    https://cloud.google.com/kubernetes-engine/docs/how-to/workload-identity#kubernetes-sa-to-iam"""
-    return f"serviceAccount:{workload_pool(project)}[{RUNS_NAMESPACE}/{TRAINER_KSA}]"
 
 
 @dataclass
 class RunsWorkspaceArgs:
-    project: str
     provider: k8s.Provider
-    trainer_account: gcp.serviceaccount.Account
     hf_token: pulumi.Input[str]  # a secret Output
-    # The Workload Identity pool exists once the cluster does.
     depends_on: list[pulumi.Resource] = field(default_factory=list)
 
 
 class RunsWorkspace(pulumi.ComponentResource):
-    """Namespace, the trainer KSA bound by Workload Identity to the trainer GSA, the HF Secret."""
+    """Namespace, the trainer KSA (an IAM principal of its own, components/identity.py), the HF Secret."""
 
     namespace: k8s.core.v1.Namespace
     service_account: k8s.core.v1.ServiceAccount
@@ -37,26 +26,17 @@ class RunsWorkspace(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: RunsWorkspaceArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gke-finetune:platform:RunsWorkspace", name, None, opts)
-        k8s_opts = pulumi.ResourceOptions(parent=self, provider=args.provider)
+        k8s_opts = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=args.depends_on)
         self.namespace = k8s.core.v1.Namespace(
             f"{name}-ns", metadata={"name": RUNS_NAMESPACE}, opts=k8s_opts
         )
         in_ns = pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[self.namespace]))
         self.service_account = k8s.core.v1.ServiceAccount(
             f"{name}-ksa",
-            metadata={
-                "name": TRAINER_KSA,
-                "namespace": RUNS_NAMESPACE,
-                "annotations": {"iam.gke.io/gcp-service-account": args.trainer_account.email},
-            },
+            # No iam.gke.io/gcp-service-account annotation: IAM grants go to this
+            # service account's own principal, not to a Google service account.
+            metadata={"name": TRAINER_KSA, "namespace": RUNS_NAMESPACE},
             opts=in_ns,
-        )
-        gcp.serviceaccount.IAMMember(
-            f"{name}-workload-identity",
-            service_account_id=args.trainer_account.name,
-            role="roles/iam.workloadIdentityUser",
-            member=workload_identity_member(args.project),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=args.depends_on),
         )
         self.hf_secret = k8s.core.v1.Secret(
             f"{name}-hf-token",

@@ -114,6 +114,9 @@ NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"
 SPOT_LABEL = "cloud.google.com/gke-spot"
 RESERVATION_NAME_LABEL = "cloud.google.com/reservation-name"
 RESERVATION_AFFINITY_LABEL = "cloud.google.com/reservation-affinity"
+# The project owning a shared reservation, beside its short name (Autopilot).
+# https://cloud.google.com/kubernetes-engine/docs/how-to/consuming-reservations#consuming_a_shared_reservation
+RESERVATION_PROJECT_LABEL = "cloud.google.com/reservation-project"
 # Autopilot selectors: https://cloud.google.com/kubernetes-engine/docs/how-to/autopilot-spot-pods
 # and https://cloud.google.com/kubernetes-engine/docs/how-to/dws-flex-start-training
 FLEX_START_LABEL = "cloud.google.com/gke-flex-start"

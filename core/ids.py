@@ -30,6 +30,26 @@ def service_account_id(stack: str, role: str) -> str:
     return result
 
 
+def workload_identity_pool(project: str) -> str:
+    """The cluster's Workload Identity pool: one per project, created with its first such cluster."""
+    return f"{project}.svc.id.goog"
+
+
+def kubernetes_service_account_principal(project_number: str, project: str, namespace: str, name: str) -> str:
+    """The IAM principal of a Kubernetes service account under Workload Identity Federation for GKE.
+
+    IAM roles granted to it reach the pods that run as that service account,
+    with no Google service account in between (GKE's primary Workload
+    Identity model), and the GCS FUSE sidecar of a host-network pod, which
+    authenticates as the service account itself (`hostNetworkPodKSA`).
+    https://cloud.google.com/kubernetes-engine/docs/concepts/workload-identity#kubernetes-resources-iam-policies
+    """
+    return (
+        f"principal://iam.googleapis.com/projects/{project_number}/locations/global/"
+        f"workloadIdentityPools/{workload_identity_pool(project)}/subject/ns/{namespace}/sa/{name}"
+    )
+
+
 def default_bucket_name(project: str, stack: str) -> str:
     return f"{project}-{slug(stack)}-finetune"
 

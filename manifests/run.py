@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from core.catalog import RESERVATION_AFFINITY_LABEL, RESERVATION_NAME_LABEL, Family
+from core.catalog import Family
 from core.contract import SchedulingContract
 from core.images import require_digest
 from core.names import APP_LABEL, PROJECT, RUN_LABEL, RUNS_NAMESPACE, TRAINER_KSA
@@ -130,16 +130,17 @@ def pod_spec(run: RunConfig, contract: SchedulingContract, facts: PlatformFacts)
 
 
 def node_selector(contract: SchedulingContract) -> dict[str, str]:
-    """The contract's selector, plus the reservation the pool consumes, if any.
+    """The contract's selector, exactly.
 
-    GKE labels nodes that consume a specific reservation with its name; a pod
-    selecting it cannot land on on-demand capacity of the same shape.
+    On Standard the pool label pins the pod to the pool's nodes, which
+    consume the pool's reservation; the `cloud.google.com/reservation-*`
+    labels are documented for Autopilot and node auto-provisioning, which
+    create nodes from them, and the contracts of Autopilot shapes carry them
+    (stack/contracts.py). A manually created pool's nodes are not said to
+    carry them, and a pod selecting them there might never schedule.
     https://cloud.google.com/kubernetes-engine/docs/how-to/consuming-reservations
     """
-    selector = {}
-    if contract.reservation:
-        selector = {RESERVATION_NAME_LABEL: contract.reservation, RESERVATION_AFFINITY_LABEL: "specific"}
-    return {**selector, **contract.node_selector}
+    return dict(contract.node_selector)
 
 
 def container(run: RunConfig, contract: SchedulingContract, facts: PlatformFacts, mounts: list[dict]) -> dict:

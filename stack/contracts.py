@@ -12,6 +12,7 @@ from core.catalog import (
     GPU_DRIVER_VERSION_LABEL,
     RESERVATION_AFFINITY_LABEL,
     RESERVATION_NAME_LABEL,
+    RESERVATION_PROJECT_LABEL,
     SPOT_LABEL,
     SPOT_TAINT,
     Family,
@@ -79,5 +80,21 @@ def _autopilot_capacity_selector(group: ShapeConfig) -> dict[str, str]:
     if group.capacity == "flex-start":
         return {FLEX_START_LABEL: "true"}
     if group.capacity == "reservation":
-        return {RESERVATION_NAME_LABEL: group.reservation, RESERVATION_AFFINITY_LABEL: "specific"}
+        return reservation_selector(group.reservation)
     return {}
+
+
+def reservation_selector(reservation: str) -> dict[str, str]:
+    """The node labels of an Autopilot reservation: its short name, and its project when shared.
+
+    A node selector's values are label values (at most 63 characters, no
+    `/`), so a shared reservation's `projects/<p>/reservations/<r>` path is
+    split into the name and `cloud.google.com/reservation-project`; the path
+    itself belongs only in a node pool's reservation affinity.
+    https://cloud.google.com/kubernetes-engine/docs/how-to/consuming-reservations
+    """
+    project, _, name = reservation.rpartition("/reservations/")
+    selector = {RESERVATION_NAME_LABEL: name, RESERVATION_AFFINITY_LABEL: "specific"}
+    if project:
+        selector[RESERVATION_PROJECT_LABEL] = project.removeprefix("projects/")
+    return selector

@@ -42,6 +42,7 @@ from stack.reader import file_values
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_SECRETS = {f"{PROJECT}:hfToken": "hf_test_token"}
+MOCK_PROJECT_NUMBER = "123456789012"
 
 
 def shipped_stacks(root: Path = ROOT) -> tuple[str, ...]:
@@ -65,6 +66,7 @@ class Declared:
     protect: bool
     retain_on_delete: bool
     dependencies: tuple[str, ...]
+    ignore_changes: tuple[str, ...] = ()
 
 
 @dataclass
@@ -113,6 +115,9 @@ class _Mocks(pulumi.runtime.Mocks):
         return f"{args.name}-id", state
 
     def call(self, args: pulumi.runtime.MockCallArgs):
+        if args.token == "gcp:organizations/getProject:getProject":
+            # A stand-in project number (the API's, in a real preview).
+            return {"projectId": args.args.get("projectId"), "number": MOCK_PROJECT_NUMBER}
         return {}
 
 
@@ -136,6 +141,7 @@ class _RecordingMonitor(MockMonitor):
                     protect=request.protect,
                     retain_on_delete=request.retainOnDelete,
                     dependencies=tuple(request.dependencies),
+                    ignore_changes=tuple(request.ignoreChanges),
                 )
             )
         return response

@@ -14,6 +14,11 @@ SECRET_SIG = "4dabf18193072939515e22adb298388d"  # how the wire format marks a s
 TPU_TAINT = {"key": "google.com/tpu", "value": "present", "effect": "NO_SCHEDULE"}
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}
 SPOT_TAINT = {"key": "cloud.google.com/gke-spot", "value": "true", "effect": "NO_SCHEDULE"}
+# The trainer KSA's principal, with the mocks' project number.
+TRAINER_PRINCIPAL = (
+    "principal://iam.googleapis.com/projects/123456789012/locations/global/"
+    "workloadIdentityPools/my-project-id.svc.id.goog/subject/ns/finetune/sa/trainer"
+)
 
 
 @functools.cache
@@ -64,8 +69,7 @@ def test_bucket_is_kept_and_private(stack):
 def test_trainer_reads_the_bucket_and_writes_only_checkpoints_and_profiles(stack):
     grants = {r.inputs["role"]: r.inputs for r in deployed(stack).of_type("gcp:storage/bucketIAMMember:BucketIAMMember")}
     assert set(grants) == {"roles/storage.objectViewer", "roles/storage.objectUser"}
-    trainer = f"serviceAccount:ft-{stack}-trainer@my-project-id.iam.gserviceaccount.com"
-    assert {g["member"] for g in grants.values()} == {trainer}
+    assert {g["member"] for g in grants.values()} == {TRAINER_PRINCIPAL}
     assert "condition" not in grants["roles/storage.objectViewer"]
     expression = grants["roles/storage.objectUser"]["condition"]["expression"]
     bucket = f"projects/_/buckets/my-project-id-{stack}-finetune"
@@ -90,15 +94,31 @@ def test_no_service_account_keys(stack):
 
 
 @pytest.mark.parametrize("stack", SHIPPED_STACKS)
-def test_workload_identity_binds_the_trainer_ksa(stack):
-    binding = only(stack, "gcp:serviceaccount/iAMMember:IAMMember").inputs
-    assert binding["role"] == "roles/iam.workloadIdentityUser"
-    assert binding["member"] == "serviceAccount:my-project-id.svc.id.goog[finetune/trainer]"
-    assert binding["serviceAccountId"].endswith(f"/ft-{stack}-trainer@my-project-id.iam.gserviceaccount.com")
+def test_the_trainer_ksa_is_the_principal_of_the_bucket_grants(stack):
+    """Workload Identity Federation: the grants name the KSA itself, so a host-network pod's FUSE
+    sidecar (which authenticates as the KSA, `hostNetworkPodKSA`) holds them as the trainer does."""
     ksa = only(stack, "kubernetes:core/v1:ServiceAccount").inputs["metadata"]
     assert (ksa["name"], ksa["namespace"]) == ("trainer", "finetune")
-    assert ksa["annotations"] == {"iam.gke.io/gcp-service-account": f"ft-{stack}-trainer@my-project-id.iam.gserviceaccount.com"}
+    assert "annotations" not in ksa  # no Google service account to impersonate
+    assert TRAINER_PRINCIPAL.endswith(f"/subject/ns/{ksa['namespace']}/sa/{ksa['name']}")
     assert only(stack, "kubernetes:core/v1:Namespace").inputs["metadata"]["name"] == "finetune"
+    assert not deployed(stack).of_type("gcp:serviceaccount/iAMMember:IAMMember")
+    accounts = {r.inputs["accountId"] for r in deployed(stack).of_type("gcp:serviceaccount/account:Account")}
+    assert accounts == {f"ft-{stack}-nodes"}
+    # The grants wait for the cluster: its Workload Identity pool holds the principal.
+    cluster = only(stack, CLUSTER).urn
+    for grant in deployed(stack).of_type("gcp:storage/bucketIAMMember:BucketIAMMember"):
+        assert cluster in grant.dependencies
+
+
+def test_multislice_sidecars_authenticate_as_the_principal_that_holds_the_bucket_roles():
+    jobsets = deployed("tpu-multislice").of_type("kubernetes:jobset.x-k8s.io/v1alpha2:JobSet")
+    [pod] = [j.inputs["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"] for j in jobsets]
+    assert pod["hostNetwork"] is True and pod["serviceAccountName"] == "trainer"
+    assert all(v["csi"]["volumeAttributes"]["hostNetworkPodKSA"] == "true" for v in pod["volumes"] if "csi" in v)
+    roles = {r.inputs["role"] for r in deployed("tpu-multislice").of_type("gcp:storage/bucketIAMMember:BucketIAMMember")
+             if r.inputs["member"] == TRAINER_PRINCIPAL}
+    assert roles == {"roles/storage.objectViewer", "roles/storage.objectUser"}
 
 
 @pytest.mark.parametrize("stack", SHIPPED_STACKS)
@@ -146,7 +166,7 @@ def test_outputs_a_user_needs_next(stack):
         f"gcloud container clusters get-credentials finetune --location {region} --project my-project-id")
     assert out["bucketUrl"] == f"gs://my-project-id-{stack}-finetune"
     assert out["registryUrl"] == f"{region}-docker.pkg.dev/my-project-id/finetune"
-    assert out["trainerServiceAccount"] == f"ft-{stack}-trainer@my-project-id.iam.gserviceaccount.com"
+    assert out["trainerPrincipal"] == TRAINER_PRINCIPAL
     assert {"clusterName", "clusterLocation", "nodeServiceAccount", "pools"} <= set(out)
 
 
@@ -181,7 +201,8 @@ def test_multihost_slice_topology_and_node_count():
     p = accelerator_pools("tpu-multihost")["v6e-2x4"]
     assert p["nodeConfig"]["machineType"] == "ct6e-standard-4t"
     assert p["placementPolicy"] == {"type": "COMPACT", "tpuTopology": "2x4"}
-    assert p["autoscaling"]["totalMaxNodeCount"] == 2  # VMs of one 2x4 slice
+    # GKE sizes a multi-host slice against the per-zone bounds; the slice is in one zone.
+    assert p["autoscaling"] == {"minNodeCount": 0, "maxNodeCount": 2, "locationPolicy": "ANY"}  # VMs of one 2x4 slice
     assert p["nodeLocations"] == ["us-east5-b"]
 
 
@@ -190,7 +211,7 @@ def test_multislice_one_identical_pool_per_slice():
     assert sorted(pools) == ["v6e-2x4-s0", "v6e-2x4-s1"]
     for p in pools.values():
         assert p["placementPolicy"] == {"type": "COMPACT", "tpuTopology": "2x4"}
-        assert p["autoscaling"]["totalMaxNodeCount"] == 2
+        assert p["autoscaling"] == {"minNodeCount": 0, "maxNodeCount": 2, "locationPolicy": "ANY"}
         assert p["nodeConfig"]["spot"] is True
         assert p["nodeConfig"]["taints"] == [TPU_TAINT, SPOT_TAINT]
         assert p["nodeConfig"]["reservationAffinity"] == {"consumeReservationType": "NO_RESERVATION"}
@@ -245,8 +266,34 @@ def test_queued_and_flex_start_pools_start_empty_without_reservations():
     by_name = {r.inputs["name"]: r.inputs for r in d.of_type(NODE_POOL)}
     assert by_name["q"]["queuedProvisioning"] == {"enabled": True}
     assert by_name["f"]["nodeConfig"]["flexStart"] is True
+    assert by_name["q"]["autoscaling"] == {"minNodeCount": 0, "maxNodeCount": 2, "locationPolicy": "ANY"}
+    assert by_name["f"]["autoscaling"] == {"totalMinNodeCount": 0, "totalMaxNodeCount": 1, "locationPolicy": "ANY"}
     for name in ("q", "f"):
         p = by_name[name]
-        assert p["autoscaling"]["totalMinNodeCount"] == 0 and p["autoscaling"]["locationPolicy"] == "ANY"
         assert p["nodeConfig"]["reservationAffinity"] == {"consumeReservationType": "NO_RESERVATION"}
         assert p["management"]["autoRepair"] is False
+
+
+@pytest.mark.parametrize("stack", ["dev", "tpu-multihost", "a4"])
+def test_min_nodes_is_not_coupled_to_the_pool_s_creation_size(stack):
+    """initialNodeCount forces a new pool when it changes: the pools ignore it after creation,
+    so a changed minNodes only updates the autoscaler's bounds."""
+    for pool in deployed(stack).of_type(NODE_POOL):
+        if pool.name != "cluster-system":
+            assert "initialNodeCount" in pool.ignore_changes
+    groups = {"dev": "v6e-1x1", "tpu-multihost": "v6e-2x4", "a4": "a4"}
+    [before] = [p for p in deployed(stack).of_type(NODE_POOL) if p.inputs["name"] == groups[stack]]
+    top = before.inputs["autoscaling"].get("maxNodeCount") or before.inputs["autoscaling"]["totalMaxNodeCount"]
+    raised = run_stack(stack, overrides={"gke-finetune:pools": [
+        {**p, "autoscaling": {**p.get("autoscaling", {}), "minNodes": top}} for p in _stack_pools(stack)]})
+    [after] = [p for p in raised.of_type(NODE_POOL) if p.inputs["name"] == groups[stack]]
+    changed = {k for k in before.inputs if before.inputs[k] != after.inputs.get(k)}
+    assert changed <= {"initialNodeCount", "autoscaling"} and "autoscaling" in changed
+
+
+def _stack_pools(stack):
+    import yaml
+
+    from tests.support.pulumi_harness import ROOT
+
+    return yaml.safe_load((ROOT / f"Pulumi.{stack}.yaml").read_text())["config"]["gke-finetune:pools"]

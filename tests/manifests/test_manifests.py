@@ -126,15 +126,14 @@ def test_scheduling_equals_the_contract(stack, run, contract, manifest):
     assert rjob["replicas"] == contract.slices
     assert rjob["template"]["spec"]["parallelism"] == contract.hosts_per_slice
     assert rjob["template"]["spec"]["completions"] == contract.hosts_per_slice
-    assert contract.node_selector.items() <= spec["nodeSelector"].items()
+    assert spec["nodeSelector"] == contract.node_selector
     assert spec["tolerations"] == list(contract.tolerations)
     chips = str(run.chips_per_host or contract.chips_per_host)
     resources = trainer(manifest)["resources"]
     assert resources["limits"] == {contract.resource_name: chips}
     assert resources["requests"] == {contract.resource_name: chips, **pod_parts.storage_requests(run)}
-    if contract.reservation:
-        assert spec["nodeSelector"]["cloud.google.com/reservation-name"] == contract.reservation
-        assert spec["nodeSelector"]["cloud.google.com/reservation-affinity"] == "specific"
+    if contract.node_pool_names:  # Standard: the pool label pins the pool (and its reservation)
+        assert not [k for k in spec["nodeSelector"] if k.startswith("cloud.google.com/reservation-")]
 
 
 @pytest.mark.parametrize("stack,run,contract,manifest", CASES)

@@ -55,6 +55,25 @@ def test_autopilot_contract_selectors(capacity, extra):
     assert POOL_LABEL not in c.node_selector
 
 
+def test_a_shared_reservation_is_selected_by_short_name_and_project_on_autopilot():
+    """Label values can't hold `/`: the path goes to the project label and the short name."""
+    shape = {"name": "s", "accelerator": "nvidia-b200", "capacity": "reservation",
+             "reservation": "projects/shared-capacity/reservations/a4-pool"}
+    selector = contracts(mode="autopilot", shapes=[shape])["s"].node_selector
+    assert selector["cloud.google.com/reservation-name"] == "a4-pool"
+    assert selector["cloud.google.com/reservation-project"] == "shared-capacity"
+    assert not [v for v in selector.values() if "/" in v]
+
+
+def test_a_standard_pool_on_a_shared_reservation_selects_by_pool_label_only():
+    pool = {"name": "a4", "accelerator": "nvidia-b200", "capacity": "reservation",
+            "reservation": "projects/shared-capacity/reservations/a4-pool"}
+    c = contracts(pools=[pool])["a4"]
+    assert c.reservation == "projects/shared-capacity/reservations/a4-pool"  # for the pool's affinity
+    assert not [k for k in c.node_selector if k.startswith("cloud.google.com/reservation-")]
+    assert c.node_selector[POOL_LABEL] == "a4"
+
+
 @pytest.mark.parametrize("stack", ["dev", "tpu-multislice", "a-very-long-stack-name-for-production-eu"])
 def test_service_account_ids_fit_gcp_limits(stack):
     for role in ("nodes", "trainer"):
