@@ -17,10 +17,12 @@ from components.registry import Registry, RegistryArgs
 from components.runs import Runs, RunsArgs
 from components.storage import DataBucket, DataBucketArgs
 from components.workspace import RunsWorkspace, RunsWorkspaceArgs
+from admission.check import admit
 from stack import reader
 from stack.images import trainers_to_build
 
-cfg = reader.load()
+# The stack file, validated; then every run against what GKE admits and schedules.
+cfg = admit(reader.load())
 
 identity = Identity("identity", IdentityArgs(project=cfg.project, stack=cfg.stack))
 registry = Registry(

@@ -109,6 +109,10 @@ def _node_config(pool: PoolConfig, service_account: pulumi.Input[str]) -> gcp.co
     shape = pool.shape()
     return gcp.container.NodePoolNodeConfigArgs(
         machine_type=shape.machine_type,
+        # The sized boot disk holds the images and, where no local SSD does,
+        # the pods' ephemeral storage (core/allocatable.py).
+        disk_size_gb=pool.disk_gb(),
+        disk_type=shape.machine.boot_disk_type,
         service_account=service_account,
         oauth_scopes=[CLOUD_PLATFORM_SCOPE],
         labels={POOL_LABEL: pool.name},

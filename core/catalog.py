@@ -21,6 +21,8 @@ import enum
 import math
 from dataclasses import dataclass
 
+from core.machines import Machine, machine
+
 
 class Family(str, enum.Enum):
     TPU = "tpu"
@@ -60,6 +62,11 @@ class Accelerator:
     peak_bf16_flops_per_chip: float
     hbm_gib_per_chip: int
     price: ListPrice
+    # What a plan says of on-demand capacity when it is rarely there to be had.
+    on_demand_note: str = ""
+    # The largest trainer requests known to be admitted on Autopilot, by
+    # resource (Kubernetes quantities); requests are capped at these there.
+    autopilot_request_caps: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -71,9 +78,17 @@ class Shape:
     topology: str | None  # TPU only, e.g. "2x4"
     vms_per_slice: int
     chips_per_vm: int
-    # 375 GiB local SSDs that come with the machine type (A4: 32, 12,000 GiB);
-    # node pools back the nodes' ephemeral storage with them.
-    local_ssd_count: int = 0
+
+    @property
+    def machine(self) -> Machine:
+        """The VM's size, disks and price (core/machines.py)."""
+        return machine(self.machine_type)
+
+    @property
+    def local_ssd_count(self) -> int:
+        """375 GiB local SSDs that come with the machine type (A4: 32, 12,000 GiB); node
+        pools back the nodes' ephemeral storage with them."""
+        return self.machine.local_ssd_count
 
     @property
     def family(self) -> Family:
@@ -105,7 +120,20 @@ class Shape:
         return selector
 
     def usd_per_hour(self, slices: int = 1) -> float:
+        """On-demand $/hour of `slices` slices: the VMs' price where a VM is priced whole (A4:
+        GPUs, vCPUs, memory and local SSDs), else the chips' (a TPU chip-hour covers its host)."""
+        vm = self.machine.price
+        if vm is not None:
+            return vm.usd_per_hour * self.vms_per_slice * slices
         return self.chips_per_slice * slices * self.accelerator.price.usd_per_chip_hour
+
+    @property
+    def price_as_of(self) -> str:
+        return (self.machine.price or self.accelerator.price).as_of
+
+    @property
+    def price_source(self) -> str:
+        return (self.machine.price or self.accelerator.price).source
 
 
 # --- GKE node labels, taints and keys ----------------------------------------------------
@@ -151,11 +179,20 @@ NVIDIA_B200 = Accelerator(
     # Dense bf16 tensor-core peak (the 4.5 PFLOP/s figure assumes 2:4 sparsity).
     peak_bf16_flops_per_chip=2.25e15,
     hbm_gib_per_chip=180,
+    # The GPU's share of an A4 VM; plans price the whole VM (core/machines.py).
     price=ListPrice(
         usd_per_chip_hour=14.00,
         as_of="2026-11-30",
         source="https://cloud.google.com/compute/gpus-pricing (a4-highgpu-8g, us-central1; approximate)",
     ),
+    # A4 capacity comes through reservations, flex-start (DWS) or Spot; GKE's and
+    # cluster-toolkit's A4 guides all start from a reservation.
+    # https://cloud.google.com/kubernetes-engine/docs/concepts/consumption-options
+    on_demand_note="B200 on demand is rarely obtainable; use a reservation, flex-start or spot",
+    # Memory and ephemeral storage: what the GKE A4 tutorial's Autopilot pod
+    # requests (1200Gi, 350Gi). CPU: below the VM's 224 vCPUs less Autopilot's
+    # system share; Autopilot's published maximum for B200 pods is not encoded here.
+    autopilot_request_caps=(("cpu", "200"), ("memory", "1200Gi"), ("ephemeral-storage", "350Gi")),
 )
 
 # GKE taints Spot nodes of a Standard pool only when asked; Autopilot taints its own.
@@ -186,7 +223,7 @@ def _v6e_shapes(topology: str) -> list[Shape]:
 
 
 # https://cloud.google.com/compute/docs/accelerator-optimized-machines#a4-vms
-A4_SHAPE = Shape(NVIDIA_B200, "a4-highgpu-8g", None, 1, 8, local_ssd_count=32)
+A4_SHAPE = Shape(NVIDIA_B200, "a4-highgpu-8g", None, 1, 8)
 
 SHAPES: tuple[Shape, ...] = tuple(
     s for t in V6E_TOPOLOGIES for s in _v6e_shapes(t)

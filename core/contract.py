@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from core.allocatable import Allocatable, node_allocatable
 from core.catalog import Family, Shape
 
 
@@ -24,6 +25,16 @@ class SchedulingContract:
     node_pool_names: tuple[str, ...] = field(default=())
     spot: bool = False
     reservation: str | None = None
+    # The nodes: Autopilot's (which it sizes and admits by its own rules) or a Standard pool's.
+    autopilot: bool = False
+    boot_disk_gb: int = 200
+    # Ephemeral storage on the machine's local SSDs (else on the boot disk).
+    local_ssd_ephemeral: bool = False
+
+    @property
+    def allocatable(self) -> Allocatable:
+        """What a pod may request on one node of the pool (GKE's reservations taken off)."""
+        return node_allocatable(self.shape.machine, self.boot_disk_gb, self.local_ssd_ephemeral)
 
     @property
     def family(self) -> Family:

@@ -34,3 +34,76 @@ RESERVATION = re.compile(
 
 def is_dns_label(name: str) -> bool:
     return len(name) <= DNS_LABEL_MAX and bool(_DNS_1035.match(name))
+
+
+# --- Kubernetes object names, labels and annotations -----------------------------------
+# The rules of k8s.io/apimachinery/pkg/util/validation (validation.go) and
+# pkg/api/validation/objectmeta.go, which the API server applies; the
+# manifests' JSON schemas don't encode them.
+# https://github.com/kubernetes/apimachinery/blob/master/pkg/util/validation/validation.go
+# https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#syntax-and-character-set
+DNS_1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+DNS_1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+DNS_SUBDOMAIN_MAX = 253
+_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+QUALIFIED_NAME_MAX = 63
+LABEL_VALUE_MAX = 63
+# The sum of an object's annotation keys and values (TotalAnnotationSizeLimitB).
+ANNOTATIONS_MAX_BYTES = 256 * 1024
+# A port name: an IANA service name (IsValidPortName).
+PORT_NAME_MAX = 15
+_PORT_NAME = re.compile(r"^[-a-z0-9]+$")
+# A container env var name (IsEnvVarName).
+_K8S_ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
+
+
+def dns_1123_label_problem(value: str) -> str | None:
+    if len(value) > DNS_LABEL_MAX:
+        return f"has {len(value)} characters; a DNS-1123 label has at most {DNS_LABEL_MAX}"
+    if not DNS_1123_LABEL.match(value):
+        return "is not a DNS-1123 label (lower-case letters, digits and '-', starting and ending alphanumeric)"
+    return None
+
+
+def dns_1123_subdomain_problem(value: str) -> str | None:
+    if len(value) > DNS_SUBDOMAIN_MAX:
+        return f"has {len(value)} characters; a DNS-1123 subdomain has at most {DNS_SUBDOMAIN_MAX}"
+    if not DNS_1123_SUBDOMAIN.match(value):
+        return "is not a DNS-1123 subdomain (lower-case alphanumeric labels joined by '.')"
+    return None
+
+
+def qualified_name_problem(key: str) -> str | None:
+    """Why `key` is not a label or annotation key: `[prefix/]name`, prefix a DNS subdomain."""
+    prefix, slash, name = key.rpartition("/")
+    if slash and not prefix:
+        return "has an empty prefix before '/'"
+    if prefix and dns_1123_subdomain_problem(prefix):
+        return f"has prefix {prefix!r}, which {dns_1123_subdomain_problem(prefix)}"
+    if len(name) > QUALIFIED_NAME_MAX:
+        return f"has a name part of {len(name)} characters; at most {QUALIFIED_NAME_MAX}"
+    if not _QUALIFIED_NAME.match(name):
+        return "has a name part that is not alphanumeric, '-', '_' or '.' between alphanumerics"
+    return None
+
+
+def label_value_problem(value: str) -> str | None:
+    if len(value) > LABEL_VALUE_MAX:
+        return f"has {len(value)} characters; a label value has at most {LABEL_VALUE_MAX}"
+    if not _LABEL_VALUE.match(value):
+        return "is not a label value (alphanumeric, '-', '_' or '.' between alphanumerics; no '/')"
+    return None
+
+
+def port_name_problem(name: str) -> str | None:
+    ok = (len(name) <= PORT_NAME_MAX and _PORT_NAME.match(name) and any(c.isalpha() for c in name)
+          and not name.startswith("-") and not name.endswith("-") and "--" not in name)
+    return None if ok else f"is not a port name (an IANA service name: at most {PORT_NAME_MAX} lower-case " \
+                           "alphanumerics and single inner '-', with a letter)"
+
+
+def env_name_problem(name: str) -> str | None:
+    if name in (".", "..") or not _K8S_ENV_NAME.match(name):
+        return "is not an environment variable name (letters, digits, '-', '.', '_', not starting with a digit)"
+    return None

@@ -209,9 +209,11 @@ _ROWS = (
         path_flags=(("--output_dir", "checkpoints"), ("--logging_dir", "profiles"), ("--dataset_name", "data")),
         data_required=False,  # reads its Hub dataset when the run names no `data`
         hf_token=True,
-        # gemma-4-31B-it alone is ~62 GB in bf16, and a default 100 GB boot disk
-        # also holds the images: the cache goes to an emptyDir on local SSD.
-        hf_cache_size="500Gi",
+        # gemma-4-31B-it alone is ~62 GB in bf16, and a boot disk also holds
+        # the images: the cache goes to an emptyDir on local SSD, sized to
+        # hold the model twice over beside the dataset, within what the A4
+        # tutorial's Autopilot pod requests (350Gi with the FUSE sidecar's).
+        hf_cache_size="300Gi",
         # Accelerate puts NCCL's shared-memory buffers in /dev/shm; the container
         # runtime's 64 MiB default is far too small for 8 GPUs.
         shm_size="64Gi",

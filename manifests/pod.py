@@ -7,9 +7,13 @@ the trainer's name.
 
 from __future__ import annotations
 
+import math
+
+from core import quantity
 from core.contract import SchedulingContract
 from core.names import HF_TOKEN_KEY, HF_TOKEN_SECRET
 from core.trainers import CONTAINER, WORKDIR, Trainer
+from manifests import storage
 from manifests.storage import CHECKPOINT_DIR, DATA_DIR, PROFILE_DIR, Owner
 from stack.runs import RunConfig
 
@@ -141,13 +145,47 @@ def extra_volumes(run: RunConfig) -> tuple[list[dict], list[dict]]:
     return volumes, mounts
 
 
-def storage_requests(run: RunConfig) -> dict[str, str]:
-    """Ephemeral storage the trainer container requests: its Hub cache, if it has one.
+# What the trainer leaves on a node for GKE's own DaemonSets (logging, metadata
+# server, device plugin, CSI node drivers: under 1 vCPU and 2 GiB together on
+# an accelerator node) and a few of the user's.
+SYSTEM_HEADROOM_CPU = 2
+SYSTEM_HEADROOM_MEMORY_GIB = 8
+# Ephemeral storage of a trainer without a Hub cache: logs and scratch files.
+SCRATCH_STORAGE = "10Gi"
 
-    A request and no limit: the emptyDir's sizeLimit bounds the cache, and a
-    container limit would also count the writable layer and logs against it.
+
+def memory_volumes_gib(run: RunConfig, contract: SchedulingContract) -> float:
+    """Memory-backed emptyDirs of the pod (/dev/shm, an in-memory data cache): they use node memory."""
+    shm = quantity.gib(run.row.shm_size) if run.row.shm_size else 0.0
+    cache = storage.cache_plan(contract)
+    return shm + (cache.gib if cache.in_memory else 0)
+
+
+def resource_requests(run: RunConfig, contract: SchedulingContract) -> dict[str, str]:
+    """CPU, memory and ephemeral storage the trainer requests: what its node can give.
+
+    The pod owns its VM (all of its chips), so it asks for the node's
+    allocatable less the FUSE sidecar, the memory-backed volumes and room
+    for the node's DaemonSets; Autopilot would otherwise give it its small
+    defaults. Ephemeral storage is the Hub cache where the trainer has one.
+    No CPU/memory limits on Standard (a limit would throttle or OOM-kill
+    a whole-node trainer); Autopilot sets limits equal to requests.
+    https://cloud.google.com/kubernetes-engine/docs/concepts/autopilot-resource-requests
     """
-    return {"ephemeral-storage": run.row.hf_cache_size} if run.row.hf_cache_size else {}
+    node = contract.allocatable
+    cpu = node.cpu - float(quantity.parse(storage.SIDECAR_CPU)) - SYSTEM_HEADROOM_CPU
+    memory = (node.memory / quantity.GIB - quantity.gib(storage.SIDECAR_MEMORY)
+              - memory_volumes_gib(run, contract) - SYSTEM_HEADROOM_MEMORY_GIB)
+    requests = {
+        "cpu": str(max(1, math.floor(cpu))),
+        "memory": f"{max(1, math.floor(memory))}Gi",
+        "ephemeral-storage": run.row.hf_cache_size or SCRATCH_STORAGE,
+    }
+    if contract.autopilot:
+        for resource, cap in contract.shape.accelerator.autopilot_request_caps:
+            if quantity.parse(requests[resource]) > quantity.parse(cap):
+                requests[resource] = cap
+    return requests
 
 
 def ports(run: RunConfig, contract: SchedulingContract) -> list[dict]:

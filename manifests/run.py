@@ -93,7 +93,7 @@ def child_job(run: RunConfig, contract: SchedulingContract, facts: PlatformFacts
             "backoffLimit": 0,
             "podFailurePolicy": jobset.pod_failure_policy(pod.CONTAINER),
             "template": {
-                "metadata": {"labels": dict(labels), "annotations": dict(storage.SIDECAR_ANNOTATIONS)},
+                "metadata": {"labels": dict(labels), "annotations": storage.sidecar_annotations(contract)},
                 "spec": pod_spec(run, contract, facts),
             },
         }
@@ -121,7 +121,8 @@ def pod_spec(run: RunConfig, contract: SchedulingContract, facts: PlatformFacts)
         "nodeSelector": node_selector(contract),
         "tolerations": [dict(t) for t in contract.tolerations],
         "containers": [container(run, contract, facts, [storage.volume_mount(m) for m in mounts] + extra_mounts)],
-        "volumes": [storage.volume(m, facts.bucket, host_network, owner) for m in mounts] + extra_volumes,
+        "volumes": [storage.volume(m, facts.bucket, host_network, owner, storage.cache_plan(contract)) for m in mounts]
+        + storage.cache_volumes(contract) + extra_volumes,
     }
     spec["securityContext"] = pod.security_context(run)
     if host_network:
@@ -158,7 +159,7 @@ def container(run: RunConfig, contract: SchedulingContract, facts: PlatformFacts
         "command": pod.command(run, chips),
         "args": pod.platform_args(run, contract) + list(run.args),
         "env": env,
-        "resources": {"limits": accelerators, "requests": {**accelerators, **pod.storage_requests(run)}},
+        "resources": {"limits": accelerators, "requests": {**accelerators, **pod.resource_requests(run, contract)}},
         "volumeMounts": mounts,
         "securityContext": pod.container_security_context(run),
     }

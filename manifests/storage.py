@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from core.catalog import Family
+from core.contract import SchedulingContract
 from core.names import CHECKPOINT_PREFIX, DATA_PREFIX, PROFILE_PREFIX
 
 CSI_DRIVER = "gcsfuse.csi.storage.gke.io"
@@ -21,7 +23,8 @@ CHECKPOINT_DIR = "/checkpoints"
 PROFILE_DIR = "/profiles"
 
 # Reads of the training data: the GKE tutorial's file cache with parallel downloads,
-# so every epoch after the first reads from local disk.
+# so every epoch after the first reads from the cache. Its size is capped
+# (`cache_plan`): an uncapped cache fills whatever holds it.
 # https://cloud.google.com/kubernetes-engine/docs/how-to/cloud-storage-fuse-csi-driver-perf
 DATA_OPTIONS = (
     "implicit-dirs",
@@ -29,7 +32,6 @@ DATA_OPTIONS = (
     "file-cache:parallel-downloads-per-file:100",
     "file-cache:max-parallel-downloads:-1",
     "file-cache:download-chunk-size-mb:10",
-    "file-cache:max-size-mb:-1",
 )
 # Writes (checkpoints, profiles) go straight to GCS: no file cache, and no
 # metadata cache, so that a host listing the prefix to resume sees every
@@ -40,19 +42,71 @@ WRITE_OPTIONS = (
     "metadata-cache:ttl-secs:0",
 )
 
-# The sidecar's resources. "0" removes the limit, so the sidecar is never
-# throttled, OOM-killed or evicted for its own limit while it streams data; the
-# requests reserve what it needs, the ephemeral storage being the file cache.
-# https://cloud.google.com/kubernetes-engine/docs/how-to/cloud-storage-fuse-csi-driver-sidecar#configure-sidecar-resources
-SIDECAR_ANNOTATIONS = {
-    "gke-gcsfuse/volumes": "true",
-    "gke-gcsfuse/cpu-limit": "0",
-    "gke-gcsfuse/memory-limit": "0",
-    "gke-gcsfuse/ephemeral-storage-limit": "0",
-    "gke-gcsfuse/cpu-request": "500m",
-    "gke-gcsfuse/memory-request": "1Gi",
-    "gke-gcsfuse/ephemeral-storage-request": "50Gi",
-}
+# The FUSE sidecar's requests, and the pod volume its file cache goes to when
+# not the sidecar's own emptyDir (that name tells the webhook to use it).
+SIDECAR_CPU = "500m"
+SIDECAR_MEMORY = "1Gi"
+SIDECAR_EPHEMERAL_GIB = 5  # logs and buffers; the driver's own default
+CACHE_VOLUME = "gke-gcsfuse-cache"
+SIDECAR_PREFIX = "gke-gcsfuse/"
+
+
+@dataclass(frozen=True)
+class CachePlan:
+    """Where the data file cache lives on a pool's nodes, and how large it may grow.
+
+    TPU hosts: in memory, a `gke-gcsfuse-cache` emptyDir of medium Memory, as
+    GKE recommends for TPU v6e and later (their boot disk is the slowest
+    place; they have 176 GiB and more of RAM). Nodes whose ephemeral storage
+    is local SSD (A4): the sidecar's own emptyDir there, counted in its
+    ephemeral-storage request. The cache is capped below its volume:
+    `file-cache:max-size-mb` must stay under the volume's size (or the
+    sidecar's ephemeral-storage limit).
+    https://cloud.google.com/kubernetes-engine/docs/how-to/cloud-storage-fuse-csi-driver-perf#cache-medium
+    """
+
+    gib: int
+    in_memory: bool
+
+    @property
+    def max_size_mb(self) -> int:
+        return (self.gib - 1) * 1024  # a GiB under the volume, for the cache's own metadata
+
+
+TPU_CACHE = CachePlan(gib=32, in_memory=True)
+LOCAL_SSD_CACHE = CachePlan(gib=20, in_memory=False)
+
+
+def cache_plan(contract: SchedulingContract) -> CachePlan:
+    return TPU_CACHE if contract.family is Family.TPU else LOCAL_SSD_CACHE
+
+
+def sidecar_annotations(contract: SchedulingContract) -> dict[str, str]:
+    """The GCS FUSE sidecar's injection and resources, as pod annotations.
+
+    Requests reserve what it needs (and the cache, where that is its own
+    emptyDir). On Standard, limits of "0" lift them, so the sidecar is never
+    throttled or OOM-killed while it streams data. Autopilot refuses "0" and
+    sets limits equal to requests, so there they are the requests.
+    https://cloud.google.com/kubernetes-engine/docs/how-to/cloud-storage-fuse-csi-driver-sidecar#configure-sidecar-resources
+    https://github.com/GoogleCloudPlatform/gcs-fuse-csi-driver/blob/main/docs/troubleshooting.md
+    """
+    cache = cache_plan(contract)
+    ephemeral = f"{SIDECAR_EPHEMERAL_GIB + (0 if cache.in_memory else cache.gib)}Gi"
+    requests = {"cpu": SIDECAR_CPU, "memory": SIDECAR_MEMORY, "ephemeral-storage": ephemeral}
+    limits = dict(requests) if contract.autopilot else {name: "0" for name in requests}
+    annotations = {"gke-gcsfuse/volumes": "true"}
+    annotations.update({f"{SIDECAR_PREFIX}{name}-limit": value for name, value in limits.items()})
+    annotations.update({f"{SIDECAR_PREFIX}{name}-request": value for name, value in requests.items()})
+    return annotations
+
+
+def cache_volumes(contract: SchedulingContract) -> list[dict]:
+    """The pod volume holding the data cache, where it is not the sidecar's own."""
+    cache = cache_plan(contract)
+    if not cache.in_memory:
+        return []
+    return [{"name": CACHE_VOLUME, "emptyDir": {"medium": "Memory", "sizeLimit": f"{cache.gib}Gi"}}]
 
 
 @dataclass(frozen=True)
@@ -98,10 +152,12 @@ def run_mounts(run_name: str) -> tuple[Mount, ...]:
     )
 
 
-def volume(mount: Mount, bucket: str, host_network: bool, owner: Owner | None = None) -> dict:
+def volume(mount: Mount, bucket: str, host_network: bool, owner: Owner | None = None,
+           cache: CachePlan = LOCAL_SSD_CACHE) -> dict:  # fmt: skip
     """The CSI ephemeral volume of `mount`; `owner` for a trainer that does not run as root."""
+    reads = (*DATA_OPTIONS, f"file-cache:max-size-mb:{cache.max_size_mb}")
     options = (
-        *(WRITE_OPTIONS if mount.writable else DATA_OPTIONS),
+        *(WRITE_OPTIONS if mount.writable else reads),
         *(owner.mount_options if owner else ()),
         f"only-dir={mount.prefix}",
     )

@@ -19,8 +19,9 @@ from core.catalog import (
     Taint,
 )
 from core.contract import SchedulingContract
+from core.machines import GKE_DEFAULT_BOOT_DISK_GB
 from core.names import POOL_LABEL
-from stack.models import ShapeConfig
+from stack.models import PoolConfig, ShapeConfig
 
 
 def node_pool_names(pool: str, slices: int) -> tuple[str, ...]:
@@ -66,6 +67,12 @@ def contract_for(group: ShapeConfig, autopilot: bool) -> SchedulingContract:
         node_pool_names=names,
         spot=group.capacity == "spot",
         reservation=group.reservation if group.capacity == "reservation" else None,
+        autopilot=autopilot,
+        # Autopilot sizes its nodes' boot disks itself: GKE's default is assumed.
+        boot_disk_gb=group.disk_gb() if isinstance(group, PoolConfig) else GKE_DEFAULT_BOOT_DISK_GB,
+        # Pools back ephemeral storage with the machine's bundled local SSDs
+        # (components/node_pools.py); Autopilot does so on such machines too.
+        local_ssd_ephemeral=shape.local_ssd_count > 0,
     )
 
 

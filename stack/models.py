@@ -67,6 +67,9 @@ class PoolConfig(ShapeConfig):
 
     zones: tuple[str, ...] = Field(default=(), description="node locations; default: `zones`")
     autoscaling: Autoscaling = Autoscaling()
+    boot_disk_gb: int | None = Field(
+        default=None, ge=50, le=65536, description="boot disk size in GB; default: the catalog's for the machine"
+    )
 
     @model_validator(mode="after")
     def _pool_rules(self) -> PoolConfig:
@@ -77,6 +80,9 @@ class PoolConfig(ShapeConfig):
         if self.autoscaling.max_nodes is not None:
             return self.autoscaling.max_nodes
         return self.shape().vms_per_slice
+
+    def disk_gb(self) -> int:
+        return self.boot_disk_gb or self.shape().machine.boot_disk_gb
 
 
 class Images(RootModel[dict[str, str]]):

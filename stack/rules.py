@@ -47,6 +47,15 @@ def mode_problems(autopilot: bool, pools: tuple, shapes: tuple) -> list[Problem]
             for i, s in enumerate(shapes)
             if s.capacity == "queued"
         ]
+        # Multislice pods talk over DCN with host networking, which Autopilot
+        # refuses (GKE Warden's autogke-disallow-hostnamespaces).
+        # https://cloud.google.com/kubernetes-engine/docs/concepts/autopilot-security#built-in-security
+        problems += [
+            Problem(f"shapes[{i}].slices", s.slices, "needs host networking for multislice, which Autopilot refuses",
+                    "1 on Autopilot (a Standard cluster's `pools:` for multislice)")
+            for i, s in enumerate(shapes)
+            if s.slices > 1
+        ]
         return problems
     if shapes:
         return [Problem("shapes", f"{len(shapes)} shape(s)", "declared in standard mode", "none (declare `pools:`)")]

@@ -43,7 +43,7 @@ if __package__ in (None, ""):
     # `tools` package must be importable before `_use_root` switches trees.
     sys.path.insert(0, str(ROOT))
 
-from tools.plan_cost import cost, render_cost  # noqa: E402
+from tools.plan_cost import cost, render_cost, render_fit  # noqa: E402
 from tools.plan_diff import diff, render_diff  # noqa: E402
 from tools.plan_tree import key_inputs, render_tree, short  # noqa: E402,F401 (key_inputs: part of the plan API)
 from tools.render import write_manifests as render_files  # noqa: E402
@@ -97,6 +97,7 @@ def collect(stack: str, root: Path = ROOT) -> dict[str, Any]:
     manifests_module = importlib.import_module("manifests.run")
     reader = importlib.import_module("stack.reader")
     problems = importlib.import_module("stack.problems")
+    fit_module = importlib.import_module("admission.check")
 
     manifests: dict[str, dict] = {}
     real_build_run = getattr(manifests_module, "build_run", None)
@@ -117,11 +118,13 @@ def collect(stack: str, root: Path = ROOT) -> dict[str, Any]:
         except Exception as err:  # noqa: BLE001 (any validation error of the program)
             raise PlanError([f"{type(err).__name__}: {err}"]) from None
 
+    config = reader.load_files(stack, root)
     return {
         "stack": stack,
         "resources": [_resource_row(r) for r in deployment.resources],
         "outputs": mask(deployment.outputs),
-        "cost": cost(reader.load_files(stack, root)),
+        "cost": cost(config),
+        "fit": fit_module.fit_table(config),
         "manifests": mask(manifests or _declared_manifests(deployment)),
     }
 
@@ -163,6 +166,8 @@ def render(plan: Mapping) -> str:
     lines += render_tree(plan)
     lines += ["", "Accelerators (on-demand $/hour)"]
     lines += render_cost(plan["cost"])
+    lines += ["", "Fit: each run's pod (FUSE sidecar and memory-backed volumes included) on one node"]
+    lines += render_fit(plan.get("fit", []))
     if plan["outputs"]:
         lines += ["", "Stack outputs"]
         for k, v in plan["outputs"].items():

@@ -15,18 +15,22 @@ def cost(config) -> dict[str, Any]:
     for group in config.accelerator_groups():
         contract = contracts[group.name]
         shape = contract.shape
-        price = shape.accelerator.price
+        capacity = getattr(group, "capacity", "on-demand")
+        usd_per_hour = shape.usd_per_hour(contract.slices)
         pools.append({
             "name": group.name,
             "shape": shape.description,
-            "capacity": getattr(group, "capacity", "on-demand"),
+            "capacity": capacity,
             "slices": contract.slices,
             "vms": shape.vms_per_slice * contract.slices,
             "chips": contract.total_chips,
-            "usd_per_chip_hour": price.usd_per_chip_hour,
-            "price_as_of": price.as_of,
-            "price_source": price.source,
-            "usd_per_hour": round(shape.usd_per_hour(contract.slices), 2),
+            # A VM priced whole (A4) shows its price per chip, for comparison.
+            "usd_per_chip_hour": round(usd_per_hour / contract.total_chips, 2),
+            "priced_per": "VM" if shape.machine.price else "chip",
+            "price_as_of": shape.price_as_of,
+            "price_source": shape.price_source,
+            "usd_per_hour": round(usd_per_hour, 2),
+            "note": shape.accelerator.on_demand_note if capacity == "on-demand" else "",
         })
     by_pool = {p["name"]: p for p in pools}
     runs = []
@@ -67,6 +71,7 @@ def render_cost(cost_data: Mapping) -> list[str]:
             f"{p['chips']:>5} {p['usd_per_chip_hour']:>8.2f} {p['usd_per_hour']:>9.2f}"
         )
     lines.append(f"  {'total, every pool at full size':<86} {cost_data['total_usd_per_hour']:>9.2f}")
+    lines += [f"  {p['name']}: {p['note']}" for p in pools if p.get("note")]
     if cost_data["runs"]:
         lines.append("")
         lines.append(f"  {'run':<24} {'trainer':<10} {'pool':<20} {'slices':>6} {'VMs':>4} {'chips':>5} {'$/hour':>9}")
@@ -77,6 +82,20 @@ def render_cost(cost_data: Mapping) -> list[str]:
                 f"{r['chips']:>5} {r['usd_per_hour']:>9.2f}{note}"
             )
     lines.append("")
-    lines.append(f"  On-demand list prices of {', '.join(as_of)} (core/catalog.py gives each source);")
+    lines.append(f"  On-demand list prices of {', '.join(as_of)} (core/catalog.py and core/machines.py give each source;")
+    lines.append("  A4 is priced per VM: GPUs, vCPUs, memory and local SSDs together);")
     lines.append("  spot, reservations and committed use bill differently. Idle pools that scale to zero cost nothing.")
+    return lines
+
+
+def render_fit(rows: list[Mapping]) -> list[str]:
+    """Per run and resource: what the pod requests beside what one node can give."""
+    if not rows:
+        return ["  (no runs)"]
+    lines = [f"  {'run':<24} {'node':<30} {'resource':<18} {'requested':>11} {'allocatable':>12} {'headroom':>10}"]
+    for r in rows:
+        mark = "" if r["fits"] else "  DOES NOT FIT"
+        lines.append(f"  {r['run']:<24} {r['node']:<30} {r['resource']:<18} {r['requested']:>11} "
+                     f"{r['allocatable']:>12} {r['headroom']:>10}{mark}")
+    lines.append("  Allocatable: the machine less GKE's reservations and eviction thresholds (core/allocatable.py).")
     return lines

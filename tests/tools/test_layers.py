@@ -16,7 +16,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 LINT = Path(sys.executable).with_name("lint-imports")
-PACKAGES = ("core", "stack", "manifests", "components", "tools", "trainers", "tests", "bench")
+PACKAGES = ("core", "stack", "manifests", "admission", "components", "tools", "trainers", "tests", "bench", "policy")
 TRAINER_NAMES = ("gemma-jax", "trl-gpu")
 
 
@@ -60,7 +60,7 @@ def _prepend(path: Path, text: str) -> None:
     ("stack/rules.py", "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from stack.config import StackConfig\n",
      "No import cycles inside a layer"),
     # Pulumi in a manifest builder.
-    ("manifests/pod.py", "import pulumi\n", "Manifests are pure builders: no Pulumi"),
+    ("manifests/pod.py", "import pulumi\n", "Manifests and admission rules are pure: no Pulumi"),
     # A trainer reading the platform's catalog.
     ("trainers/gemma_jax/__init__.py", "from core import catalog\n", "Trainers import nothing of the platform"),
     # Shipped code leaning on test support.
@@ -83,7 +83,7 @@ def _string_constants(path: Path) -> set[str]:
 
 def test_trainer_names_are_spelled_only_in_the_trainer_table():
     """`gemma-jax` and `trl-gpu` appear in the trainer table, stack files, docs and tests, nowhere else."""
-    shipped = [ROOT / "__main__.py"] + [p for d in ("core", "stack", "manifests", "components", "tools")
+    shipped = [ROOT / "__main__.py"] + [p for d in ("core", "stack", "manifests", "admission", "components", "tools", "policy")
                                         for p in (ROOT / d).rglob("*.py")]
     offenders = {
         str(p.relative_to(ROOT)): sorted(name for name in TRAINER_NAMES if any(name in s for s in _string_constants(p)))
@@ -99,7 +99,7 @@ def test_main_only_wires_components():
     tree = ast.parse((ROOT / "__main__.py").read_text())
     imported = {a.name if isinstance(n, ast.Import) else n.module
                 for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
-    assert {m.split(".")[0] for m in imported} <= {"pulumi", "components", "stack"}
+    assert {m.split(".")[0] for m in imported} <= {"pulumi", "components", "admission", "stack"}
     assert not [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
     top_level_imports = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
     nested = [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]

@@ -17,7 +17,7 @@ from tools import plan
 from tools.offline import ROOT, SHIPPED_STACKS
 
 # What a planned tree needs: the program, its stack files, and the sources it reads.
-TREE = ("Pulumi.yaml", "__main__.py", "core", "stack", "manifests", "components", "trainers", "docker", "tools")
+TREE = ("Pulumi.yaml", "__main__.py", "core", "stack", "manifests", "admission", "components", "trainers", "docker", "tools")
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +42,7 @@ def test_every_shipped_stack_plans_with_its_pools_and_costs(plans, stack):
         assert line["vms"] == shape.vms_per_slice * slices
         assert line["slices"] == slices
         assert line["usd_per_hour"] == pytest.approx(shape.usd_per_hour(slices))
-        assert line["price_as_of"] == shape.accelerator.price.as_of
+        assert line["price_as_of"] == shape.price_as_of
         total += shape.usd_per_hour(slices)
     assert result["cost"]["total_usd_per_hour"] == pytest.approx(total)
     # Standard stacks declare one GKE node pool per slice of each accelerator pool.

@@ -1,0 +1,82 @@
+"""Every admission rule over every run of a stack, before anything is declared.
+
+`admit(config)` builds each run's manifest with the builders the program
+applies (images that `pulumi up` builds stand in with a zero digest) and
+checks, per run: syntax, the fit of each pod on its pool's nodes, and on
+Autopilot what Autopilot admits. A failure is a `Problem` naming the run,
+the rule, requested vs available and the rule's source, raised with every
+other problem in one ConfigError.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+
+from admission import autopilot, fit, syntax
+from admission.findings import Finding
+from core.contract import SchedulingContract
+from manifests.run import PlatformFacts, build_runs
+from stack.config import StackConfig
+from stack.images import offline_images
+from stack.problems import ConfigError, Problem
+
+
+def pods(manifest: Mapping) -> Iterator[tuple[str, Mapping]]:
+    """(path, pod template) of each replicated job of a JobSet."""
+    for i, replicated in enumerate(manifest["spec"]["replicatedJobs"]):
+        yield f"spec.replicatedJobs[{i}].template.spec.template", replicated["template"]["spec"]["template"]
+
+
+def run_findings(manifest: Mapping, contract: SchedulingContract) -> list[Finding]:
+    found = syntax.jobset_findings(manifest)
+    for where, pod in pods(manifest):
+        found += fit.fit_findings(pod, contract.allocatable, f"{where}.requests")
+        if contract.autopilot:
+            found += autopilot.autopilot_findings(pod, contract.shape.accelerator, where)
+    return found
+
+
+def stack_manifests(config: StackConfig) -> dict[str, dict]:
+    facts = PlatformFacts(bucket=config.data_bucket, images=offline_images(config))
+    return build_runs(config.runs, config.contracts(), facts)
+
+
+def admission_problems(config: StackConfig) -> list[Problem]:
+    manifests, contracts = stack_manifests(config), config.contracts()
+    problems = []
+    for i, run in enumerate(config.runs):
+        for finding in run_findings(manifests[run.name], contracts[run.pool]):
+            problems.append(Problem(
+                f"runs[{i}]", run.name,
+                f"would be refused by GKE ({finding.rule}): {finding.where}: {finding.value} {finding.why} "
+                f"({finding.source})",
+            ))
+    return problems
+
+
+def admit(config: StackConfig) -> StackConfig:
+    """The config, once every run passes every rule; else a ConfigError listing each failure."""
+    problems = admission_problems(config)
+    if problems:
+        raise ConfigError(problems)
+    return config
+
+
+def fit_table(config: StackConfig) -> list[dict]:
+    """Per run and resource: the pod's request, the node's allocatable and the headroom."""
+    manifests, contracts, rows = stack_manifests(config), config.contracts(), []
+    for run in config.runs:
+        contract = contracts[run.pool]
+        for _, pod in pods(manifests[run.name]):
+            for line in fit.fit_lines(pod, contract.allocatable):
+                rows.append({
+                    "run": run.name,
+                    "node": f"{contract.shape.machine_type}" + (" (Autopilot)" if contract.autopilot else ""),
+                    "resource": line.resource,
+                    "requested": line.shown(line.requested),
+                    "allocatable": line.shown(line.allocatable),
+                    "headroom": line.shown(line.allocatable - line.requested),
+                    "fits": line.fits,
+                })
+            break  # every replicated job of a run has the same pod
+    return rows

@@ -1,0 +1,107 @@
+"""Does the pod fit its node? Its requests, sidecars included, against the node's allocatable.
+
+A pod's effective request is what the scheduler sums: every app container
+and native sidecar (an init container with `restartPolicy: Always`), or
+the largest plain init container with the sidecars started before it,
+whichever is more.
+https://kubernetes.io/docs/concepts/workloads/pods/sidecar-containers/#resource-sharing-within-containers
+GKE injects the Cloud Storage FUSE sidecar as a native sidecar into pods
+annotated `gke-gcsfuse/volumes: "true"`, with the requests the
+`gke-gcsfuse/*-request` annotations give (the driver's defaults otherwise).
+https://cloud.google.com/kubernetes-engine/docs/how-to/cloud-storage-fuse-csi-driver-sidecar#configure-sidecar-resources
+Memory-backed emptyDirs (/dev/shm, an in-memory cache) take node memory
+that no request reserves; they are counted with the memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from admission.findings import Finding
+from core import quantity
+from core.allocatable import Allocatable
+
+SOURCE = "https://cloud.google.com/kubernetes-engine/docs/concepts/plan-node-sizes"
+RESOURCES = ("cpu", "memory", "ephemeral-storage")
+# gcs-fuse-csi-driver's defaults for a sidecar without request annotations (pkg/webhook/config.go).
+FUSE_DEFAULT_REQUESTS = {"cpu": "250m", "memory": "256Mi", "ephemeral-storage": "5Gi"}
+FUSE_ANNOTATION = "gke-gcsfuse/volumes"
+
+
+@dataclass(frozen=True)
+class FitLine:
+    resource: str
+    requested: float  # cores or bytes
+    allocatable: float
+
+    @property
+    def fits(self) -> bool:
+        return self.requested <= self.allocatable
+
+    def shown(self, value: float) -> str:
+        return quantity.show_cpu(value) if self.resource == "cpu" else quantity.show_bytes(value)
+
+    def __str__(self) -> str:
+        return f"{self.resource}: {self.shown(self.requested)} requested of {self.shown(self.allocatable)} allocatable"
+
+
+def _requests(container: Mapping) -> dict[str, float]:
+    asked = (container.get("resources") or {}).get("requests") or {}
+    return {r: float(quantity.parse(asked[r])) for r in RESOURCES if r in asked}
+
+
+def _add(total: dict[str, float], more: Mapping[str, float]) -> None:
+    for resource, value in more.items():
+        total[resource] = total.get(resource, 0.0) + value
+
+
+def fuse_sidecar_requests(annotations: Mapping[str, str]) -> dict[str, float]:
+    if annotations.get(FUSE_ANNOTATION) != "true":
+        return {}
+    return {
+        r: float(quantity.parse(annotations.get(f"gke-gcsfuse/{r}-request", FUSE_DEFAULT_REQUESTS[r])))
+        for r in RESOURCES
+    }
+
+
+def memory_volume_bytes(spec: Mapping) -> float:
+    return sum(
+        float(quantity.parse(v["emptyDir"].get("sizeLimit", "0")))
+        for v in spec.get("volumes") or []
+        if (v.get("emptyDir") or {}).get("medium") == "Memory"
+    )
+
+
+def pod_requests(pod: Mapping) -> dict[str, float]:
+    """The pod's effective requests (cores, bytes), the injected FUSE sidecar and memory volumes included."""
+    spec = pod.get("spec") or {}
+    running: dict[str, float] = {}
+    for container in spec.get("containers") or []:
+        _add(running, _requests(container))
+    sidecars: dict[str, float] = dict(fuse_sidecar_requests((pod.get("metadata") or {}).get("annotations") or {}))
+    peak_init: dict[str, float] = {}
+    for init in spec.get("initContainers") or []:
+        if init.get("restartPolicy") == "Always":
+            _add(sidecars, _requests(init))
+        else:
+            for resource, value in _requests(init).items():
+                peak_init[resource] = max(peak_init.get(resource, 0.0), value + sidecars.get(resource, 0.0))
+    _add(running, sidecars)
+    effective = {r: max(running.get(r, 0.0), peak_init.get(r, 0.0)) for r in RESOURCES}
+    effective["memory"] += memory_volume_bytes(spec)
+    return effective
+
+
+def fit_lines(pod: Mapping, node: Allocatable) -> list[FitLine]:
+    asked = pod_requests(pod)
+    return [FitLine(r, asked[r], node.get(r)) for r in RESOURCES]
+
+
+def fit_findings(pod: Mapping, node: Allocatable, where: str) -> list[Finding]:
+    return [
+        Finding("fit", f"{where}.{line.resource}", line.shown(line.requested),
+                f"requested, more than the node's {line.shown(line.allocatable)} allocatable", SOURCE)
+        for line in fit_lines(pod, node)
+        if not line.fits
+    ]

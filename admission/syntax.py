@@ -1,0 +1,98 @@
+"""Names, labels, selectors and annotations of a manifest, by Kubernetes' own rules.
+
+kubernetes-validate and the CRD schemas check types and fields, not these
+(the API server's validation code does): label keys and values, selector
+values, annotation keys and size, and the DNS names of objects, containers,
+volumes and ports.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+
+from admission.findings import Finding
+from core import syntax
+
+SOURCE = "https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#syntax-and-character-set"
+NAMES_SOURCE = "https://kubernetes.io/docs/concepts/overview/working-with-objects/names/"
+ANNOTATIONS_SOURCE = "https://kubernetes.io/docs/concepts/overview/working-with-objects/annotations/#syntax-and-character-set"
+
+
+def metadata_findings(meta: Mapping, where: str) -> Iterator[Finding]:
+    """An object's (or a pod template's) labels and annotations."""
+    for key, value in (meta.get("labels") or {}).items():
+        yield from _key(key, f"{where}.labels", SOURCE)
+        problem = syntax.label_value_problem(str(value))
+        if problem:
+            yield Finding("syntax", f"{where}.labels[{key}]", value, problem, SOURCE)
+    annotations = meta.get("annotations") or {}
+    for key in annotations:
+        yield from _key(key, f"{where}.annotations", ANNOTATIONS_SOURCE)
+    size = sum(len(k) + len(str(v)) for k, v in annotations.items())
+    if size > syntax.ANNOTATIONS_MAX_BYTES:
+        yield Finding("syntax", f"{where}.annotations", f"{size} bytes",
+                      f"exceed the {syntax.ANNOTATIONS_MAX_BYTES} bytes an object's annotations may hold",
+                      ANNOTATIONS_SOURCE)
+
+
+def object_name_findings(meta: Mapping, where: str) -> Iterator[Finding]:
+    for field, rule in (("name", syntax.dns_1123_subdomain_problem), ("namespace", syntax.dns_1123_label_problem)):
+        if field in meta:
+            problem = rule(meta[field])
+            if problem:
+                yield Finding("syntax", f"{where}.{field}", meta[field], problem, NAMES_SOURCE)
+
+
+def pod_findings(pod: Mapping, where: str) -> Iterator[Finding]:
+    """A pod template: its metadata, selector, tolerations, containers, volumes and ports."""
+    yield from metadata_findings(pod.get("metadata") or {}, f"{where}.metadata")
+    spec = pod.get("spec") or {}
+    for key, value in (spec.get("nodeSelector") or {}).items():
+        yield from _key(key, f"{where}.spec.nodeSelector", SOURCE)
+        problem = syntax.label_value_problem(str(value))
+        if problem:
+            yield Finding("syntax", f"{where}.spec.nodeSelector[{key}]", value, problem, SOURCE)
+    for i, toleration in enumerate(spec.get("tolerations") or []):
+        if toleration.get("key"):
+            yield from _key(toleration["key"], f"{where}.spec.tolerations[{i}].key", SOURCE)
+    if spec.get("serviceAccountName"):
+        problem = syntax.dns_1123_subdomain_problem(spec["serviceAccountName"])
+        if problem:
+            yield Finding("syntax", f"{where}.spec.serviceAccountName", spec["serviceAccountName"], problem, NAMES_SOURCE)
+    for kind in ("initContainers", "containers"):
+        for i, container in enumerate(spec.get(kind) or []):
+            yield from _container(container, f"{where}.spec.{kind}[{i}]")
+    for i, volume in enumerate(spec.get("volumes") or []):
+        problem = syntax.dns_1123_label_problem(volume.get("name", ""))
+        if problem:
+            yield Finding("syntax", f"{where}.spec.volumes[{i}].name", volume.get("name"), problem, NAMES_SOURCE)
+
+
+def _container(container: Mapping, where: str) -> Iterator[Finding]:
+    problem = syntax.dns_1123_label_problem(container.get("name", ""))
+    if problem:
+        yield Finding("syntax", f"{where}.name", container.get("name"), problem, NAMES_SOURCE)
+    for j, port in enumerate(container.get("ports") or []):
+        if "name" in port and syntax.port_name_problem(port["name"]):
+            yield Finding("syntax", f"{where}.ports[{j}].name", port["name"], syntax.port_name_problem(port["name"]),
+                          NAMES_SOURCE)
+    for j, variable in enumerate(container.get("env") or []):
+        problem = syntax.env_name_problem(variable.get("name", ""))
+        if problem:
+            yield Finding("syntax", f"{where}.env[{j}].name", variable.get("name"), problem, NAMES_SOURCE)
+
+
+def _key(key: str, where: str, source: str) -> Iterator[Finding]:
+    problem = syntax.qualified_name_problem(key)
+    if problem:
+        yield Finding("syntax", where, key, f"is not a valid key: it {problem}", source)
+
+
+def jobset_findings(manifest: Mapping) -> list[Finding]:
+    """Every syntax finding of a JobSet: its own metadata, and each replicated job's pod template."""
+    found = list(object_name_findings(manifest["metadata"], "metadata"))
+    found += metadata_findings(manifest["metadata"], "metadata")
+    for i, replicated in enumerate(manifest["spec"]["replicatedJobs"]):
+        found += pod_findings(replicated["template"]["spec"]["template"],
+                              f"spec.replicatedJobs[{i}].template.spec.template")
+    return found

@@ -1,0 +1,76 @@
+"""The policies of the pack: the admission rules of admission/, over the resources a stack declares.
+
+Each validation is a plain function `(args, report_violation)`; the pack
+(policy/__main__.py) registers them. Values still unknown at preview are
+skipped rather than guessed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from admission import autopilot, fit, syntax
+from admission.node_pools import node_pool_findings
+from admission.nodes import autopilot_node, autopilot_shape, pod_chips, pool_node
+from core.names import POOL_LABEL
+
+JOBSET = "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"
+NODE_POOL = "gcp:container/nodePool:NodePool"
+CLUSTER = "gcp:container/cluster:Cluster"
+
+Report = Callable[[str, Any], None]
+
+
+def _known_jobset(props: Mapping) -> dict | None:
+    spec, meta = props.get("spec"), props.get("metadata")
+    if not isinstance(spec, Mapping) or not isinstance(meta, Mapping):
+        return None
+    if not isinstance(spec.get("replicatedJobs"), list):
+        return None
+    return {"metadata": meta, "spec": spec}
+
+
+def _pods(manifest: Mapping):
+    for i, replicated in enumerate(manifest["spec"]["replicatedJobs"]):
+        pod = (((replicated.get("template") or {}).get("spec") or {}).get("template")) or {}
+        yield f"spec.replicatedJobs[{i}].template.spec.template", pod
+
+
+def validate_jobset_syntax(args, report_violation: Report) -> None:
+    manifest = _known_jobset(args.props)
+    if manifest is None:
+        return
+    for finding in syntax.jobset_findings(manifest):
+        report_violation(str(finding), None)
+
+
+def validate_node_pool(args, report_violation: Report) -> None:
+    for finding in node_pool_findings(args.props):
+        report_violation(str(finding), None)
+
+
+def validate_runs_fit(args, report_violation: Report) -> None:
+    """Every run's pods against their nodes: a Standard pool's, or the shape Autopilot provisions."""
+    resources = list(args.resources)
+    is_autopilot = any(r.resource_type == CLUSTER and r.props.get("enableAutopilot") is True for r in resources)
+    nodes = dict(filter(None, (pool_node(r.props) for r in resources if r.resource_type == NODE_POOL)))
+    for resource in resources:
+        manifest = _known_jobset(resource.props) if resource.resource_type == JOBSET else None
+        if manifest is None:
+            continue
+        for where, pod in _pods(manifest):
+            for finding in _pod_findings(pod, where, nodes, is_autopilot):
+                report_violation(f"{resource.name}: {finding}", resource.urn)
+
+
+def _pod_findings(pod: Mapping, where: str, nodes: Mapping, is_autopilot: bool):
+    selector = (pod.get("spec") or {}).get("nodeSelector") or {}
+    if is_autopilot:
+        shape = autopilot_shape(selector, pod_chips(pod))
+        if shape is None:
+            return []
+        return [*fit.fit_findings(pod, autopilot_node(shape), f"{where}.requests"),
+                *autopilot.autopilot_findings(pod, shape.accelerator, where)]
+    node = nodes.get(selector.get(POOL_LABEL))
+    return fit.fit_findings(pod, node, f"{where}.requests") if node is not None else []
