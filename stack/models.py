@@ -68,7 +68,7 @@ class PoolConfig(ShapeConfig):
     zones: tuple[str, ...] = Field(default=(), description="node locations; default: `zones`")
     autoscaling: Autoscaling = Autoscaling()
     boot_disk_gb: int | None = Field(
-        default=None, ge=50, le=65536, description="boot disk size in GB; default: the catalog's for the machine"
+        default=None, ge=10, le=65536, description="boot disk size in GB (GKE: at least 10); default: the catalog's"
     )
 
     @model_validator(mode="after")

@@ -221,3 +221,25 @@ def test_plan_diff_of_a_trainer_change_shows_a_new_image_and_the_run_using_it(tm
     assert image_lines and all(
         re.fullmatch(r"inputs\.spec\.\S+\.containers\[0\]\.image: \S+ → \S+", line) for line in image_lines
     ), image_lines
+
+
+def test_a4_is_priced_per_vm_and_flagged_when_on_demand(plans):
+    """An A4 VM bills its GPUs, vCPUs, memory and local SSDs: the plan prices the VM, not 8 GPUs."""
+    [pool] = plans["a4"]["cost"]["pools"]
+    assert pool["usd_per_hour"] == pytest.approx(catalog.A4_SHAPE.machine.price.usd_per_hour)
+    assert pool["priced_per"] == "VM" and pool["price_source"] == catalog.A4_SHAPE.machine.price.source
+    assert pool["note"] == ""  # the shipped A4 stack uses a reservation
+    on_demand = plan.render_cost({"pools": [{**pool, "capacity": "on-demand",
+                                             "note": catalog.NVIDIA_B200.on_demand_note}],
+                                  "runs": [], "total_usd_per_hour": pool["usd_per_hour"]})
+    assert any("rarely obtainable" in line for line in on_demand)
+
+
+@pytest.mark.parametrize("stack", SHIPPED_STACKS)
+def test_the_plan_prints_each_run_s_requests_beside_the_node_s_allocatable(plans, stack):
+    text = plan.render(plans[stack])
+    assert "Fit: each run's pod" in text
+    for row in plans[stack]["fit"]:
+        line = next(l for l in text.splitlines() if l.strip().startswith(row["run"]) and f" {row['resource']} " in l)
+        assert row["requested"] in line and row["allocatable"] in line and row["headroom"] in line
+    assert {r["run"] for r in plans[stack]["fit"]} == {r["name"] for r in plans[stack]["cost"]["runs"]}
