@@ -76,6 +76,9 @@ def parse_args(argv: list[str] | None = None) -> Config:
             raise ConfigError(f"--init_from_hf={cfg.init_from_hf}: a local directory is needed")
         _check_hf_dir(cfg.init_from_hf)
         pretrained = None  # the Hugging Face weights are the starting point
+        spm = os.path.join(cfg.init_from_hf, "tokenizer.model")
+        if cfg.tokenizer is None and os.path.isfile(spm):
+            cfg = dataclasses.replace(cfg, tokenizer=spm)
     else:
         pretrained = model_lib.resolve_pretrained(cfg.model, cfg.pretrained)
         check_path("pretrained", pretrained)
