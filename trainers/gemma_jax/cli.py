@@ -29,8 +29,8 @@ class ConfigError(Exception):
 
 
 def check_path(flag: str, value: str | None) -> None:
-    """Local paths must exist; gs:// URLs must be well formed (their objects
-    are checked when read, see model.require_exists)."""
+    """Local paths must exist; gs:// URLs must be well formed (whether the
+    object exists is known only when it is read)."""
     if not value:
         return
     if value.startswith("gs://"):
