@@ -8,7 +8,10 @@ For each maxlen it measures, on the same generated stories (token lengths
 log-normal, see bench/rows.py):
 
 1. the useful-token fraction, real next-token targets / token slots, of the
-   trainer's packed rows (`data.batches`) and of padded rows;
+   trainer's packed rows (`data.batches`: whole stories, best fit) and of
+   padded rows, and the context-complete fraction: targets whose whole
+   preceding story is in their segment (padded rows truncate long stories
+   instead, see story_tokens_kept);
 2. the real-target throughput of the trainer's jitted train step
    (`steps.make_train_step`, `tiny` model, trainer dtypes) on CPU, fed with
    batches of both layouts of the same shape. Batches are read from the
@@ -170,6 +173,7 @@ def measure(args, shard, maxlen: int) -> dict:
 def table(results: list[dict]) -> str:
     head = (
         f"{'maxlen':>6} | {'useful packed':>13} | {'useful padded':>13} | {'ratio':>5} | "
+        f"{'complete p/p':>12} | "
         f"{'tok/s packed':>12} | {'tok/s padded':>12} | {'ratio':>5} | {'paired':>6} | "
         f"{'step ms p/p':>11}"
     )
@@ -180,6 +184,7 @@ def table(results: list[dict]) -> str:
         lines.append(
             f"{r['maxlen']:>6} | {f['packed']['fraction']:>13.3f} | "
             f"{f['padded']['fraction']:>13.3f} | {r['fraction_ratio']:>5.2f} | "
+            f"{f['packed']['context_complete']:>5.3f}/{f['padded']['context_complete']:.3f} | "
             f"{t['packed']['median_tokens_per_s']:>12.0f} | "
             f"{t['padded']['median_tokens_per_s']:>12.0f} | "
             f"{r['throughput_ratio']:>5.2f} | {r['throughput_ratio_paired_median']:>6.2f} | "

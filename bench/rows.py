@@ -70,6 +70,7 @@ class _PadRow(grain.transforms.Map):
             "segment_ids": real,
             "positions": np.concatenate([np.arange(n, dtype=np.int32), np.zeros(pad, np.int32)]),
             "story": np.where(real > 0, np.int32(story_id), np.int32(-1)),
+            "continued": np.zeros(self._maxlen, np.int32),  # every row starts a story
         }
 
 
@@ -92,11 +93,20 @@ def target_count(batch: dict[str, np.ndarray]) -> int:
     return int(np.asarray(steps.target_weights(batch["segment_ids"])).sum())
 
 
+def context_complete_count(batch: dict[str, np.ndarray]) -> int:
+    """Targets whose whole preceding story is in their segment: those of the
+    pieces that start their story (`continued` is 0)."""
+    weights = np.asarray(steps.target_weights(batch["segment_ids"]))
+    return int((weights * (batch["continued"][:, 1:] == 0)).sum())
+
+
 def target_fraction(batches) -> dict[str, float]:
-    """Real next-token targets / token slots (rows x maxlen) over `batches`."""
-    targets = slots = real = 0
+    """Real next-token targets / token slots (rows x maxlen) over `batches`,
+    and the share of those targets that have their whole story before them."""
+    targets = slots = real = complete = 0
     for b in batches:
         targets += target_count(b)
+        complete += context_complete_count(b)
         slots += b["segment_ids"].size
         real += int(np.count_nonzero(b["segment_ids"]))
     return {
@@ -104,4 +114,6 @@ def target_fraction(batches) -> dict[str, float]:
         "slots": slots,
         "real_tokens": real,
         "fraction": targets / slots if slots else 0.0,
+        "useful_token_fraction": real / slots if slots else 0.0,
+        "context_complete": complete / targets if targets else 0.0,
     }

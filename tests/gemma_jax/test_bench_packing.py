@@ -67,3 +67,13 @@ def test_story_lengths_are_tinystories_like():
     shard = rows.make_shard(lengths[:5], vocab_size=256, seed=0)
     assert [len(t) for t in shard.tokens] == lengths[:5].tolist()
     assert all(t[0] == rows.BOS and t[-1] == rows.EOS for t in shard.tokens)
+
+
+def test_context_complete_fraction_hand_checked():
+    # Rows of 6: story 2 (7 tokens) is split; its second piece [2 1] has one
+    # target, which lacks the story before it: 9 targets, 8 context-complete.
+    first_two = list(rows.packed_batches(_shard(STORIES), maxlen=6, rows=1))[:2]
+    packed = rows.target_fraction(first_two)
+    assert packed["context_complete"] == 8 / 9
+    padded = rows.target_fraction(rows.padded_batches(_shard(STORIES), maxlen=6, rows=3))
+    assert padded["context_complete"] == 1.0

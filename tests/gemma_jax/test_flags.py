@@ -130,3 +130,17 @@ def test_imports_on_python_311_with_the_standard_library_only():
     )
     assert res.returncode == 0, res.stderr
     assert "--max_len: unknown flag; did you mean --maxlen?" in res.stdout
+
+
+@pytest.mark.parametrize(
+    "value,ok",
+    [("gs://gemma-data/checkpoints/x", True), ("gs://Bad_Bucket/x", False), ("gs://b", False), ("s3://b/x", False)],
+)
+def test_remote_paths_are_checked(value, ok):
+    from trainers.gemma_jax import cli  # pylint: disable=g-import-not-at-top
+
+    if ok:
+        cli.check_path("pretrained", value)
+    else:
+        with pytest.raises(cli.ConfigError, match="--pretrained="):
+            cli.check_path("pretrained", value)

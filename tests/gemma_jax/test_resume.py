@@ -165,3 +165,32 @@ def test_truncated_latest_checkpoint_falls_back(tmp_path, reference, stories_fil
     assert all(samples[s] == reference["samples"][s] for s in samples)
     diff = max_abs_diff(load_params(str(ckpt), STEPS), reference["params"])
     assert diff <= 1e-6, diff
+
+
+def test_no_restorable_step_fails_instead_of_starting_over(
+    tmp_path, reference, stories_file, tokenizer_file
+):
+    ckpt = tmp_path / "ckpt"
+    shutil.copytree(reference["dir"] / "ckpt", ckpt)
+    for step in os.listdir(ckpt):
+        _truncate_largest_file(ckpt / step / "state")
+    args = base_args(stories_file, tokenizer_file, ckpt, tmp_path / "logs", steps=STEPS)
+    for attempt in range(2):  # the restarted pod must not start over either
+        res = run_train(args)
+        assert res.returncode == exit_codes.CONFIG_ERROR, res.stdout + res.stderr
+        assert "starting from step 0" not in res.stdout, attempt
+        assert "--checkpoint_dir" in res.stderr
+    assert sorted(n.split("-")[1] for n in os.listdir(ckpt)) == ["16", "20", "24"]
+
+
+def test_missing_data_position_is_a_configuration_error(
+    tmp_path, reference, stories_file, tokenizer_file
+):
+    ckpt = tmp_path / "ckpt"
+    shutil.copytree(reference["dir"] / "ckpt", ckpt)
+    for name in os.listdir(ckpt / "24" / "data"):
+        os.remove(ckpt / "24" / "data" / name)
+    res = run_train(base_args(stories_file, tokenizer_file, ckpt, tmp_path / "logs", steps=STEPS))
+    assert res.returncode == exit_codes.CONFIG_ERROR, res.stdout + res.stderr
+    assert "no data position for this process" in res.stderr
+    assert sorted(os.listdir(ckpt)) == ["16", "20", "24"]

@@ -42,7 +42,10 @@ def test_loss_falls_from_pretrained_with_workers(
     out = res.stdout
     train, evals = _losses(out, "train"), _losses(out, "eval")
     print(out)
-    assert len(train) >= 5 and len(evals) == 3
+    # Eval before training (step 0), then every 20 steps; the first logged
+    # train loss is step 1's.
+    assert len(train) >= 5 and len(evals) == 4
+    assert re.search(r"\[eval\] step 0 loss=", out) and re.search(r"\[train\] step 1 loss=", out)
     assert train[-1] < 0.6 * train[0], train
     assert evals[-1] < evals[0], evals
     assert "[sample before]" in out and "[sample after]" in out
@@ -98,10 +101,18 @@ def test_config_errors_exit_78(tmp_path, stories_file, tokenizer_file, override,
     assert "configuration error" in res.stderr and flag in res.stderr
 
 
-def test_changed_data_settings_on_resume_exit_78(tmp_path, stories_file, tokenizer_file):
+@pytest.mark.parametrize(
+    "override,named",
+    [({"maxlen": 32}, "--maxlen"), ({"lora_rank": 4}, "--lora_rank"), ({"seed": 7}, "--seed")],
+)
+def test_changed_settings_on_resume_exit_78_and_keep_the_checkpoints(
+    tmp_path, stories_file, tokenizer_file, override, named
+):
     ckpt, logs = tmp_path / "ckpt", tmp_path / "logs"
     res = run_train(base_args(stories_file, tokenizer_file, ckpt, logs, steps=4))
     assert res.returncode == 0, res.stdout + res.stderr
-    res = run_train(base_args(stories_file, tokenizer_file, ckpt, logs, steps=8, maxlen=32))
+    before = sorted(os.listdir(ckpt))
+    res = run_train(base_args(stories_file, tokenizer_file, ckpt, logs, steps=8, **override))
     assert res.returncode == exit_codes.CONFIG_ERROR, res.stdout + res.stderr
-    assert "--maxlen" in res.stderr
+    assert named in res.stderr
+    assert sorted(os.listdir(ckpt)) == before  # nothing quarantined, nothing restarted

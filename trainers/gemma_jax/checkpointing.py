@@ -10,7 +10,9 @@ Saves are asynchronous (training continues while arrays are written), Orbax
 finalizes a step only once every item of every process is written, and only
 the last --keep_checkpoints steps are kept. On start, the newest step that
 restores cleanly wins: a step that fails to restore (truncated or corrupt
-files) is renamed to corrupt-<step>-<time> and the previous one is tried.
+files) is renamed to corrupt-<step>-<time> and the previous one is tried;
+a step written with other settings is a configuration error, and a
+directory whose steps all fail never silently restarts from step 0.
 """
 
 from __future__ import annotations
@@ -24,9 +26,13 @@ from jax.experimental import multihost_utils
 import numpy as np
 import orbax.checkpoint as ocp
 
-# Settings that define what the data position in a checkpoint means. A
-# resume with different values would silently replay or skip data.
-DATA_KEYS = (
+# Settings a checkpoint depends on: what its data position means (a resume
+# with other values would silently replay or skip data) and what its state
+# tree is (model, LoRA rank, number of processes; for LoRA, the base model
+# the adapters belong to).
+RUN_KEYS = (
+    "process_count",
+    "base",
     "model",
     "maxlen",
     "batch_size",
@@ -82,10 +88,12 @@ class Checkpointer:
         args = ocp.args.Composite(
             state=ocp.args.StandardRestore(abstract_state),
             data=grain.checkpoint.CheckpointRestore(data_iter),
-            meta=ocp.args.JsonRestore(),
         )
-        restored = self._mngr.restore(step, args=args)
-        return restored["state"], dict(restored["meta"])
+        return self._mngr.restore(step, args=args)["state"]
+
+    def read_meta(self, step: int) -> dict:
+        restored = self._mngr.restore(step, args=ocp.args.Composite(meta=ocp.args.JsonRestore()))
+        return dict(restored["meta"])
 
     def _all_ok(self, ok: bool) -> bool:
         """Every process must agree, or they would resume from different steps."""
@@ -95,30 +103,72 @@ class Checkpointer:
         return bool(np.all(flags))
 
     def _quarantine(self, step: int) -> None:
-        """Moves a broken step aside, so it is neither resumed nor counted."""
+        """Moves a corrupt step aside, so it is neither resumed nor counted."""
         if jax.process_index() == 0:
             src = os.path.join(self.directory, str(step))
-            dst = os.path.join(self.directory, f"corrupt-{step}-{int(time.time())}")
+            dst = os.path.join(self.directory, f"{QUARANTINE_PREFIX}{step}-{int(time.time())}")
             if os.path.exists(src):
                 os.rename(src, dst)
-                print(f"[checkpoint] step {step} is unreadable; moved to {dst}", flush=True)
+                print(f"[checkpoint] step {step} is corrupt; moved to {dst}", flush=True)
         if jax.process_count() > 1:
             multihost_utils.sync_global_devices(f"quarantine-{step}")
         self._mngr.close()
         self._mngr = self._open()
 
-    def restore_latest(self, abstract_state, make_data_iter):
-        """Returns (step, state, meta, data_iter) of the newest good checkpoint.
+    def quarantined(self) -> list[str]:
+        if "://" in self.directory or not os.path.isdir(self.directory):
+            return []
+        return sorted(n for n in os.listdir(self.directory) if n.startswith(QUARANTINE_PREFIX))
 
-        `make_data_iter()` returns a fresh iterator each try, because a failed
-        restore may have left one half-updated. Returns None when there is no
-        usable checkpoint.
+    def check_compatible(self, step: int, abstract_state, current_meta: dict) -> None:
+        """Raises RestoreMismatch when `step` was written by a run with other
+        settings: recorded settings first, then the tree and shapes of the
+        saved state, then this process's data position file."""
+        diffs = check_meta(self.read_meta(step), current_meta)
+        diffs += tree_mismatches(self.saved_tree(step), abstract_state)
+        data_file = os.path.join(
+            self.directory,
+            str(step),
+            "data",
+            f"process_{jax.process_index()}-of-{jax.process_count()}.json",
+        )
+        if "://" not in self.directory and not os.path.exists(data_file):
+            diffs.append(f"no data position for this process ({data_file})")
+        if diffs:
+            raise RestoreMismatch(f"step {step} in {self.directory}: " + "; ".join(diffs))
+
+    def saved_tree(self, step: int):
+        path = os.path.join(self.directory, str(step), "state")
+        with ocp.StandardCheckpointer() as ckptr:
+            return ckptr.metadata(path).item_metadata.tree
+
+    def restore_latest(self, abstract_state, make_data_iter, current_meta: dict):
+        """(step, state, data_iter) of the newest step that restores, or None
+        when the directory holds no step at all.
+
+        A step written with other settings raises RestoreMismatch (retrying
+        cannot help). Only a step whose files fail to read is moved aside, and
+        the previous one tried; a read error that is not about the files'
+        contents (OSError: a FUSE or network hiccup) propagates, so the pod
+        restarts and tries again. When steps existed but none restores, this
+        raises instead of starting over.
         """
-        for step in sorted(self._mngr.all_steps(), reverse=True):
-            data_iter = make_data_iter()
+        steps = sorted(self._mngr.all_steps(), reverse=True)
+        if not steps:
+            if self.quarantined():
+                raise NoUsableCheckpoint(
+                    f"{self.directory} holds only quarantined steps {self.quarantined()}; "
+                    "move them back or use a new --checkpoint_dir"
+                )
+            return None
+        for step in steps:
+            self.check_compatible(step, abstract_state, current_meta)
+            data_iter = make_data_iter()  # fresh: a failed try may leave it half-set
             try:
-                state, meta = self._restore_step(step, abstract_state, data_iter)
+                state = self._restore_step(step, abstract_state, data_iter)
                 ok = True
+            except OSError:
+                raise
             except Exception as e:  # pylint: disable=broad-except
                 print(
                     f"[checkpoint] restoring step {step} failed: "
@@ -127,15 +177,49 @@ class Checkpointer:
                 )
                 ok = False
             if self._all_ok(ok):
-                return step, state, meta, data_iter
+                return step, state, data_iter
             self._quarantine(step)
-        return None
+        raise NoUsableCheckpoint(f"no step of {steps} in {self.directory} restores")
+
+
+class RestoreMismatch(Exception):
+    """The checkpoint was written by a run with other settings."""
+
+
+class NoUsableCheckpoint(Exception):
+    """Steps exist but none restores: never silently start over."""
+
+
+QUARANTINE_PREFIX = "corrupt-"
 
 
 def check_meta(saved: dict, current: dict) -> list[str]:
-    """Names the data-defining settings that differ from the checkpoint's."""
+    """Names the recorded settings that differ from the checkpoint's."""
     return [
         f"--{k}: checkpoint has {saved.get(k)!r}, now {current.get(k)!r}"
-        for k in DATA_KEYS
+        for k in RUN_KEYS
         if saved.get(k) != current.get(k)
     ]
+
+
+def _leaf_paths(tree) -> dict[str, object]:
+    """'a/0/mu/...' -> leaf; Orbax's metadata spells tuples and namedtuples as
+    containers keyed by index or field name, so only the names are compared."""
+    out = {}
+    for path, leaf in jax.tree_util.tree_leaves_with_path(tree):
+        names = [str(getattr(k, "key", getattr(k, "idx", getattr(k, "name", k)))) for k in path]
+        out["/".join(names)] = leaf
+    return out
+
+
+def tree_mismatches(saved_tree, abstract_state) -> list[str]:
+    """Leaves missing, extra or of another shape than this run's state."""
+    saved, wanted = _leaf_paths(saved_tree), _leaf_paths(abstract_state)
+    out = [f"{k}: not in the checkpoint" for k in sorted(wanted.keys() - saved.keys())]
+    out += [f"{k}: in the checkpoint only" for k in sorted(saved.keys() - wanted.keys())]
+    for k in sorted(wanted.keys() & saved.keys()):
+        if tuple(saved[k].shape) != tuple(wanted[k].shape):
+            out.append(f"{k}: checkpoint shape {tuple(saved[k].shape)}, now {wanted[k].shape}")
+    if len(out) > 6:
+        out = out[:6] + [f"... {len(out) - 6} more"]
+    return out

@@ -29,8 +29,8 @@ class ConfigError(Exception):
 
 
 def check_path(flag: str, value: str | None) -> None:
-    """Local paths must exist; gs:// URLs must be well formed (their objects
-    are checked when read, see model.require_exists)."""
+    """Local paths must exist; gs:// URLs must be well formed (whether the
+    object exists is known only when it is read)."""
     if not value:
         return
     if value.startswith("gs://"):
@@ -76,6 +76,9 @@ def parse_args(argv: list[str] | None = None) -> Config:
             raise ConfigError(f"--init_from_hf={cfg.init_from_hf}: a local directory is needed")
         _check_hf_dir(cfg.init_from_hf)
         pretrained = None  # the Hugging Face weights are the starting point
+        spm = os.path.join(cfg.init_from_hf, "tokenizer.model")
+        if cfg.tokenizer is None and os.path.isfile(spm):
+            cfg = dataclasses.replace(cfg, tokenizer=spm)
     else:
         pretrained = model_lib.resolve_pretrained(cfg.model, cfg.pretrained)
         check_path("pretrained", pretrained)

@@ -168,6 +168,8 @@ def frozen_params(cfg: cli.Config, parts: ModelParts):
     """The frozen base of a LoRA run ({} for a full fine-tune)."""
     if not parts.lora:
         return {}
+    if cfg.init_from_hf:
+        return _load_hf(cfg, parts, parts.abstract_frozen, parts.frozen_shardings)
     if cfg.pretrained:
         return model_lib.load_pretrained(
             cfg.pretrained,
@@ -180,10 +182,21 @@ def frozen_params(cfg: cli.Config, parts: ModelParts):
     )
 
 
+def _load_hf(cfg: cli.Config, parts: ModelParts, abstract, shardings):
+    try:
+        return model_lib.load_hf(cfg.init_from_hf, parts.model, abstract, shardings)
+    except (KeyError, ValueError) as e:
+        raise cli.ConfigError(f"--init_from_hf={cfg.init_from_hf}: {e}") from None
+
+
 def fresh_state(cfg: cli.Config, parts: ModelParts):
     """Step-0 state: pretrained (or random) params and a new optimizer."""
     params_sh = parts.state_shardings["params"]
-    if cfg.pretrained and not parts.lora:
+    if cfg.init_from_hf and not parts.lora:
+        log(f"[model] loading the Hugging Face checkpoint {cfg.init_from_hf}")
+        base = model_lib.with_dtype(parts.abstract_state["params"], cfg.param_dtype)
+        params = _load_hf(cfg, parts, base, params_sh)
+    elif cfg.pretrained and not parts.lora:
         log(f"[model] loading {cfg.pretrained}")
         params = model_lib.load_pretrained(
             cfg.pretrained,
@@ -197,6 +210,11 @@ def fresh_state(cfg: cli.Config, parts: ModelParts):
 
 
 def run_meta(cfg: cli.Config, layout: Layout) -> dict:
-    meta = {k: getattr(cfg, k) for k in checkpointing.DATA_KEYS}
+    meta = {k: getattr(cfg, k) for k in checkpointing.RUN_KEYS if hasattr(cfg, k)}
     meta["data_shards"] = layout.data_shards
+    meta["process_count"] = jax.process_count()
+    # A LoRA checkpoint holds only adapters: this is the base they belong to.
+    meta["base"] = (cfg.init_from_hf or cfg.pretrained) if cfg.lora_rank else None
+    # Not compared on resume; export_hf reads them.
+    meta["export"] = {"tokenizer": cfg.tokenizer, "init_from_hf": cfg.init_from_hf}
     return meta

@@ -179,6 +179,27 @@ def full_batches(
     return len(rows) // rows_per_shard
 
 
+def inspect_arrays(batches: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """What the train step sees of `batches`, stacked [N, rows, maxlen]: the
+    target of slot t is the token at t+1, weighted 1 only inside its piece
+    (steps.target_weights; the last slot of a row never has a target)."""
+    tokens = np.stack([b["tokens"] for b in batches])
+    seg = np.stack([b["segment_ids"] for b in batches])
+    nxt, cur = seg[..., 1:], seg[..., :-1]
+    weights = np.zeros(seg.shape, np.float32)
+    weights[..., :-1] = (nxt == cur) & (nxt != 0)
+    targets = np.zeros_like(tokens)
+    targets[..., :-1] = tokens[..., 1:]
+    return {
+        "input_tokens": tokens,
+        "target_tokens": targets * (weights > 0),
+        "loss_weights": weights,
+        "segment_ids": seg,
+        "positions": np.stack([b["positions"] for b in batches]),
+        "story": np.stack([b["story"] for b in batches]),
+    }
+
+
 def useful_fraction(batch: dict[str, np.ndarray]) -> float:
     """Share of the slots of a batch that hold a real token."""
     return float(np.mean(batch["segment_ids"] > 0))

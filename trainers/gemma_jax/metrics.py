@@ -1,10 +1,15 @@
 """Metrics to stdout (for `kubectl logs -f`) and TensorBoard event files.
 
 MFU = model FLOPs per second / (devices x --peak_flops_per_device). Model
-FLOPs per token: 2N forward + 2N backward through activations + 2N_trainable
-for weight gradients (= 6N for a full fine-tune), plus the attention score
-and value matmuls, 12 x layers x heads x head_dim x maxlen (full square; the
-causal half is not subtracted, the usual convention).
+FLOPs per token count the matmuls that run (flops_per_token): M, the weights
+a token is multiplied with (every matrix of the tree, except embedding tables
+that are only looked up: the input embedding counts once, as the tied output
+projection, and Gemma 4's per-layer embeddings not at all; a mixture-of-
+experts layer counts top_k of its experts), and A, the attention score and
+value matmuls, 4 x heads x key size x maxlen per layer (Gemma 4's global
+layers have their own key size; gemma computes sliding-window layers as
+full masked squares, so they count the full square too). Training: 2M + A
+forward, 2M + 2A backward through activations, 2M_trainable weight gradients.
 """
 
 from __future__ import annotations
@@ -21,10 +26,38 @@ def count_params(tree) -> int:
     return int(sum(np.prod(x.shape) for x in jax.tree.leaves(tree)))
 
 
-def flops_per_token(total_params: int, trainable_params: int, dims: dict, maxlen: int) -> float:
-    dense = 4 * total_params + 2 * trainable_params
-    attention = 12 * dims["num_layers"] * dims["num_heads"] * dims["head_dim"] * maxlen
-    return float(dense + attention)
+_LOOKUP_ONLY = ("per_layer_embeddings",)  # gemma4 Embedder: indexed, never multiplied
+
+
+def matmul_weights(params, config) -> float:
+    """M: weights each token is multiplied with, per forward pass."""
+    experts = getattr(config, "num_experts", 0) or 0
+    total = 0.0
+    for path, leaf in jax.tree_util.tree_leaves_with_path(params):
+        names = [str(getattr(k, "key", k)) for k in path]
+        if len(leaf.shape) < 2 or any(n in _LOOKUP_ONLY for n in names):
+            continue
+        size = float(np.prod(leaf.shape))
+        if experts and "mlp" in names and leaf.shape[0] == experts:
+            size *= config.top_k_experts / experts  # only the routed experts run
+        total += size
+    return total
+
+
+def attention_flops(config, maxlen: int) -> float:
+    """A: QK^T and AV of every layer, per token, forward."""
+    global_key = getattr(config, "global_key_size", None)
+    total = 0
+    for kind in config.attention_types:
+        key = global_key if (global_key and kind.name == "GLOBAL") else config.head_dim
+        total += 4 * config.num_heads * key * maxlen
+    return float(total)
+
+
+def flops_per_token(all_params, trainable_params, config, maxlen: int) -> float:
+    """Training FLOPs per token (forward + backward + weight gradients)."""
+    m, a = matmul_weights(all_params, config), attention_flops(config, maxlen)
+    return 4 * m + 3 * a + 2 * matmul_weights(trainable_params, config)
 
 
 class MetricsWriter:
@@ -62,7 +95,7 @@ class MetricsWriter:
 def _fmt(v: float) -> str:
     if isinstance(v, int) or float(v).is_integer() and abs(v) >= 1:
         return str(int(v))
-    return f"{v:.4g}"
+    return f"{v:.6g}"
 
 
 class StepTimer:

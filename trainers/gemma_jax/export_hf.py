@@ -1,0 +1,118 @@
+"""Writes a trained step as a Hugging Face model directory.
+
+    python -m trainers.gemma_jax.export_hf --checkpoint_dir DIR --out OUT [--step N]
+
+OUT gets config.json, model.safetensors (float32, or --dtype bfloat16) and
+the tokenizer: the files of the Hugging Face directory the run started from
+(--init_from_hf), else the run's SentencePiece model as tokenizer.model. The
+step is the newest complete one unless --step is given. Gemma 3 text models
+(full fine-tunes) only; other checkpoints exit 78 with the reason.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+
+from trainers import exit_codes
+
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "special_tokens_map.json")
+
+
+class ExportError(Exception):
+    """The checkpoint cannot be exported as asked (exit 78)."""
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m trainers.gemma_jax.export_hf", allow_abbrev=False)
+    p.add_argument("--checkpoint_dir", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--step", type=int, default=None, help="default: the newest complete step")
+    p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"])
+    return p
+
+
+def read_step(checkpoint_dir: str, step: int | None):
+    """(step, params as numpy, run metadata) of one saved step, on one device."""
+    import jax  # pylint: disable=g-import-not-at-top
+    import numpy as np  # pylint: disable=g-import-not-at-top
+    import orbax.checkpoint as ocp  # pylint: disable=g-import-not-at-top
+
+    directory = os.path.abspath(checkpoint_dir)
+    steps = sorted(int(n) for n in os.listdir(directory) if n.isdigit()) if os.path.isdir(directory) else []
+    if not steps:
+        raise ExportError(f"--checkpoint_dir={checkpoint_dir}: no complete step")
+    if step is None:
+        step = steps[-1]
+    elif step not in steps:
+        raise ExportError(f"--step={step}: not among the complete steps {steps}")
+    with open(os.path.join(directory, str(step), "meta", "metadata"), encoding="utf-8") as f:
+        meta = json.load(f)
+    path = os.path.join(directory, str(step), "state")
+    one = jax.sharding.SingleDeviceSharding(jax.devices()[0])
+    with ocp.StandardCheckpointer() as ckptr:
+        tree = ckptr.metadata(path).item_metadata.tree
+        target = jax.tree.map(lambda m: jax.ShapeDtypeStruct(m.shape, m.dtype, sharding=one), tree)
+        state = ckptr.restore(path, target)
+    return step, jax.tree.map(lambda x: np.asarray(x, np.float32), state["params"]), meta
+
+
+def _copy_tokenizer(meta: dict, out: str) -> None:
+    source = (meta.get("export") or {}).get("init_from_hf")
+    copied = []
+    if source and os.path.isdir(source):
+        for name in TOKENIZER_FILES:
+            if os.path.isfile(os.path.join(source, name)):
+                shutil.copy(os.path.join(source, name), out)
+                copied.append(name)
+    spm = (meta.get("export") or {}).get("tokenizer")
+    if not copied and spm and os.path.isfile(spm):
+        shutil.copy(spm, os.path.join(out, "tokenizer.model"))
+        with open(os.path.join(out, "tokenizer_config.json"), "w", encoding="utf-8") as f:
+            json.dump({"tokenizer_class": "GemmaTokenizer", "bos_token": "<bos>", "eos_token": "<eos>", "pad_token": "<pad>"}, f)
+        copied.append("tokenizer.model")
+    if not copied:
+        raise ExportError("no tokenizer to ship: the run had neither --init_from_hf nor a local --tokenizer")
+
+
+def export(checkpoint_dir: str, out: str, step: int | None = None, dtype: str = "float32") -> int:
+    """Writes OUT; returns the exported step."""
+    import ml_dtypes  # pylint: disable=g-import-not-at-top
+
+    from trainers.gemma_jax import hf  # pylint: disable=g-import-not-at-top
+    from trainers.gemma_jax import model as model_lib  # pylint: disable=g-import-not-at-top
+
+    step, params, meta = read_step(checkpoint_dir, step)
+    if meta.get("lora_rank"):
+        raise ExportError(f"step {step}: a LoRA checkpoint (adapters only); merging is not supported")
+    name = meta.get("model")
+    if name == "tiny" or model_lib.MODELS[name].tokenizer_cls != "Gemma3Tokenizer":
+        raise ExportError(f"--model {name}: export supports the Gemma 3 sizes")
+    config = getattr(model_lib.build_model(name, 0, "float32", 0), "config")
+    tensors = hf.from_gemma(params, config)
+    if dtype == "bfloat16":
+        tensors = {k: v.astype(ml_dtypes.bfloat16) for k, v in tensors.items()}
+    os.makedirs(out, exist_ok=True)
+    hf.write_safetensors(os.path.join(out, "model.safetensors"), tensors)
+    with open(os.path.join(out, "config.json"), "w", encoding="utf-8") as f:
+        json.dump(hf.hf_config(config, dtype), f, indent=2)
+    _copy_tokenizer(meta, out)
+    print(f"[export] step {step} of {checkpoint_dir} -> {out}", flush=True)
+    return step
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        export(args.checkpoint_dir, args.out, args.step, args.dtype)
+    except ExportError as e:
+        print(f"configuration error: {e}", file=sys.stderr, flush=True)
+        return exit_codes.CONFIG_ERROR
+    return exit_codes.OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())
