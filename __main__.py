@@ -60,7 +60,7 @@ workspace = RunsWorkspace(
         project=cfg.project,
         provider=kube.provider,
         trainer_account=identity.trainer_account,
-        hf_token=reader.hf_token(),
+        hf_token=reader.hf_token(cfg),
         depends_on=[cluster.cluster],
     ),
 )
@@ -110,7 +110,7 @@ runs = Runs(
         bucket=storage.bucket.name,
         images=images,
         provider=kube.provider,
-        depends_on=[jobset.release, workspace.namespace, workspace.service_account, workspace.hf_secret],
+        depends_on=[jobset.release, *workspace.pod_dependencies],
     ),
 )
 pulumi.export("runs", sorted(runs.jobsets))

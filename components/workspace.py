@@ -1,4 +1,4 @@
-"""Where runs live in the cluster: their namespace, identity and Hugging Face token."""
+"""Where runs live in the cluster: their namespace, identity and, when a run needs it, the Hugging Face token."""
 
 from __future__ import annotations
 
@@ -23,17 +23,20 @@ class RunsWorkspaceArgs:
     project: str
     provider: k8s.Provider
     trainer_account: gcp.serviceaccount.Account
-    hf_token: pulumi.Input[str]  # a secret Output
+    # A secret Output, or None when no run of the stack reads the Hub (no Secret then).
+    hf_token: pulumi.Input[str] | None
     # The Workload Identity pool exists once the cluster does.
     depends_on: list[pulumi.Resource] = field(default_factory=list)
 
 
 class RunsWorkspace(pulumi.ComponentResource):
-    """Namespace, the trainer KSA bound by Workload Identity to the trainer GSA, the HF Secret."""
+    """Namespace, the trainer KSA bound by Workload Identity to the trainer GSA, the HF Secret if needed."""
 
     namespace: k8s.core.v1.Namespace
     service_account: k8s.core.v1.ServiceAccount
-    hf_secret: k8s.core.v1.Secret
+    hf_secret: k8s.core.v1.Secret | None
+    # What the runs' pods need to exist first: the namespace, the KSA and the Secret if any.
+    pod_dependencies: list[pulumi.Resource]
 
     def __init__(self, name: str, args: RunsWorkspaceArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gke-finetune:platform:RunsWorkspace", name, None, opts)
@@ -58,11 +61,15 @@ class RunsWorkspace(pulumi.ComponentResource):
             member=workload_identity_member(args.project),
             opts=pulumi.ResourceOptions(parent=self, depends_on=args.depends_on),
         )
-        self.hf_secret = k8s.core.v1.Secret(
-            f"{name}-hf-token",
-            metadata={"name": HF_TOKEN_SECRET, "namespace": RUNS_NAMESPACE},
-            type="Opaque",
-            string_data={HF_TOKEN_KEY: args.hf_token},
-            opts=in_ns,
-        )
+        self.hf_secret = None
+        if args.hf_token is not None:
+            self.hf_secret = k8s.core.v1.Secret(
+                f"{name}-hf-token",
+                metadata={"name": HF_TOKEN_SECRET, "namespace": RUNS_NAMESPACE},
+                type="Opaque",
+                string_data={HF_TOKEN_KEY: args.hf_token},
+                opts=in_ns,
+            )
+        self.pod_dependencies = [self.namespace, self.service_account]
+        self.pod_dependencies += [self.hf_secret] if self.hf_secret is not None else []
         self.register_outputs({"namespace": RUNS_NAMESPACE, "service_account": TRAINER_KSA})

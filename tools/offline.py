@@ -9,6 +9,8 @@
 
     run_stack("dev", overrides={"gke-finetune:pools": [...]})   # change keys (None removes one)
     run_stack("dev", secrets={})                        # no hfToken at all
+                                                        # (a `secure:` value of the stack file
+                                                        # is still set, with a stand-in value)
     run_stack("dev", plain={"gke-finetune:hfToken": "x"}) # a key set in plain text
     run_stack("dev", root=Path("/tmp/other-checkout"))  # another tree's program and stack files
 
@@ -42,6 +44,8 @@ from stack.reader import file_values
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_SECRETS = {f"{PROJECT}:hfToken": "hf_test_token"}
+# The value given to a `secure:` value of a stack file.
+SECURE_STAND_IN = "offline-stand-in-for-an-encrypted-value"
 
 
 def shipped_stacks(root: Path = ROOT) -> tuple[str, ...]:
@@ -155,7 +159,11 @@ def stack_config(
             values.pop(key, None)
         else:
             values[key] = value
-    secrets = DEFAULT_SECRETS if secrets is None else secrets
+    secrets = dict(DEFAULT_SECRETS if secrets is None else secrets)
+    # An encrypted value of the stack file (`secure: ...`) can't be decrypted
+    # here: it is set as a secret with a stand-in value.
+    secrets.update({k: SECURE_STAND_IN for k, v in values.items()
+                    if isinstance(v, dict) and set(v) == {"secure"} and k not in secrets})
     values.update(secrets)
     values.update(plain or {})
     encoded = {k: v if isinstance(v, str) else json.dumps(v) for k, v in values.items()}
