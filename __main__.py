@@ -107,10 +107,10 @@ runs = Runs(
     RunsArgs(
         runs=cfg.runs,
         contracts=pools.contracts,
-        bucket=storage.bucket.name,
+        bucket=cfg.data_bucket,
         images=images,
         provider=kube.provider,
-        depends_on=[jobset.release, *workspace.pod_dependencies],
+        depends_on=[jobset.release, storage.bucket, *workspace.pod_dependencies],
     ),
 )
 pulumi.export("runs", sorted(runs.jobsets))

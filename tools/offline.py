@@ -120,6 +120,17 @@ class _Mocks(pulumi.runtime.Mocks):
         return {}
 
 
+class _PreviewMocks(pulumi.runtime.Mocks):
+    """What `pulumi preview` knows of a resource to be created: its inputs, no computed outputs
+    (a cluster's endpoint, an image's digest), which the program then sees as unknown."""
+
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs):
+        return f"{args.name}-id", dict(args.inputs)
+
+    def call(self, args: pulumi.runtime.MockCallArgs):
+        return {}
+
+
 class _RecordingMonitor(MockMonitor):
     def __init__(self, mocks: pulumi.runtime.Mocks, sink: list[Declared]):
         super().__init__(mocks)
@@ -176,10 +187,16 @@ def run_stack(
     secrets: dict[str, str] | None = None,
     plain: dict[str, str] | None = None,
     root: Path = ROOT,
+    preview: bool = False,
 ) -> Deployment:
-    """Run __main__.py for a stack under mocks (preview=False); return its resources and outputs."""
+    """Run __main__.py for a stack under mocks; return its resources and outputs.
+
+    preview=True runs it as `pulumi preview` would, with no computed outputs:
+    what depends on one is unknown (`UNKNOWN` in the recorded inputs), and the
+    outputs that depend on one are left out.
+    """
     deployment = Deployment()
-    _run(stack, deployment, overrides, secrets, plain, root)
+    _run(stack, deployment, overrides, secrets, plain, root, preview)
     return deployment
 
 
@@ -194,11 +211,12 @@ def declared_before_error(stack: str, **kwargs: Any) -> tuple[Deployment, BaseEx
     raise AssertionError(f"stack {stack!r} ran without error")
 
 
-def _run(stack, deployment, overrides, secrets, plain, root: Path = ROOT) -> None:
+def _run(stack, deployment, overrides, secrets, plain, root: Path = ROOT, preview: bool = False) -> None:
     config, secret_keys = stack_config(stack, overrides, secrets, plain, root)
     pulumi.runtime.set_all_config(config, secret_keys)
-    monitor = _RecordingMonitor(_Mocks(), deployment.resources)
-    pulumi.runtime.set_mocks(_Mocks(), project=PROJECT, stack=stack, preview=False, monitor=monitor)
+    mocks = _PreviewMocks() if preview else _Mocks()
+    monitor = _RecordingMonitor(mocks, deployment.resources)
+    pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=preview, monitor=monitor)
     exports: dict[str, Any] = {}
 
     @pulumi.runtime.test

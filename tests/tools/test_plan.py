@@ -245,3 +245,29 @@ def test_plan_diff_of_a_trainer_change_shows_a_new_image_and_the_run_using_it(tm
     assert image_lines and all(
         re.fullmatch(r"inputs\.spec\.\S+\.containers\[0\]\.image: \S+ → \S+", line) for line in image_lines
     ), image_lines
+
+
+def test_plan_diff_of_one_trainers_change_leaves_the_other_trainers_runs_alone(tmp_path):
+    tree = _copy_tree(tmp_path / "tree")
+    stack = yaml.safe_load((tree / "Pulumi.dev.yaml").read_text())
+    config = stack["config"]
+    tpu = config["gke-finetune:pools"][0]["name"]
+    config["gke-finetune:pools"].append({"name": "a4", "accelerator": "nvidia-b200", "capacity": "on-demand"})
+    config["gke-finetune:runs"] = [
+        {"name": "gemma3", "trainer": "gemma-jax", "pool": tpu, "data": "tinystories/train.txt"},
+        {"name": "sql", "trainer": "trl-gpu", "pool": "a4"},
+    ]
+    (tree / "Pulumi.dev.yaml").write_text(yaml.safe_dump(stack))
+    _git(tree, "init", "-q", "-b", "main")
+    _git(tree, "add", ".")
+    _git(tree, "commit", "-q", "-m", "base")
+    with (tree / "trainers/trl_gpu/__init__.py").open("a") as f:
+        f.write("\n# a change to the GPU trainer\n")
+
+    result = _plan_cli(tree, "diff", "--base", "main", "--stack", "dev", "--secret", "hfToken")
+    assert result.returncode == 0, result.stderr
+    changed = [line for line in result.stdout.splitlines() if line.startswith(("+ ", "- ", "~ "))]
+    assert changed == [
+        "~ docker-build:index:Image::images-trl-gpu",
+        "~ kubernetes:jobset.x-k8s.io/v1alpha2:JobSet::runs-sql",
+    ]
