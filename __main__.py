@@ -7,6 +7,7 @@ file only connects the components' inputs and outputs.
 
 import pulumi
 
+from components.apis import ProjectApis, ProjectApisArgs
 from components.cluster import Cluster, ClusterArgs
 from components.identity import Identity, IdentityArgs, member_of
 from components.images import TrainerImages, TrainerImagesArgs
@@ -18,11 +19,16 @@ from components.runs import Runs, RunsArgs
 from components.storage import DataBucket, DataBucketArgs
 from components.workspace import RunsWorkspace, RunsWorkspaceArgs
 from stack import reader
+from stack.apis import required_apis
 from stack.images import trainers_to_build
 
 cfg = reader.load()
 
-identity = Identity("identity", IdentityArgs(project=cfg.project, stack=cfg.stack))
+# Every other resource waits for the APIs it may use.
+apis = ProjectApis("apis", ProjectApisArgs(project=cfg.project, services=required_apis(cfg)))
+after_apis = apis.dependents
+
+identity = Identity("identity", IdentityArgs(project=cfg.project, stack=cfg.stack), after_apis)
 registry = Registry(
     "registry",
     RegistryArgs(
@@ -31,6 +37,7 @@ registry = Registry(
         repository_id=cfg.registry_name,
         reader_member=member_of(identity.node_account),
     ),
+    after_apis,
 )
 storage = DataBucket(
     "data",
@@ -40,11 +47,13 @@ storage = DataBucket(
         name=cfg.data_bucket,
         trainer_member=member_of(identity.trainer_account),
     ),
+    after_apis,
 )
-cluster = Cluster("cluster", ClusterArgs(config=cfg, node_service_account=identity.node_account.email))
+cluster = Cluster("cluster", ClusterArgs(config=cfg, node_service_account=identity.node_account.email), after_apis)
 pools = NodePools(
     "accelerators",
     NodePoolsArgs(config=cfg, cluster_id=cluster.cluster.id, node_service_account=identity.node_account.email),
+    after_apis,
 )
 kube = KubernetesAccess(
     "gke",
@@ -63,6 +72,7 @@ workspace = RunsWorkspace(
         hf_token=reader.hf_token(cfg),
         depends_on=[cluster.cluster],
     ),
+    after_apis,
 )
 
 pulumi.export("clusterName", cluster.name)
@@ -98,6 +108,7 @@ if to_build:
             project=cfg.project,
             region=cfg.region,
         ),
+        after_apis,
     )
     images.update(built.refs)
     pulumi.export("images", built.refs)
