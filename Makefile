@@ -31,6 +31,7 @@ help:
 	@echo "make preview STACK=dev    pulumi preview --diff"
 	@echo "make destroy STACK=dev    pulumi destroy (the data bucket is kept)"
 	@echo "make plan STACK=dev       offline plan: resources, cost, run manifests in plan/<stack>/"
+	@echo "make plan STACK=a4 SECRETS=hfToken   ... planned as if the secret were set"
 	@echo "make golden               rewrite the run manifests' goldens in tests/golden/"
 	@echo "make scan                 checkov on every shipped stack's rendered runs (tools/scan_skips.yaml)"
 
@@ -88,13 +89,16 @@ destroy: _stack
 
 # --- Offline plan (no CLI, no credentials: the program under the mocks the tests use) ---
 BASE ?= origin/main
+# Secret keys to plan as set (e.g. SECRETS=hfToken); a stack file's `secure:` values always are.
+SECRETS ?=
+PLAN_SECRETS := $(foreach key,$(SECRETS),--secret $(key))
 .PHONY: plan plan-diff golden
 
 plan: $(VENV)/.installed
-	$(VENV)/bin/python -m tools.plan show --stack $(STACK)
+	$(VENV)/bin/python -m tools.plan show --stack $(STACK) $(PLAN_SECRETS)
 
 plan-diff: $(VENV)/.installed
-	$(VENV)/bin/python -m tools.plan diff --base $(BASE) --stack $(STACK)
+	$(VENV)/bin/python -m tools.plan diff --base $(BASE) --stack $(STACK) $(PLAN_SECRETS)
 
 # Rewrite tests/golden/ (every shipped stack's runs and the examples); review the diff.
 golden: $(VENV)/.installed

@@ -7,6 +7,7 @@ file only connects the components' inputs and outputs.
 
 import pulumi
 
+from components.apis import ProjectApis, ProjectApisArgs
 from components.cluster import Cluster, ClusterArgs
 from components.identity import Identity, IdentityArgs, member_of
 from components.images import TrainerImages, TrainerImagesArgs
@@ -19,12 +20,17 @@ from components.storage import DataBucket, DataBucketArgs
 from components.workspace import RunsWorkspace, RunsWorkspaceArgs
 from admission.check import admit
 from stack import reader
+from stack.apis import required_apis
 from stack.images import trainers_to_build
 
 # The stack file, validated; then every run against what GKE admits and schedules.
 cfg = admit(reader.load())
 
-identity = Identity("identity", IdentityArgs(project=cfg.project, stack=cfg.stack))
+# Every other resource waits for the APIs it may use.
+apis = ProjectApis("apis", ProjectApisArgs(project=cfg.project, services=required_apis(cfg)))
+after_apis = apis.dependents
+
+identity = Identity("identity", IdentityArgs(project=cfg.project, stack=cfg.stack), after_apis)
 registry = Registry(
     "registry",
     RegistryArgs(
@@ -33,8 +39,9 @@ registry = Registry(
         repository_id=cfg.registry_name,
         reader_member=member_of(identity.node_account),
     ),
+    after_apis,
 )
-cluster = Cluster("cluster", ClusterArgs(config=cfg, node_service_account=identity.node_account.email))
+cluster = Cluster("cluster", ClusterArgs(config=cfg, node_service_account=identity.node_account.email), after_apis)
 storage = DataBucket(
     "data",
     DataBucketArgs(
@@ -44,10 +51,12 @@ storage = DataBucket(
         trainer_member=identity.trainer_member,
         grants_depend_on=[cluster.cluster],
     ),
+    after_apis,
 )
 pools = NodePools(
     "accelerators",
     NodePoolsArgs(config=cfg, cluster_id=cluster.cluster.id, node_service_account=identity.node_account.email),
+    after_apis,
 )
 kube = KubernetesAccess(
     "gke",
@@ -61,9 +70,10 @@ workspace = RunsWorkspace(
     "runs-workspace",
     RunsWorkspaceArgs(
         provider=kube.provider,
-        hf_token=reader.hf_token(),
+        hf_token=reader.hf_token(cfg),
         depends_on=[cluster.cluster],
     ),
+    after_apis,
 )
 
 pulumi.export("clusterName", cluster.name)
@@ -99,6 +109,7 @@ if to_build:
             project=cfg.project,
             region=cfg.region,
         ),
+        after_apis,
     )
     images.update(built.refs)
     pulumi.export("images", built.refs)
@@ -108,10 +119,10 @@ runs = Runs(
     RunsArgs(
         runs=cfg.runs,
         contracts=pools.contracts,
-        bucket=storage.bucket.name,
+        bucket=cfg.data_bucket,
         images=images,
         provider=kube.provider,
-        depends_on=[jobset.release, workspace.namespace, workspace.service_account, workspace.hf_secret],
+        depends_on=[jobset.release, storage.bucket, *workspace.pod_dependencies],
     ),
 )
 pulumi.export("runs", sorted(runs.jobsets))

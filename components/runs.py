@@ -5,12 +5,17 @@ unchanged run is a no-op, and a changed run is replaced (deleted, then
 created under the same name) because a JobSet's replicated jobs and policies
 are immutable. The trainers resume from the checkpoints the old run left in
 `checkpoints/<run>/`.
+
+A JobSet's spec is plain data but for its trainer's image (an Output while
+the image is being built), so `pulumi preview` shows every field and which
+change replaces the run, and a run changes only with its own trainer's image.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -20,6 +25,10 @@ from core.contract import SchedulingContract
 from manifests import jobset
 from manifests.run import PlatformFacts, build_run, check_runs, metadata
 from stack.runs import RunConfig
+
+# Where a run's image goes while the manifest is built; a valid digest
+# reference that no registry serves, replaced by the image Output.
+IMAGE_STAND_IN = "image.invalid/unresolved@sha256:" + "0" * 64
 
 # JobSet fields the API server refuses to change (CEL `self == oldSelf` in the
 # v0.12.0 CRD, or the webhook): a change to any of them is a replacement.
@@ -37,8 +46,8 @@ IMMUTABLE_PATHS = (
 class RunsArgs:
     runs: Sequence[RunConfig]
     contracts: Mapping[str, SchedulingContract]
-    bucket: pulumi.Input[str]
-    images: Mapping[str, pulumi.Input[str]]  # trainer -> image by digest
+    bucket: str  # the data bucket's name (known before it exists: stack/config.py derives it)
+    images: Mapping[str, pulumi.Input[str]]  # trainer -> image by digest (an Output while being built)
     provider: k8s.Provider
     # The JobSet Helm release (the CRD and webhook must exist first), and the
     # namespace, service account and Secret the pods use.
@@ -63,20 +72,12 @@ class Runs(pulumi.ComponentResource):
 
     def _jobset(self, name: str, run: RunConfig, args: RunsArgs) -> k8s.apiextensions.CustomResource:
         contract = args.contracts[run.pool]
-        # Output.all() of nothing is a list; runs that all name their own image pass no images.
-        images = pulumi.Output.all(**args.images) if args.images else {}
-        facts = pulumi.Output.all(bucket=args.bucket, images=images).apply(
-            lambda v: PlatformFacts(v["bucket"], dict(v["images"]), args.namespace, args.service_account)
-        )
-        manifest = facts.apply(lambda f: build_run(run, contract, f))
-        static = PlatformFacts("", {}, args.namespace, args.service_account)
         return k8s.apiextensions.CustomResource(
             f"{name}-{run.name}",
             api_version=jobset.API_VERSION,
             kind=jobset.KIND,
-            # Known at preview even while the bucket or an image digest is not.
-            metadata=metadata(run, contract, static),
-            spec=manifest.apply(lambda m: m["spec"]),
+            metadata=metadata(run, contract, PlatformFacts("", {}, args.namespace, args.service_account)),
+            spec=run_spec(run, contract, args),
             opts=pulumi.ResourceOptions(
                 parent=self,
                 provider=args.provider,
@@ -86,3 +87,28 @@ class Runs(pulumi.ComponentResource):
                 delete_before_replace=True,
             ),
         )
+
+
+def run_spec(run: RunConfig, contract: SchedulingContract, args: RunsArgs) -> dict:
+    """The run's JobSet spec as plain data, with its trainer's image as the only Output in it.
+
+    At preview an image still to be built has no digest yet; everything else
+    of the spec is known, so `pulumi preview` shows the fields that change and
+    marks a replacement where `replaceOnChanges` applies, and a run depends on
+    its own trainer's image only.
+    """
+    image = run.image or args.images[run.trainer]
+    if isinstance(image, str):
+        facts = PlatformFacts(args.bucket, {run.trainer: image}, args.namespace, args.service_account)
+        return build_run(run, contract, facts)["spec"]
+    facts = PlatformFacts(args.bucket, {run.trainer: IMAGE_STAND_IN}, args.namespace, args.service_account)
+    return _with_image(build_run(run, contract, facts)["spec"], image)
+
+
+def _with_image(value: Any, image: pulumi.Output[str]) -> Any:
+    """`value` with the stand-in image replaced by the image Output, wherever it appears."""
+    if isinstance(value, dict):
+        return {k: _with_image(v, image) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_with_image(v, image) for v in value]
+    return image if value == IMAGE_STAND_IN else value

@@ -1,4 +1,4 @@
-"""Where runs live in the cluster: their namespace, identity and Hugging Face token."""
+"""Where runs live in the cluster: their namespace, identity and, when a run needs it, the Hugging Face token."""
 
 from __future__ import annotations
 
@@ -13,16 +13,19 @@ from core.names import HF_TOKEN_KEY, HF_TOKEN_SECRET, RUNS_NAMESPACE, TRAINER_KS
 @dataclass
 class RunsWorkspaceArgs:
     provider: k8s.Provider
-    hf_token: pulumi.Input[str]  # a secret Output
+    # A secret Output, or None when no run of the stack reads the Hub (no Secret then).
+    hf_token: pulumi.Input[str] | None
     depends_on: list[pulumi.Resource] = field(default_factory=list)
 
 
 class RunsWorkspace(pulumi.ComponentResource):
-    """Namespace, the trainer KSA (an IAM principal of its own, components/identity.py), the HF Secret."""
+    """Namespace, the trainer KSA (an IAM principal of its own, components/identity.py), the HF Secret if needed."""
 
     namespace: k8s.core.v1.Namespace
     service_account: k8s.core.v1.ServiceAccount
-    hf_secret: k8s.core.v1.Secret
+    hf_secret: k8s.core.v1.Secret | None
+    # What the runs' pods need to exist first: the namespace, the KSA and the Secret if any.
+    pod_dependencies: list[pulumi.Resource]
 
     def __init__(self, name: str, args: RunsWorkspaceArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gke-finetune:platform:RunsWorkspace", name, None, opts)
@@ -38,11 +41,15 @@ class RunsWorkspace(pulumi.ComponentResource):
             metadata={"name": TRAINER_KSA, "namespace": RUNS_NAMESPACE},
             opts=in_ns,
         )
-        self.hf_secret = k8s.core.v1.Secret(
-            f"{name}-hf-token",
-            metadata={"name": HF_TOKEN_SECRET, "namespace": RUNS_NAMESPACE},
-            type="Opaque",
-            string_data={HF_TOKEN_KEY: args.hf_token},
-            opts=in_ns,
-        )
+        self.hf_secret = None
+        if args.hf_token is not None:
+            self.hf_secret = k8s.core.v1.Secret(
+                f"{name}-hf-token",
+                metadata={"name": HF_TOKEN_SECRET, "namespace": RUNS_NAMESPACE},
+                type="Opaque",
+                string_data={HF_TOKEN_KEY: args.hf_token},
+                opts=in_ns,
+            )
+        self.pod_dependencies = [self.namespace, self.service_account]
+        self.pod_dependencies += [self.hf_secret] if self.hf_secret is not None else []
         self.register_outputs({"namespace": RUNS_NAMESPACE, "service_account": TRAINER_KSA})

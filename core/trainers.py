@@ -124,6 +124,10 @@ class Trainer:
     path_flags: tuple[tuple[str, MountName], ...]
     # Whether a run must name `data` (a file below datasets/); else the trainer has a default source.
     data_required: bool
+    # The trainer's stdlib-only module declaring its flags, with
+    # `argument_problems(argv) -> list[str]`; a run's `args` are checked with it
+    # before anything is declared (stack/runs.py loads it by name).
+    flags_module: str = ""
     # The flag taking the chip's peak bf16 FLOP/s (for MFU), or None.
     peak_flops_flag: str | None = None
     # What `profile: true` adds to the arguments, and the port the profiler serves on.
@@ -182,6 +186,7 @@ _ROWS = (
         grace_seconds=300,
         path_flags=(("--data_path", "data"), ("--checkpoint_dir", "checkpoints"), ("--log_dir", "profiles")),
         data_required=True,
+        flags_module="trainers.gemma_jax.flags",
         peak_flops_flag="--peak_flops_per_device",
         profile_args=("--profile_steps", _PROFILE_STEPS, "--xprof_port", str(_XPROF.number)),
         profile_port=_XPROF,
@@ -208,6 +213,7 @@ _ROWS = (
         grace_seconds=600,
         path_flags=(("--output_dir", "checkpoints"), ("--logging_dir", "profiles"), ("--dataset_name", "data")),
         data_required=False,  # reads its Hub dataset when the run names no `data`
+        flags_module="trainers.trl_gpu.flags",
         hf_token=True,
         # gemma-4-31B-it alone is ~62 GB in bf16, and a boot disk also holds
         # the images: the cache goes to an emptyDir on local SSD, sized to

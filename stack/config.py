@@ -19,7 +19,7 @@ from core.dockerfile import IMAGE_BUILDERS, ImageBuilder
 from core.ids import default_bucket_name
 from core.syntax import DNS_1035_LABEL, PROJECT_ID, REGION
 from stack.contracts import derive_contracts
-from stack.models import Images, PoolConfig, ShapeConfig, StackModel
+from stack.models import Images, PoolConfig, ShapeConfig, StackModel, TopLevelCount
 from stack.problems import ConfigError, Problem, from_validation_error, raise_problems
 from stack.rules import bucket_problems, mode_problems, unique_name_problems, zone_problems
 from stack.runs import RunConfig, run_problems
@@ -36,7 +36,7 @@ class StackConfig(StackModel):
     release_channel: Literal["RAPID", "REGULAR", "STABLE"] = "REGULAR"
     deletion_protection: bool = True
     system_machine_type: str = "e2-standard-4"
-    system_node_count: int = Field(default=1, ge=1, description="per zone of the region")
+    system_node_count: TopLevelCount = Field(default=1, ge=1, description="per zone of the region")
     zones: tuple[str, ...] = Field(default=(), description="default node locations of pools")
     bucket_name: str = Field(default="", description="default: <project>-<stack>-finetune")
     registry_name: str = Field(default="finetune", pattern=DNS_1035_LABEL, max_length=63)

@@ -7,9 +7,10 @@ the `StackConfig`.
 
 from __future__ import annotations
 
-from typing import Literal
+import re
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, RootModel, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, RootModel, Strict, model_validator
 from pydantic.alias_generators import to_camel
 
 from core import catalog
@@ -25,6 +26,21 @@ CAPACITIES: tuple[str, ...] = ("on-demand", "spot", "reservation", "flex-start",
 POOL_NAME_MAX = 32
 
 
+# A count of the stack file: a whole number, never YAML's `true` (which
+# pydantic's lax int would take as 1), a float or a quoted number.
+Count = Annotated[int, Strict()]
+
+
+def _from_cli_text(value: Any) -> Any:
+    # The CLI hands a top-level key to the program as text ("2"); structured
+    # values (pools, runs) keep their JSON numbers and get no such leeway.
+    return int(value) if isinstance(value, str) and re.fullmatch(r"-?[0-9]+", value) else value
+
+
+# A count at the top level of the stack file, as the CLI or the file gives it.
+TopLevelCount = Annotated[int, BeforeValidator(_from_cli_text), Strict()]
+
+
 class StackModel(BaseModel):
     """A part of the stack file: unknown keys rejected, immutable, camelCase keys."""
 
@@ -36,8 +52,8 @@ class StackModel(BaseModel):
 class Autoscaling(StackModel):
     """Total node count bounds of one GKE node pool (one slice)."""
 
-    min_nodes: int = Field(default=0, ge=0, description="0 lets an idle pool scale to zero")
-    max_nodes: int | None = Field(
+    min_nodes: Count = Field(default=0, ge=0, description="0 lets an idle pool scale to zero")
+    max_nodes: Count | None = Field(
         default=None, ge=1, description="default: the VMs of one slice (TPU) or 1 (GPU)"
     )
 
@@ -49,7 +65,7 @@ class ShapeConfig(StackModel):
     accelerator: str
     topology: str | None = None
     machine_type: str | None = None
-    slices: int = Field(default=1, ge=1)
+    slices: Count = Field(default=1, ge=1)
     capacity: Capacity = "on-demand"
     reservation: str | None = None
 

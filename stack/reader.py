@@ -21,9 +21,9 @@ import yaml
 
 from core.names import PROJECT
 from stack.config import StackConfig
-from stack.problems import MISSING, ConfigError, Problem, from_validation_error
+from stack.problems import ConfigError, Problem, from_validation_error
+from stack.secrets import HF_TOKEN_KEY, TokenState, hf_token_problems, needs_hf_token
 
-HF_TOKEN_KEY = "hfToken"
 # Keys whose stack value is structured; Pulumi hands them to the program as JSON.
 _STRUCTURED = ("pools", "shapes", "images", "runs", "zones")
 _NOT_MODEL_KEYS = (HF_TOKEN_KEY,)
@@ -83,23 +83,27 @@ def load_files(stack: str, root: Path) -> StackConfig:
 def load() -> StackConfig:
     """Read and validate the current stack's config; raise ConfigError on any problem."""
     merged = {**runtime_config.get_config_env(), **runtime_config.CONFIG.get()}
-    return validate(model_values(merged, pulumi.get_stack()), _hf_token_problems())
+    values = model_values(merged, pulumi.get_stack())
+    return validate(values, hf_token_problems(values.get("runs"), _hf_token_state()))
 
 
-def hf_token() -> pulumi.Output[str]:
-    """The Hugging Face token as a Pulumi secret Output (validated by `load`)."""
+def hf_token(config: StackConfig) -> pulumi.Output[str] | None:
+    """The Hugging Face token as a Pulumi secret Output, or None when no run of the stack needs it.
+
+    `load` has already refused a stack whose runs need the token and lack it.
+    """
+    if not needs_hf_token(config.runs):
+        return None
     return pulumi.Config(PROJECT).require_secret(HF_TOKEN_KEY)
 
 
-def _hf_token_problems() -> list[Problem]:
+def _hf_token_state() -> TokenState:
+    # Pulumi.yaml declares the key with an empty default, which the CLI merges
+    # in as a plain "" when the stack does not set it: empty means unset.
     key = f"{PROJECT}:{HF_TOKEN_KEY}"
-    if pulumi.runtime.get_config(key) is None:
-        return [Problem(HF_TOKEN_KEY, MISSING, "run `pulumi config set --secret hfToken <token>`",
-                        "a secret")]
-    if not pulumi.runtime.is_config_secret(key):
-        return [Problem(HF_TOKEN_KEY, "[plain text]", "is stored in plain text",
-                        "a secret (`pulumi config set --secret hfToken <token>`)")]
-    return []
+    if not pulumi.runtime.get_config(key):
+        return "unset"
+    return "secret" if pulumi.runtime.is_config_secret(key) else "plain"
 
 
 def _decode(key: str, raw: Any) -> Any:

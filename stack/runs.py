@@ -8,8 +8,12 @@ message each, before any resource is declared.
 
 from __future__ import annotations
 
+import ast
+import importlib
+import posixpath
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import cache
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
@@ -19,6 +23,7 @@ from core.images import image_problem
 from core.names import REPLICATED_JOB
 from core.syntax import DNS_LABEL_MAX, ENV_NAME, is_dns_label
 from core.trainers import RESERVED_ENV, TRAINERS, Trainer
+from stack.models import Count
 from stack.problems import MISSING, Problem
 
 
@@ -46,10 +51,10 @@ class RunConfig(BaseModel):
     image: str | None = Field(
         default=None, description="trainer image by digest; defaults to the stack's image for the trainer"
     )
-    chips_per_host: int | None = Field(
+    chips_per_host: Count | None = Field(
         default=None, ge=1, description="accelerator chips per pod; defaults to all chips of the VM"
     )
-    max_restarts: int = Field(
+    max_restarts: Count = Field(
         default=3, ge=0, le=100, description="JobSet restarts on failures other than disruptions and config errors"
     )
     env: dict[str, str] = Field(default_factory=dict, description="extra, non-secret environment variables")
@@ -90,11 +95,11 @@ def run_problems(runs: Iterable[RunConfig], contracts: Mapping[str, SchedulingCo
 def _one_run_problems(run: RunConfig, contracts: Mapping[str, SchedulingContract]) -> list[Problem]:
     where = f"on run {run.name!r}"
     problems = _name_problems(run) + _args_problems(run, where) + _env_problems(run, where)
-    problems += _profile_problems(run, where)
+    problems += _profile_problems(run, where) + _flag_problems(run, where) + _data_problems(run, where)
     if run.image is not None and image_problem(run.image):
         problems.append(Problem("image", run.image, f"{where} must be pinned by digest",
                                 "<registry>/<repository>@sha256:<64 hex digits>, not a tag"))
-    if run.row.data_required and not run.data:
+    if run.row.data_required and run.data is None:  # blank: _data_problems
         problems.append(Problem("data", MISSING, f"{where}: trainer {run.trainer} needs `data`",
                                 "a file below the bucket's datasets/"))
     contract = contracts.get(run.pool)
@@ -178,4 +183,45 @@ def _env_problems(run: RunConfig, where: str) -> list[Problem]:
         elif name in RESERVED_ENV:
             problems.append(Problem(f"env.{name}", run.env[name], f"{where}: env {name} is set by the platform",
                                     "env without it"))
+    return problems
+
+
+def _data_problems(run: RunConfig, where: str) -> list[Problem]:
+    """`data` is a path below the bucket's datasets/ prefix: relative, not blank, not climbing out."""
+    data = run.data
+    if data is None:
+        return []
+    allowed = "a path below the bucket's datasets/, e.g. 'TinyStories-train.txt' or 'sql/train.jsonl'"
+    if not data.strip():
+        return [Problem("data", data, f"{where} is blank", allowed)]
+    if data.startswith("/") or "://" in data:
+        return [Problem("data", data, f"{where} is absolute; it is read below the bucket's datasets/", allowed)]
+    if posixpath.normpath(data).split("/")[0] == "..":
+        return [Problem("data", data, f"{where} climbs out of datasets/ with '..'", allowed)]
+    return []
+
+
+@cache
+def _argument_checker(module: str) -> Callable[[Sequence[str]], list[str]]:
+    """The trainer's own `argument_problems`, from its stdlib-only flags module (core/trainers.py)."""
+    return importlib.import_module(module).argument_problems
+
+
+def _flag_problems(run: RunConfig, where: str) -> list[Problem]:
+    """The run's own `args` against its trainer's flag declarations (the platform's flags come after)."""
+    if not run.row.flags_module:
+        return []
+    module = run.row.flags_module
+    refused = run.row.platform_flags | run.row.profile_flags  # reported once, by _args_problems
+    allowed = f"the flags {module} declares (python -m {run.row.image.entry_module} --help)"
+    problems = []
+    for line in _argument_checker(module)(list(run.args)):
+        flag, sep, why = line.partition(": ")
+        if not sep:
+            flag, why = list(run.args), line
+        elif flag[:1] in "'\"":
+            flag = ast.literal_eval(flag)  # a stray value, quoted by the trainer
+        if flag in refused:
+            continue
+        problems.append(Problem("args", flag, f"{where}: {why}", allowed))
     return problems

@@ -9,6 +9,8 @@
 
     run_stack("dev", overrides={"gke-finetune:pools": [...]})   # change keys (None removes one)
     run_stack("dev", secrets={})                        # no hfToken at all
+                                                        # (a `secure:` value of the stack file
+                                                        # is still set, with a stand-in value)
     run_stack("dev", plain={"gke-finetune:hfToken": "x"}) # a key set in plain text
     run_stack("dev", root=Path("/tmp/other-checkout"))  # another tree's program and stack files
 
@@ -43,6 +45,8 @@ from stack.reader import file_values
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_SECRETS = {f"{PROJECT}:hfToken": "hf_test_token"}
 MOCK_PROJECT_NUMBER = "123456789012"
+# The value given to a `secure:` value of a stack file.
+SECURE_STAND_IN = "offline-stand-in-for-an-encrypted-value"
 
 
 def shipped_stacks(root: Path = ROOT) -> tuple[str, ...]:
@@ -121,6 +125,17 @@ class _Mocks(pulumi.runtime.Mocks):
         return {}
 
 
+class _PreviewMocks(pulumi.runtime.Mocks):
+    """What `pulumi preview` knows of a resource to be created: its inputs, no computed outputs
+    (a cluster's endpoint, an image's digest), which the program then sees as unknown."""
+
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs):
+        return f"{args.name}-id", dict(args.inputs)
+
+    def call(self, args: pulumi.runtime.MockCallArgs):
+        return {}
+
+
 class _RecordingMonitor(MockMonitor):
     def __init__(self, mocks: pulumi.runtime.Mocks, sink: list[Declared]):
         super().__init__(mocks)
@@ -161,7 +176,11 @@ def stack_config(
             values.pop(key, None)
         else:
             values[key] = value
-    secrets = DEFAULT_SECRETS if secrets is None else secrets
+    secrets = dict(DEFAULT_SECRETS if secrets is None else secrets)
+    # An encrypted value of the stack file (`secure: ...`) can't be decrypted
+    # here: it is set as a secret with a stand-in value.
+    secrets.update({k: SECURE_STAND_IN for k, v in values.items()
+                    if isinstance(v, dict) and set(v) == {"secure"} and k not in secrets})
     values.update(secrets)
     values.update(plain or {})
     encoded = {k: v if isinstance(v, str) else json.dumps(v) for k, v in values.items()}
@@ -174,10 +193,16 @@ def run_stack(
     secrets: dict[str, str] | None = None,
     plain: dict[str, str] | None = None,
     root: Path = ROOT,
+    preview: bool = False,
 ) -> Deployment:
-    """Run __main__.py for a stack under mocks (preview=False); return its resources and outputs."""
+    """Run __main__.py for a stack under mocks; return its resources and outputs.
+
+    preview=True runs it as `pulumi preview` would, with no computed outputs:
+    what depends on one is unknown (`UNKNOWN` in the recorded inputs), and the
+    outputs that depend on one are left out.
+    """
     deployment = Deployment()
-    _run(stack, deployment, overrides, secrets, plain, root)
+    _run(stack, deployment, overrides, secrets, plain, root, preview)
     return deployment
 
 
@@ -192,11 +217,12 @@ def declared_before_error(stack: str, **kwargs: Any) -> tuple[Deployment, BaseEx
     raise AssertionError(f"stack {stack!r} ran without error")
 
 
-def _run(stack, deployment, overrides, secrets, plain, root: Path = ROOT) -> None:
+def _run(stack, deployment, overrides, secrets, plain, root: Path = ROOT, preview: bool = False) -> None:
     config, secret_keys = stack_config(stack, overrides, secrets, plain, root)
     pulumi.runtime.set_all_config(config, secret_keys)
-    monitor = _RecordingMonitor(_Mocks(), deployment.resources)
-    pulumi.runtime.set_mocks(_Mocks(), project=PROJECT, stack=stack, preview=False, monitor=monitor)
+    mocks = _PreviewMocks() if preview else _Mocks()
+    monitor = _RecordingMonitor(mocks, deployment.resources)
+    pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=preview, monitor=monitor)
     exports: dict[str, Any] = {}
 
     @pulumi.runtime.test

@@ -55,6 +55,8 @@ _SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
 # Stand-in for secret config values; never printed (masked wherever it appears).
 _SECRET_PLACEHOLDER = "offline-plan-secret-value"
 _STACK_TYPE = "pulumi:pulumi:Stack"
+# tools.offline.SECURE_STAND_IN, the stand-in of a stack file's `secure:` value (masked too).
+_SECURE_STAND_IN = "offline-stand-in-for-an-encrypted-value"
 
 
 class PlanError(Exception):
@@ -68,7 +70,7 @@ class PlanError(Exception):
 # --- collecting -------------------------------------------------------------------------
 
 
-def mask(value: Any, secrets: tuple[str, ...] = (_SECRET_PLACEHOLDER,)) -> Any:
+def mask(value: Any, secrets: tuple[str, ...] = (_SECRET_PLACEHOLDER, _SECURE_STAND_IN)) -> Any:
     """`value` with secret values (wire-marked or equal to a secret) replaced by [secret]."""
     if isinstance(value, Mapping):
         if value.get(_SECRET_SIG_KEY) == _SECRET_SIG:
@@ -83,8 +85,13 @@ def mask(value: Any, secrets: tuple[str, ...] = (_SECRET_PLACEHOLDER,)) -> Any:
     return value
 
 
-def collect(stack: str, root: Path = ROOT) -> dict[str, Any]:
+def collect(stack: str, root: Path = ROOT, secrets: tuple[str, ...] = ()) -> dict[str, Any]:
     """Plan `stack` of the tree at `root` as JSON-ready data (secrets already masked).
+
+    The stack has the secrets its file holds (`secure:` values) and those
+    named in `secrets` (keys of the project, e.g. "hfToken"), as a deployment
+    that sets them (`pulumi config set --secret`, or a workflow from a
+    repository secret) would; a stand-in value is planned for each.
 
     The project's modules are imported from `root`, so `root` must be first on
     sys.path and no project module may be imported yet (`main` sees to it).
@@ -107,12 +114,12 @@ def collect(stack: str, root: Path = ROOT) -> dict[str, Any]:
         manifests[manifest["metadata"]["name"]] = manifest
         return manifest
 
-    secrets = {f"{offline.PROJECT}:hfToken": _SECRET_PLACEHOLDER}
+    given = {f"{offline.PROJECT}:{key}": _SECRET_PLACEHOLDER for key in secrets}
     with ExitStack() as patches:
         if real_build_run is not None:
             patches.enter_context(mock.patch.object(manifests_module, "build_run", build_run))
         try:
-            deployment = offline.run_stack(stack, secrets=secrets, root=root)
+            deployment = offline.run_stack(stack, secrets=given, root=root)
         except problems.ConfigError as err:
             raise PlanError(list(err.problems)) from None
         except Exception as err:  # noqa: BLE001 (any validation error of the program)
@@ -182,7 +189,7 @@ def write_manifests(plan: Mapping, out_dir: Path) -> list[Path]:
 # --- another git ref --------------------------------------------------------------------
 
 
-def plan_json(stack: str, root: Path) -> dict[str, Any]:
+def plan_json(stack: str, root: Path, secrets: tuple[str, ...] = ()) -> dict[str, Any]:
     """Plan another tree with that tree's own plan tool, in a fresh interpreter.
 
     Each tree plans itself with its own code (its modules must not mix with
@@ -192,23 +199,25 @@ def plan_json(stack: str, root: Path) -> dict[str, Any]:
     tool = root / "tools" / "plan.py"
     if not tool.is_file():
         raise PlanError([f"{root} has no tools/plan.py to plan it with"])
-    proc = subprocess.run(
-        [sys.executable, str(tool), "json", "--stack", stack, "--root", str(root)],
-        capture_output=True, text=True, cwd=str(root),  # as the CLI: in the project directory
-    )
+    command = [sys.executable, str(tool), "json", "--stack", stack, "--root", str(root)]
+    flags = [word for key in secrets for word in ("--secret", key)]
+    proc = subprocess.run(command + flags, capture_output=True, text=True, cwd=str(root))  # as the CLI
+    if flags and proc.returncode == 2 and "unrecognized arguments: --secret" in proc.stderr:
+        # A tree whose plan tool predates --secret gave every stack its secrets itself.
+        proc = subprocess.run(command, capture_output=True, text=True, cwd=str(root))
     if proc.returncode != 0:
         raise PlanError([f"planning {root} failed:", proc.stderr.strip()[-2000:]])
     return json.loads(proc.stdout)
 
 
-def plan_ref(stack: str, ref: str) -> dict[str, Any]:
+def plan_ref(stack: str, ref: str, secrets: tuple[str, ...] = ()) -> dict[str, Any]:
     """Plan `stack` as it is at git `ref`, from a temporary worktree."""
     with tempfile.TemporaryDirectory(prefix="plan-base-") as tmp:
         tree = Path(tmp) / "tree"
         subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "--quiet", str(tree), ref],
                        check=True, capture_output=True, text=True)
         try:
-            return plan_json(stack, tree)
+            return plan_json(stack, tree, secrets)
         finally:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)],
                            capture_output=True, text=True)
@@ -230,16 +239,21 @@ def _use_root(root: Path) -> None:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m tools.plan", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
+    secret = {"action": "append", "default": [], "metavar": "KEY",
+              "help": "plan as if this secret key were set (e.g. hfToken); repeatable"}
     show = sub.add_parser("show", help="print the plan of a stack and write its run manifests")
     show.add_argument("--stack", required=True)
+    show.add_argument("--secret", **secret)
     show.add_argument("--out", type=Path, help="manifests directory (default: plan/<stack>/manifests)")
     show.add_argument("--json", type=Path, help="also write the plan as JSON here")
     js = sub.add_parser("json", help="print the plan as JSON (for diff)")
     js.add_argument("--stack", required=True)
     js.add_argument("--root", type=Path, default=ROOT)
+    js.add_argument("--secret", **secret)
     df = sub.add_parser("diff", help="what a change adds, removes and modifies against a git ref")
     df.add_argument("--stack", required=True)
     df.add_argument("--base", required=True, help="git ref to compare with, e.g. origin/main")
+    df.add_argument("--secret", **secret)
     return parser
 
 
@@ -250,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
     os.chdir(root)  # the CLI runs the program in the project directory
     if args.command == "json":
         try:
-            print(json.dumps(collect(args.stack, root), sort_keys=True))
+            print(json.dumps(collect(args.stack, root, tuple(args.secret)), sort_keys=True))
         except PlanError as err:  # an invalid stack is a result, not a failure of the tool
             print(json.dumps({"stack": args.stack, "errors": err.problems}))
         return 0
@@ -261,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _show(args: argparse.Namespace) -> int:
     try:
-        plan = collect(args.stack, ROOT)
+        plan = collect(args.stack, ROOT, tuple(args.secret))
     except PlanError as err:
         print(f"Stack {args.stack} is invalid; nothing would be declared:", file=sys.stderr)
         for problem in err.problems:
@@ -278,8 +292,8 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _diff(args: argparse.Namespace) -> int:
-    head = plan_json(args.stack, ROOT)
-    base = plan_ref(args.stack, args.base)
+    head = plan_json(args.stack, ROOT, tuple(args.secret))
+    base = plan_ref(args.stack, args.base, tuple(args.secret))
     for label, result in ((args.base, base), ("working tree", head)):
         if result.get("errors"):
             print(f"Stack {args.stack} at {label} is invalid:")

@@ -50,8 +50,14 @@ def test_runs_wait_for_the_controller_and_the_workspace(multislice):
     [declared] = multislice.of_type(JOBSET)
     release = multislice.of_type("kubernetes:helm.sh/v3:Release")[0]
     assert release.urn in declared.dependencies
-    assert any("hf-token" in dep for dep in declared.dependencies)
+    assert any(dep.endswith("::runs-workspace-ksa") for dep in declared.dependencies)
+    assert not any("hf-token" in dep for dep in declared.dependencies)  # a TPU run reads no Hub
     assert multislice.outputs["runs"] == ["gemma3-ms"]
+
+
+def test_hub_runs_also_wait_for_the_token_secret():
+    [declared] = run_stack("a4").of_type(JOBSET)
+    assert any(dep.endswith("::runs-workspace-hf-token") for dep in declared.dependencies)
 
 
 def test_a_bad_run_in_a_stack_file_fails_before_anything_is_declared():

@@ -128,21 +128,53 @@ def test_pulumi_yaml_declares_every_key_once_with_its_model_default():
             default = field.get_default(call_default_factory=True)
             expected = default.model_dump(by_alias=True, exclude_none=True) if hasattr(default, "model_dump") else default
             assert declared[key]["default"] == (list(expected) if isinstance(expected, tuple) else expected), key
-    assert declared["hfToken"]["secret"] is True and "default" not in declared["hfToken"]
+    # Untyped, empty default: the CLI requires no token (stack/secrets.py says which runs do).
+    assert declared["hfToken"]["default"] == "" and "type" not in declared["hfToken"]
+
+
+CLI_TYPES = {"string", "integer", "boolean", "array", "object"}  # project.json simpleConfigType
+
+
+def cli_accepts(type_name, items, value):
+    """pulumi/pulumi sdk/go/common/workspace/project.go ValidateConfigValue, for YAML values."""
+    if type_name == "string":
+        return isinstance(value, str)
+    if type_name == "integer":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if type_name == "boolean":
+        return isinstance(value, bool)
+    if type_name == "object":
+        return isinstance(value, dict)
+    return isinstance(value, list) and items is not None and all(
+        cli_accepts(items["type"], items.get("items"), v) for v in value)
 
 
 def test_pulumi_yaml_types_are_ones_the_cli_accepts():
-    # The project schema's simpleConfigType: string, integer, boolean, array (+ items).
     for key, decl in yaml.safe_load((ROOT / "Pulumi.yaml").read_text())["config"].items():
         if "type" in decl:
-            assert decl["type"] in {"string", "integer", "boolean", "array"}, key
-            assert decl["type"] != "array" or "items" in decl, key
+            assert decl["type"] in CLI_TYPES, key
+            assert decl["type"] != "array" or decl["items"]["type"] in CLI_TYPES, key
+            assert cli_accepts(decl["type"], decl.get("items"), decl["default"]), key
+
+
+def test_structured_keys_are_typed_so_the_cli_rejects_a_wrong_shape():
+    declared = yaml.safe_load((ROOT / "Pulumi.yaml").read_text())["config"]
+    for key in ("pools", "shapes", "runs"):
+        assert declared[key]["type"] == "array" and declared[key]["items"] == {"type": "object"}, key
+    assert declared["images"]["type"] == "object"
+    assert not cli_accepts("array", {"type": "object"}, ["v6e-1x1"])  # a pool given as a bare name
+    assert not cli_accepts("object", None, ["gemma-jax@sha256:..."])
+    for stack in SHIPPED_STACKS:  # and every shipped stack passes the CLI's check
+        stack_values = yaml.safe_load((ROOT / f"Pulumi.{stack}.yaml").read_text())["config"]
+        for key, decl in declared.items():
+            value = stack_values.get(f"gke-finetune:{key}")
+            if value is not None and "type" in decl:
+                assert cli_accepts(decl["type"], decl.get("items"), value), (stack, key)
 
 
 @pytest.mark.parametrize("kwargs, expected", [
     ({"overrides": {"gke-finetune:pools": [pool(topology="3x3", zones=["us-east5-b"])]}}, "pools[0].topology"),
     ({"overrides": {"gke-finetune:typo": "x"}}, "typo: 'x' is an unknown key"),
-    ({"secrets": {}}, "hfToken: not set, run `pulumi config set --secret hfToken <token>`"),
     ({"secrets": {}, "plain": {"gke-finetune:hfToken": "hf_plain"}}, "hfToken: '[plain text]' is stored in plain text"),
     ({"overrides": {"gcp:project": "Bad Project"}}, "gcp:project: 'Bad Project'"),
     ({"overrides": {"gke-finetune:mode": "autopilot"}}, "pools: '1 pool(s)' declared in autopilot mode"),

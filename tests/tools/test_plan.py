@@ -22,7 +22,8 @@ TREE = ("Pulumi.yaml", "__main__.py", "core", "stack", "manifests", "admission",
 
 @pytest.fixture(scope="module")
 def plans() -> dict[str, dict]:
-    return {stack: plan.collect(stack) for stack in SHIPPED_STACKS}
+    # As deployed: with the Hugging Face token set (`make plan SECRETS=hfToken`).
+    return {stack: plan.collect(stack, secrets=("hfToken",)) for stack in SHIPPED_STACKS}
 
 
 @pytest.mark.parametrize("stack", SHIPPED_STACKS)
@@ -69,8 +70,31 @@ def test_secrets_are_never_printed(plans):
     for result in plans.values():
         dumped = json.dumps(result) + plan.render(result)
         assert plan._SECRET_PLACEHOLDER not in dumped
-        (secret,) = [r for r in result["resources"] if r["type"] == "kubernetes:core/v1:Secret"]
-        assert secret["inputs"]["stringData"] == plan.SECRET
+        for secret in [r for r in result["resources"] if r["type"] == "kubernetes:core/v1:Secret"]:
+            assert secret["inputs"]["stringData"] == plan.SECRET
+    (a4_secret,) = [r for r in plans["a4"]["resources"] if r["type"] == "kubernetes:core/v1:Secret"]
+    assert a4_secret["inputs"]["metadata"]["name"] == "hf-token"
+
+
+@pytest.mark.parametrize("stack", [s for s in SHIPPED_STACKS if s != "a4"])
+def test_tpu_stacks_plan_without_a_token(stack):
+    result = plan.collect(stack)
+    assert "kubernetes:core/v1:Secret" not in {r["type"] for r in result["resources"]}
+
+
+def test_the_a4_plan_without_a_token_fails_naming_it_and_the_run():
+    with pytest.raises(plan.PlanError) as err:
+        plan.collect("a4")
+    assert any(p.startswith("hfToken: not set, and run 'gemma4-sql'") for p in err.value.problems), err.value.problems
+
+
+def test_a_stack_files_secure_value_is_planned_as_a_secret_and_masked(tmp_path):
+    tree = _copy_tree(tmp_path / "tree")
+    text = (ROOT / "Pulumi.a4.yaml").read_text() + "  gke-finetune:hfToken:\n    secure: AAABAHJvbmcK\n"
+    (tree / "Pulumi.a4.yaml").write_text(text)
+    result = _plan_cli(tree, "show", "--stack", "a4", "--out", str(tmp_path / "m"))
+    assert result.returncode == 0, result.stderr
+    assert "runs-workspace-hf-token" in result.stdout and "stand-in" not in result.stdout
 
 
 def test_mask_handles_wire_secrets_embedded_values_and_numbers():
@@ -243,3 +267,29 @@ def test_the_plan_prints_each_run_s_requests_beside_the_node_s_allocatable(plans
         line = next(l for l in text.splitlines() if l.strip().startswith(row["run"]) and f" {row['resource']} " in l)
         assert row["requested"] in line and row["allocatable"] in line and row["headroom"] in line
     assert {r["run"] for r in plans[stack]["fit"]} == {r["name"] for r in plans[stack]["cost"]["runs"]}
+
+
+def test_plan_diff_of_one_trainers_change_leaves_the_other_trainers_runs_alone(tmp_path):
+    tree = _copy_tree(tmp_path / "tree")
+    stack = yaml.safe_load((tree / "Pulumi.dev.yaml").read_text())
+    config = stack["config"]
+    tpu = config["gke-finetune:pools"][0]["name"]
+    config["gke-finetune:pools"].append({"name": "a4", "accelerator": "nvidia-b200", "capacity": "on-demand"})
+    config["gke-finetune:runs"] = [
+        {"name": "gemma3", "trainer": "gemma-jax", "pool": tpu, "data": "tinystories/train.txt"},
+        {"name": "sql", "trainer": "trl-gpu", "pool": "a4"},
+    ]
+    (tree / "Pulumi.dev.yaml").write_text(yaml.safe_dump(stack))
+    _git(tree, "init", "-q", "-b", "main")
+    _git(tree, "add", ".")
+    _git(tree, "commit", "-q", "-m", "base")
+    with (tree / "trainers/trl_gpu/__init__.py").open("a") as f:
+        f.write("\n# a change to the GPU trainer\n")
+
+    result = _plan_cli(tree, "diff", "--base", "main", "--stack", "dev", "--secret", "hfToken")
+    assert result.returncode == 0, result.stderr
+    changed = [line for line in result.stdout.splitlines() if line.startswith(("+ ", "- ", "~ "))]
+    assert changed == [
+        "~ docker-build:index:Image::images-trl-gpu",
+        "~ kubernetes:jobset.x-k8s.io/v1alpha2:JobSet::runs-sql",
+    ]

@@ -110,7 +110,8 @@ def test_pull_request_workflow_tests_previews_and_falls_back_offline():
     assert [c[0] for c in test_calls] == ["test"]
     # the cloud preview, commented on the pull request, after the tests
     assert "test" in jobs["preview"]["needs"]
-    (pulumi,) = [s for s in jobs["preview"]["steps"] if s.get("uses", "").startswith("pulumi/actions@")]
+    (pulumi,) = [s for s in jobs["preview"]["steps"] if s.get("uses", "").startswith("pulumi/actions@")
+                 and "command" in s.get("with", {})]
     assert pulumi["with"]["command"] == "preview"
     assert pulumi["with"]["comment-on-pr"] is True and pulumi["with"]["diff"] is True
     (auth,) = [s for s in jobs["preview"]["steps"] if s.get("uses", "").startswith("google-github-actions/auth@")]
@@ -130,8 +131,23 @@ def test_deploy_workflow_runs_up_for_the_deployed_stacks_on_main():
     up = workflow["jobs"]["up"]
     assert set(up["needs"]) == {"test", "stacks"}
     assert "fromJSON(needs.stacks.outputs.deployed)" in up["strategy"]["matrix"]["stack"]
-    (pulumi,) = [s for s in up["steps"] if s.get("uses", "").startswith("pulumi/actions@")]
+    (pulumi,) = [s for s in up["steps"] if s.get("uses", "").startswith("pulumi/actions@")
+                 and "command" in s.get("with", {})]
     assert pulumi["with"]["command"] == "up"
+
+
+@pytest.mark.parametrize("workflow, job", [("deploy", "up"), ("pull-request", "preview")])
+def test_the_cli_workflows_pin_the_cli_and_take_the_token_from_a_repository_secret(workflow, job):
+    steps = _load(ROOT / f".github/workflows/{workflow}.yml")["jobs"][job]
+    assert steps["env"]["HF_TOKEN"] == "${{ secrets.HF_TOKEN }}"
+    steps = steps["steps"]
+    (install,) = [s for s in steps if s.get("uses", "").startswith("pulumi/actions@") and "command" not in s["with"]]
+    assert install["with"]["pulumi-version"] == "^3.187.0"
+    (token,) = [s for s in steps if "config set --secret hfToken" in s.get("run", "")]
+    assert token["if"] == "env.HF_TOKEN != ''"
+    order = [s.get("name") for s in steps]
+    command = next(i for i, s in enumerate(steps) if "command" in s.get("with", {}))
+    assert order.index(install["name"]) < order.index(token["name"]) < command
 
 
 def test_destroy_workflow_is_manual_for_one_confirmed_stack():

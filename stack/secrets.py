@@ -1,0 +1,55 @@
+"""The stack's secrets: the Hugging Face token, required only by runs whose trainer reads the Hub.
+
+A trainer row says whether its runs read the Hugging Face Hub (models,
+datasets) and so get the token mounted (`Trainer.hf_token`, core/trainers.py);
+a stack with such a run must hold the token as a Pulumi secret, and a stack
+without one needs no token at all (the TPU trainer reads its weights and data
+from the bucket, never from the Hub). A token in plain text is refused
+whether or not a run needs it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Literal
+
+from core.trainers import TRAINERS
+from stack.problems import MISSING, Problem
+
+HF_TOKEN_KEY = "hfToken"
+# How the stack holds the token, as the reader finds it in Pulumi config.
+TokenState = Literal["unset", "plain", "secret"]
+SET_IT = "a secret: `pulumi config set --secret hfToken <token>`"
+
+
+def runs_needing_hf_token(runs: Iterable[Any]) -> list[tuple[int, str, str]]:
+    """(index, name, trainer) of each run whose trainer reads the Hub.
+
+    `runs` are RunConfigs or the stack file's raw run mappings (so that the
+    token is checked even when another key of a run is invalid).
+    """
+    found = []
+    for index, run in enumerate(runs if isinstance(runs, (list, tuple)) else ()):
+        trainer = run.get("trainer") if isinstance(run, dict) else getattr(run, "trainer", None)
+        name = run.get("name") if isinstance(run, dict) else getattr(run, "name", None)
+        row = TRAINERS.get(trainer) if isinstance(trainer, str) else None
+        if row is not None and row.hf_token:
+            found.append((index, str(name), trainer))
+    return found
+
+
+def needs_hf_token(runs: Iterable[Any]) -> bool:
+    return bool(runs_needing_hf_token(runs))
+
+
+def hf_token_problems(runs: Iterable[Any], state: TokenState) -> list[Problem]:
+    """The token's problems: plain text ever, unset when a run needs it (naming each such run)."""
+    if state == "plain":
+        return [Problem(HF_TOKEN_KEY, "[plain text]", "is stored in plain text", SET_IT)]
+    if state == "secret":
+        return []
+    return [
+        Problem(HF_TOKEN_KEY, MISSING,
+                f"and run {name!r} (runs[{index}], trainer {trainer}) reads the Hugging Face Hub", SET_IT)
+        for index, name, trainer in runs_needing_hf_token(runs)
+    ]
