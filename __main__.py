@@ -13,6 +13,7 @@ from components.identity import Identity, IdentityArgs, member_of
 from components.images import TrainerImages, TrainerImagesArgs
 from components.jobset import JobSetController, JobSetControllerArgs
 from components.kube import KubernetesAccess, KubernetesAccessArgs
+from components.network import Network, NetworkArgs
 from components.node_pools import NodePools, NodePoolsArgs
 from components.registry import Registry, RegistryArgs
 from components.runs import Runs, RunsArgs
@@ -41,7 +42,20 @@ registry = Registry(
     ),
     after_apis,
 )
-cluster = Cluster("cluster", ClusterArgs(config=cfg, node_service_account=identity.node_account.email), after_apis)
+network = Network("network", NetworkArgs(project=cfg.project, region=cfg.region, stack=cfg.stack, config=cfg.network),
+                  after_apis)
+cluster = Cluster(
+    "cluster",
+    ClusterArgs(
+        config=cfg,
+        node_service_account=identity.node_account.email,
+        network=network.network,
+        subnetwork=network.subnetwork,
+        pods_range_name=network.pods_range_name,
+        services_range_name=network.services_range_name,
+    ),
+    after_apis,
+)
 storage = DataBucket(
     "data",
     DataBucketArgs(

@@ -17,6 +17,29 @@ CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 class ClusterArgs:
     config: StackConfig
     node_service_account: pulumi.Input[str]  # email
+    network: pulumi.Input[str]
+    subnetwork: pulumi.Input[str]
+    pods_range_name: str
+    services_range_name: str
+
+
+def _private(cfg: StackConfig) -> gcp.container.ClusterPrivateClusterConfigArgs | None:
+    """Nodes without external addresses (egress through Cloud NAT); the control plane keeps its
+    public endpoint, narrowed by authorized networks. pulumi_gcp container/_inputs.py."""
+    if not cfg.network.private_nodes:
+        return None
+    return gcp.container.ClusterPrivateClusterConfigArgs(enable_private_nodes=True, enable_private_endpoint=False)
+
+
+def _authorized(cfg: StackConfig) -> gcp.container.ClusterMasterAuthorizedNetworksConfigArgs | None:
+    if not cfg.network.authorized_networks:
+        return None
+    return gcp.container.ClusterMasterAuthorizedNetworksConfigArgs(
+        cidr_blocks=[
+            gcp.container.ClusterMasterAuthorizedNetworksConfigCidrBlockArgs(cidr_block=c, display_name=f"authorized-{i}")
+            for i, c in enumerate(cfg.network.authorized_networks)
+        ]
+    )
 
 
 def shielded() -> gcp.container.NodePoolNodeConfigShieldedInstanceConfigArgs:
@@ -55,9 +78,17 @@ class Cluster(pulumi.ComponentResource):
             location=cfg.region,
             release_channel=gcp.container.ClusterReleaseChannelArgs(channel=cfg.release_channel),
             deletion_protection=cfg.deletion_protection,
-            # VPC-native (alias IPs), required by Autopilot and by TPU node pools.
+            # VPC-native (alias IPs), required by Autopilot and by TPU node pools,
+            # in the stack's network (components/network.py).
+            network=args.network,
+            subnetwork=args.subnetwork,
             networking_mode="VPC_NATIVE",
-            ip_allocation_policy=gcp.container.ClusterIpAllocationPolicyArgs(),
+            ip_allocation_policy=gcp.container.ClusterIpAllocationPolicyArgs(
+                cluster_secondary_range_name=args.pods_range_name,
+                services_secondary_range_name=args.services_range_name,
+            ),
+            private_cluster_config=_private(cfg),
+            master_authorized_networks_config=_authorized(cfg),
         )
 
     def _standard(self, name: str, args: ClusterArgs) -> gcp.container.Cluster:

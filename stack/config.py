@@ -20,6 +20,7 @@ from core.ids import default_bucket_name
 from core.syntax import DNS_1035_LABEL, PROJECT_ID, REGION
 from stack.contracts import derive_contracts
 from stack.models import Images, PoolConfig, ShapeConfig, StackModel, TopLevelCount
+from stack.network import NetworkConfig
 from stack.problems import ConfigError, Problem, from_validation_error, raise_problems
 from stack.rules import bucket_problems, mode_problems, unique_name_problems, zone_problems
 from stack.runs import RunConfig, run_problems
@@ -40,6 +41,7 @@ class StackConfig(StackModel):
     zones: tuple[str, ...] = Field(default=(), description="default node locations of pools")
     bucket_name: str = Field(default="", description="default: <project>-<stack>-finetune")
     registry_name: str = Field(default="finetune", pattern=DNS_1035_LABEL, max_length=63)
+    network: NetworkConfig = NetworkConfig()
     pools: tuple[PoolConfig, ...] = ()
     shapes: tuple[ShapeConfig, ...] = ()
     images: Images = Images()

@@ -13,6 +13,7 @@ KEY_INPUTS = (
     "spot", "flexStart", "consumeReservationType", "values", "role", "member", "chart", "version",
     "kind", "namespace", "tags", "push", "uniformBucketLevelAccess", "publicAccessPrevention",
     "enabled", "channel", "deletionProtection", "format", "image", "replicas", "parallelism",
+    "ipCidrRange", "natIpAllocateOption", "privateIpGoogleAccess", "enablePrivateNodes", "diskSizeGb",
     "service", "disableOnDestroy",
 )
 

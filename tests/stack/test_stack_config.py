@@ -126,7 +126,7 @@ def test_pulumi_yaml_declares_every_key_once_with_its_model_default():
         if key in declared:
             assert "description" in declared[key], key
             default = field.get_default(call_default_factory=True)
-            expected = default.model_dump(by_alias=True, exclude_none=True) if hasattr(default, "model_dump") else default
+            expected = default.model_dump(by_alias=True, exclude_none=True, mode="json") if hasattr(default, "model_dump") else default
             assert declared[key]["default"] == (list(expected) if isinstance(expected, tuple) else expected), key
     # Untyped, empty default: the CLI requires no token (stack/secrets.py says which runs do).
     assert declared["hfToken"]["default"] == "" and "type" not in declared["hfToken"]
