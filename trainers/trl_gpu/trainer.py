@@ -78,6 +78,8 @@ class TextToSqlTrainer(SFTTrainer):
     def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
         if "loss" in logs:  # a training-step log (eval logs carry eval_loss)
             logs.update(self.throughput.measure(int(self.state.num_input_tokens_seen)))
+            if torch.cuda.is_available():  # this process's GPU, since the start
+                logs["gpu_peak_memory_gib"] = torch.cuda.max_memory_allocated() / 2**30
         super().log(logs, start_time)
 
     def evaluate(self, *args, **kwargs):
