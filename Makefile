@@ -142,5 +142,6 @@ scan: $(VENV)/.installed $(VENV_SCAN)/.installed
 # train-step throughput (not part of `make test`; prints a table and writes
 # bench/results/packing.json).
 .PHONY: bench
-bench: $(VENV_JAX)/.installed
+bench: $(VENV_JAX)/.installed $(VENV_GPU)/.installed
 	$(VENV_JAX)/bin/python -m bench.packing
+	$(VENV_GPU)/bin/python -m bench.sql_packing

@@ -103,8 +103,8 @@ SEED_RUNS = {
     "tpu-multihost": ("gemma3-multi-host", "v6e-2x4", ["--maxlen", "256", "--batch_size", "64", "--datacount", "5120"]),
     "tpu-multislice": ("gemma3-multislice", "v6e-2x4", ["--maxlen", "256", "--batch_size", "64", "--datacount", "5120"]),
     "a4": ("gemma4-sql", "a4", ["--model_id", "google/gemma-4-31B-it", "--num_train_epochs", "3",
-                                "--per_device_train_batch_size", "2", "--gradient_accumulation_steps", "32",
-                                "--learning_rate", "1e-5"]),
+                                "--per_device_train_batch_size", "8", "--gradient_accumulation_steps", "8",
+                                "--learning_rate", "1e-5", "--save_steps", "0.05", "--eval_steps", "0.25"]),
     "autopilot": ("gemma3-single-host", "v6e-1x1",
                   ["--maxlen", "256", "--batch_size", "64", "--datacount", "355120"]),
 }  # fmt: skip

@@ -5,7 +5,9 @@ and gather the adapter. Each rank writes what it saw to <out>/rank-<r>.json.
 
 accelerate only runs FSDP on GPUs, so this is where the wrapping is checked
 on a CPU: the layer class named in the config must exist in the model, be its
-decoder layer, and become the FSDP units.
+decoder layer, and become the FSDP units. The final adapter is saved the way
+the trainer saves it under FSDP (trainer.adapter_state_dict: the LoRA
+tensors alone, gathered onto rank 0), into <out>/adapter.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from torch.distributed.tensor import DTensor, Shard
 from transformers import AutoModelForCausalLM
 
 from trainers.trl_gpu.model import decoder_layer_class, lora_config
+from trainers.trl_gpu.trainer import adapter_state_dict
 
 
 def main(config_path: str, model_dir: str, out: str) -> None:
@@ -58,7 +61,14 @@ def main(config_path: str, model_dir: str, out: str) -> None:
     optimizer.step()
     after = _adapter_checksum(model)
 
+    saved = adapter_state_dict(model)
+    if rank == 0:
+        model.save_pretrained(os.path.join(out, "adapter"), state_dict=saved)
+
     report = {
+        "saved_keys": sorted(saved),
+        "saved_bytes": sum(t.numel() * t.element_size() for t in saved.values()),
+        "trainable_bytes": sum(p.numel() * p.element_size() for p in model.parameters() if p.requires_grad),
         "layer_cls": layer_cls,
         "model_decoder_layer_cls": decoder_cls,
         "layers_are_units": layers_are_units,

@@ -25,7 +25,8 @@ FSDP_CONFIG = REPO / "trainers" / "trl_gpu" / "accelerate_fsdp_8gpu.yaml"
 def test_two_process_data_parallel(gemma4_dir, sql_file, tmp_path):
     out = tmp_path / "run"
     proc = run(launch_command(2, *FAST, "--model_id", gemma4_dir, "--dataset_name", sql_file,
-                              "--output_dir", out, "--max_steps", 6, "--save_steps", 3, "--eval_steps", 3))  # fmt: skip
+                              "--output_dir", out, "--max_steps", 6, "--save_steps", 3, "--eval_steps", 3,
+                              "--sql_check_samples", 3, "--sql_check_max_new_tokens", 8))  # fmt: skip
     assert proc.returncode == exit_codes.OK, tail(proc)
     info = json.loads((out / "run_info.json").read_text())
     assert info == {"distributed_type": "MULTI_CPU", "num_processes": 2, "mixed_precision": "no"}
@@ -36,6 +37,14 @@ def test_two_process_data_parallel(gemma4_dir, sql_file, tmp_path):
     assert state["epoch"] == pytest.approx(6 / math.ceil(train_rows / 8), rel=1e-6)
     assert {"rng_state_0.pth", "rng_state_1.pth"} <= {p.name for p in (out / "checkpoint-6").iterdir()}
     assert (out / "adapter_model.safetensors").is_file()
+    # The SQL check's prompts were split between the ranks and gathered back in order.
+    from trainers.trl_gpu import data
+
+    held_out = data.split_rows(data.load_rows(str(sql_file), "train"), 12_500, 0.2, 42)[1]
+    check = json.loads((out / "sql_check.json").read_text())
+    assert [r["question"] for r in check["results"]] == held_out["sql_prompt"][:3]
+    assert check["samples"] == 3 and {"sql_execution_match", "sql_exact_match"} <= set(check)
+    assert proc.output.count("SQL on 3 held-out prompts") == 1  # written once, by the main process
 
 
 @pytest.mark.slow
@@ -89,3 +98,26 @@ def test_fsdp2_wraps_each_decoder_layer_from_the_repository_config(gemma4_dir, t
     assert ranks[0]["adapter_after"] == ranks[1]["adapter_after"]
     assert ranks[0]["adapter_before"] != ranks[0]["adapter_after"]
     assert ranks[0]["loss"] != ranks[1]["loss"]  # each rank trained on its own batch
+    # The final adapter: the LoRA tensors alone, whole on rank 0 (nothing of
+    # the base model gathered), and nothing on the other rank.
+    assert ranks[0]["saved_keys"] and all("lora_" in k for k in ranks[0]["saved_keys"])
+    assert ranks[1]["saved_keys"] == []
+    assert ranks[0]["saved_bytes"] == ranks[0]["trainable_bytes"]
+    from safetensors.torch import load_file
+
+    adapter = load_file(str(tmp_path / "adapter" / "adapter_model.safetensors"))
+    # PEFT's file drops the adapter name; the tensors are the trained ones.
+    checksums = {k.replace(".default", ""): v for k, v in ranks[0]["adapter_after"].items()}
+    assert {k: float(v.double().abs().sum()) for k, v in adapter.items()} == pytest.approx(checksums, rel=1e-6)
+
+
+@pytest.mark.slow
+def test_gpu_check_dry_run(tmp_path):
+    """tests/trl_gpu/gpu_check.py, the check for a GPU machine, runs its whole
+    sequence (SIGTERM, resume, packed training, SQL check, figures) on CPU."""
+    proc = run([sys.executable, str(REPO / "tests" / "trl_gpu" / "gpu_check.py"), "--cpu-dry-run",
+                "--work", str(tmp_path)], timeout=900)  # fmt: skip
+    assert proc.returncode == 0, tail(proc)
+    report = json.loads((tmp_path / "gpu_check.json").read_text())
+    assert all(report["checks"].values()), report
+    assert report["figures"]["real_tokens_per_second_per_gpu"] > 0

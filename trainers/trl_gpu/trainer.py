@@ -7,7 +7,8 @@ import os
 import time
 
 import torch
-from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+import torch.distributed as dist
+from torch.distributed.tensor import DTensor
 from transformers import TrainerCallback
 from transformers.trainer import TRAINING_ARGS_NAME
 from trl import SFTTrainer
@@ -51,13 +52,21 @@ class Throughput(TrainerCallback):
 
 def adapter_state_dict(model) -> dict[str, torch.Tensor]:
     """The trainable (LoRA) tensors, whole, on the main process; an empty dict
-    elsewhere. Works on FSDP2-sharded and plain modules alike: only the
-    trainable parameters are gathered (`ignore_frozen_params`), never the
-    base model, and `cpu_offload` with `full_state_dict` keeps them on rank 0
-    only (torch.distributed.checkpoint.state_dict.StateDictOptions). Every
-    rank must call it (it is a collective under FSDP)."""
-    options = StateDictOptions(full_state_dict=True, cpu_offload=True, ignore_frozen_params=True)
-    return get_model_state_dict(model, options=options)
+    elsewhere. Works on FSDP2-sharded and plain modules alike, and gathers
+    the trainable parameters only: torch's get_model_state_dict with
+    ignore_frozen_params would still gather buffers and the tied LM head
+    (a tied weight is not among named_parameters, so it is not seen as
+    frozen). Every rank must call it: each DTensor.full_tensor() is an
+    all-gather, done in the same parameter order on every rank."""
+    main = not (dist.is_available() and dist.is_initialized()) or dist.get_rank() == 0
+    state = {}
+    for name, param in model.named_parameters():
+        if not param.requires_grad:
+            continue
+        full = param.full_tensor() if isinstance(param, DTensor) else param
+        if main:
+            state[name] = full.detach().to("cpu", copy=True)
+    return state
 
 
 class TextToSqlTrainer(SFTTrainer):
@@ -69,6 +78,8 @@ class TextToSqlTrainer(SFTTrainer):
     def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
         if "loss" in logs:  # a training-step log (eval logs carry eval_loss)
             logs.update(self.throughput.measure(int(self.state.num_input_tokens_seen)))
+            if torch.cuda.is_available():  # this process's GPU, since the start
+                logs["gpu_peak_memory_gib"] = torch.cuda.max_memory_allocated() / 2**30
         super().log(logs, start_time)
 
     def evaluate(self, *args, **kwargs):

