@@ -41,6 +41,6 @@ RUNS = (
               args=(*_TPU_ARGS, "--datacount", "5120")),
     RunConfig(name="gemma4-sql-a4", trainer="trl-gpu", pool="a4",
               args=("--model_id", "google/gemma-4-31b-it", "--num_train_epochs", "3",
-                    "--per_device_train_batch_size", "2", "--gradient_accumulation_steps", "32",
+                    "--per_device_train_batch_size", "8", "--gradient_accumulation_steps", "8",
                     "--learning_rate", "1e-5")),
 )  # fmt: skip
