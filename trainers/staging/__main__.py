@@ -1,0 +1,5 @@
+import sys
+
+from trainers.staging.stage import main
+
+sys.exit(main())
