@@ -9,6 +9,7 @@ import pulumi
 
 from components.apis import ProjectApis, ProjectApisArgs
 from components.cluster import Cluster, ClusterArgs
+from components.datasets import DatasetStaging, DatasetStagingArgs
 from components.identity import Identity, IdentityArgs, member_of
 from components.images import TrainerImages, TrainerImagesArgs
 from components.jobset import JobSetController, JobSetControllerArgs
@@ -128,6 +129,19 @@ if to_build:
     images.update(built.refs)
     pulumi.export("images", built.refs)
 
+# Datasets: staged into the bucket by awaited in-cluster Jobs, before the runs that read them.
+staging = DatasetStaging(
+    "datasets",
+    DatasetStagingArgs(
+        config=cfg,
+        provider=kube.provider,
+        images=images,
+        stager_member=identity.stager_member,
+        depends_on=[cluster.cluster, storage.bucket, *workspace.pod_dependencies],
+    ),
+    after_apis,
+)
+
 runs = Runs(
     "runs",
     RunsArgs(
@@ -136,7 +150,9 @@ runs = Runs(
         bucket=cfg.data_bucket,
         images=images,
         provider=kube.provider,
-        depends_on=[jobset.release, storage.bucket, *workspace.pod_dependencies],
+        data_paths=cfg.data_paths(),
+        depends_on=[jobset.release, storage.bucket, *workspace.pod_dependencies, *staging.jobs.values()],
     ),
 )
 pulumi.export("runs", sorted(runs.jobsets))
+pulumi.export("datasets", {name: f"gs://{cfg.data_bucket}/datasets/{name}/" for name in staging.jobs})

@@ -37,7 +37,7 @@ def run_findings(manifest: Mapping, contract: SchedulingContract) -> list[Findin
 
 
 def stack_manifests(config: StackConfig) -> dict[str, dict]:
-    facts = PlatformFacts(bucket=config.data_bucket, images=offline_images(config))
+    facts = PlatformFacts(bucket=config.data_bucket, images=offline_images(config), data_paths=config.data_paths())
     return build_runs(config.runs, config.contracts(), facts)
 
 

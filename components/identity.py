@@ -20,7 +20,7 @@ import pulumi
 import pulumi_gcp as gcp
 
 from core.ids import kubernetes_service_account_principal, service_account_id
-from core.names import RUNS_NAMESPACE, TRAINER_KSA
+from core.names import RUNS_NAMESPACE, STAGER_KSA, TRAINER_KSA
 
 NODE_ROLES = (
     "roles/logging.logWriter",
@@ -47,6 +47,7 @@ class Identity(pulumi.ComponentResource):
 
     node_account: gcp.serviceaccount.Account
     trainer_member: pulumi.Output[str]  # the trainer KSA's principal, for IAM bindings
+    stager_member: pulumi.Output[str]  # the dataset staging KSA's principal
 
     def __init__(self, name: str, args: IdentityArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gke-finetune:platform:Identity", name, None, opts)
@@ -70,5 +71,8 @@ class Identity(pulumi.ComponentResource):
         project = gcp.organizations.get_project_output(project_id=args.project, opts=pulumi.InvokeOutputOptions(parent=self))
         self.trainer_member = project.number.apply(
             lambda number: kubernetes_service_account_principal(number, args.project, RUNS_NAMESPACE, TRAINER_KSA)
+        )
+        self.stager_member = project.number.apply(
+            lambda number: kubernetes_service_account_principal(number, args.project, RUNS_NAMESPACE, STAGER_KSA)
         )
         self.register_outputs({"node_email": self.node_account.email, "trainer_member": self.trainer_member})

@@ -54,6 +54,8 @@ class RunsArgs:
     depends_on: list[pulumi.Resource] = field(default_factory=list)
     namespace: str = RUNS_NAMESPACE
     service_account: str = TRAINER_KSA
+    # run -> the path below datasets/ it reads (StackConfig.data_paths).
+    data_paths: Mapping[str, str] = field(default_factory=dict)
 
 
 class Runs(pulumi.ComponentResource):
@@ -98,11 +100,11 @@ def run_spec(run: RunConfig, contract: SchedulingContract, args: RunsArgs) -> di
     its own trainer's image only.
     """
     image = run.image or args.images[run.trainer]
-    if isinstance(image, str):
-        facts = PlatformFacts(args.bucket, {run.trainer: image}, args.namespace, args.service_account)
-        return build_run(run, contract, facts)["spec"]
-    facts = PlatformFacts(args.bucket, {run.trainer: IMAGE_STAND_IN}, args.namespace, args.service_account)
-    return _with_image(build_run(run, contract, facts)["spec"], image)
+    known = image if isinstance(image, str) else IMAGE_STAND_IN
+    facts = PlatformFacts(args.bucket, {run.trainer: known}, args.namespace, args.service_account,
+                          data_paths=args.data_paths)
+    spec = build_run(run, contract, facts)["spec"]
+    return spec if isinstance(image, str) else _with_image(spec, image)
 
 
 def _with_image(value: Any, image: pulumi.Output[str]) -> Any:

@@ -41,3 +41,8 @@ KUBERNETES_VERSION = "1.33.0"
 
 # The one replicated job of every run's JobSet; part of every pod hostname.
 REPLICATED_JOB = "trainer"
+
+# The Kubernetes service account dataset staging Jobs run as; its IAM
+# principal may write below datasets/ only.
+STAGER_KSA = "stager"
+DATASET_LABEL = "gke-finetune/dataset"

@@ -21,6 +21,10 @@ from trainers.exit_codes import CONFIG_ERROR
 
 __all__ = ["CONFIG_ERROR", "TRAINERS", "Port", "Trainer", "TrainerImage", "trainer"]
 
+# The dataset staging code (standard library only), which every trainer image
+# holds beside its trainer so that the stack's staging Jobs can run in it.
+STAGING_MODULE = "trainers.staging"
+
 # The trainer container's name in every pod, and the image's WORKDIR.
 CONTAINER = "trainer"
 WORKDIR = "/app"
@@ -54,6 +58,8 @@ class TrainerImage:
     # The launcher flag that sets the number of processes per host (inserted
     # before the trainer's `-m <module>`), or None when the command has none.
     processes_flag: str | None = None
+    # Other modules Jobs run in this image (`python -m <module>`): dataset staging.
+    also_runs: tuple[str, ...] = (STAGING_MODULE,)
 
     @property
     def command_modules(self) -> tuple[str, ...]:
@@ -128,6 +134,10 @@ class Trainer:
     # `argument_problems(argv) -> list[str]`; a run's `args` are checked with it
     # before anything is declared (stack/runs.py loads it by name).
     flags_module: str = ""
+    # The module that writes this trainer's token shards from a text file
+    # (`python -m <module>`, in its image), where the trainer reads them at
+    # its data flag; the staging Job runs it for a dataset with `tokenize`.
+    token_shards_module: str | None = None
     # The flag taking the chip's peak bf16 FLOP/s (for MFU), or None.
     peak_flops_flag: str | None = None
     # What `profile: true` adds to the arguments, and the port the profiler serves on.
@@ -187,6 +197,7 @@ _ROWS = (
         path_flags=(("--data_path", "data"), ("--checkpoint_dir", "checkpoints"), ("--log_dir", "profiles")),
         data_required=True,
         flags_module="trainers.gemma_jax.flags",
+        token_shards_module="trainers.gemma_jax.token_shards",
         peak_flops_flag="--peak_flops_per_device",
         profile_args=("--profile_steps", _PROFILE_STEPS, "--xprof_port", str(_XPROF.number)),
         profile_port=_XPROF,

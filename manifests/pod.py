@@ -90,7 +90,7 @@ def container_security_context(run: RunConfig) -> dict:
     return {"allowPrivilegeEscalation": False, "capabilities": {"drop": drop}}
 
 
-def platform_args(run: RunConfig, contract: SchedulingContract) -> list[str]:
+def platform_args(run: RunConfig, contract: SchedulingContract, data_path: str | None = None) -> list[str]:
     """The flags that tell the trainer where its data, checkpoints and logs are.
 
     The log directory is always the run's profiles mount, so TensorBoard
@@ -101,8 +101,8 @@ def platform_args(run: RunConfig, contract: SchedulingContract) -> list[str]:
     args = []
     for flag, mount in row.path_flags:
         if mount == "data":
-            if run.data:
-                args += [flag, f"{DATA_DIR}/{run.data}"]
+            if data_path:
+                args += [flag, f"{DATA_DIR}/{data_path}"]
         else:
             args += [flag, MOUNT_DIRS[mount]]
     if run.profile:

@@ -35,6 +35,9 @@ class PlatformFacts:
     namespace: str = RUNS_NAMESPACE
     service_account: str = TRAINER_KSA
     extra_labels: Mapping[str, str] = field(default_factory=dict)
+    # run -> the path below datasets/ its trainer reads (stack/datasets.py); a run
+    # not listed reads its `data` as a path.
+    data_paths: Mapping[str, str] = field(default_factory=dict)
 
 
 def build_runs(
@@ -157,7 +160,7 @@ def container(run: RunConfig, contract: SchedulingContract, facts: PlatformFacts
         "imagePullPolicy": "IfNotPresent",
         "workingDir": pod.WORKDIR,
         "command": pod.command(run, chips),
-        "args": pod.platform_args(run, contract) + list(run.args),
+        "args": pod.platform_args(run, contract, facts.data_paths.get(run.name, run.data)) + list(run.args),
         "env": env,
         "resources": {"limits": accelerators, "requests": {**accelerators, **pod.resource_requests(run, contract)}},
         "volumeMounts": mounts,

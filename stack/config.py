@@ -18,11 +18,13 @@ from core.contract import SchedulingContract
 from core.dockerfile import IMAGE_BUILDERS, ImageBuilder
 from core.ids import default_bucket_name
 from core.syntax import DNS_1035_LABEL, PROJECT_ID, REGION
+from core.trainers import TRAINERS
 from stack.contracts import derive_contracts
 from stack.models import Images, PoolConfig, ShapeConfig, StackModel, TopLevelCount
+from stack.datasets import DatasetConfig
 from stack.network import NetworkConfig
 from stack.problems import ConfigError, Problem, from_validation_error, raise_problems
-from stack.rules import bucket_problems, mode_problems, unique_name_problems, zone_problems
+from stack.rules import bucket_problems, dataset_stack_problems, mode_problems, unique_name_problems, zone_problems
 from stack.runs import RunConfig, run_problems
 
 
@@ -48,6 +50,7 @@ class StackConfig(StackModel):
     image_builder: ImageBuilder = Field(
         default="docker", description="how unpinned trainer images are built: docker | cloudbuild"
     )
+    datasets: tuple[DatasetConfig, ...] = ()
     runs: tuple[RunConfig, ...] = ()
 
     @field_validator("project")
@@ -108,6 +111,7 @@ class StackConfig(StackModel):
         problems += mode_problems(self.autopilot, self.pools, self.shapes)
         problems += unique_name_problems("shapes" if self.autopilot else "pools", self.accelerator_groups())
         problems += run_problems(self.runs, self.contracts())
+        problems += dataset_stack_problems(self.datasets, self.runs)
         raise_problems(problems)
         return self
 
@@ -122,6 +126,29 @@ class StackConfig(StackModel):
     def accelerator_groups(self) -> tuple[ShapeConfig, ...]:
         """The named shapes runs may refer to: pools (Standard) or shapes (Autopilot)."""
         return self.shapes if self.autopilot else self.pools
+
+    def dataset(self, name: str) -> DatasetConfig | None:
+        return next((d for d in self.datasets if d.name == name), None)
+
+    def staging_trainer(self, dataset: DatasetConfig) -> str:
+        """The trainer whose image stages `dataset`: the one that tokenizes it, else the first run's
+        that reads it (its image is built anyway), else the first trainer of the table."""
+        if dataset.tokenize:
+            return next(name for name, row in TRAINERS.items() if row.token_shards_module)
+        readers = [run.trainer for run in self.runs if (run.data or "").partition("/")[0] == dataset.name]
+        return readers[0] if readers else next(iter(TRAINERS))
+
+    def data_paths(self) -> dict[str, str]:
+        """Each run's data, below datasets/: the named dataset's file, directory or token shards."""
+        paths = {}
+        for run in self.runs:
+            if not run.data:
+                continue
+            head, _, rest = run.data.partition("/")
+            dataset = self.dataset(head)
+            if dataset is not None:
+                paths[run.name] = run.data if rest else dataset.path_for(run.row.token_shards_module is not None)
+        return paths
 
     def contracts(self) -> dict[str, SchedulingContract]:
         """The scheduling contract of every pool (Standard) or shape (Autopilot), by name."""

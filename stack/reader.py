@@ -25,7 +25,7 @@ from stack.problems import ConfigError, Problem, from_validation_error
 from stack.secrets import HF_TOKEN_KEY, TokenState, hf_token_problems, needs_hf_token
 
 # Keys whose stack value is structured; Pulumi hands them to the program as JSON.
-_STRUCTURED = ("pools", "shapes", "images", "runs", "zones", "network")
+_STRUCTURED = ("pools", "shapes", "images", "runs", "zones", "network", "datasets")
 _NOT_MODEL_KEYS = (HF_TOKEN_KEY,)
 _GCP_KEYS = {"gcp:project": "project", "gcp:region": "region"}
 
@@ -84,7 +84,7 @@ def load() -> StackConfig:
     """Read and validate the current stack's config; raise ConfigError on any problem."""
     merged = {**runtime_config.get_config_env(), **runtime_config.CONFIG.get()}
     values = model_values(merged, pulumi.get_stack())
-    return validate(values, hf_token_problems(values.get("runs"), _hf_token_state()))
+    return validate(values, hf_token_problems(values.get("runs"), _hf_token_state(), values.get("datasets")))
 
 
 def hf_token(config: StackConfig) -> pulumi.Output[str] | None:
@@ -92,7 +92,7 @@ def hf_token(config: StackConfig) -> pulumi.Output[str] | None:
 
     `load` has already refused a stack whose runs need the token and lack it.
     """
-    if not needs_hf_token(config.runs):
+    if not needs_hf_token(config.runs, config.datasets):
         return None
     return pulumi.Config(PROJECT).require_secret(HF_TOKEN_KEY)
 

@@ -7,8 +7,11 @@ rules about runs with theirs (stack/runs.py). No Pulumi import.
 
 from __future__ import annotations
 
+import importlib
 import re
+
 from core.syntax import ZONE
+from core.trainers import TRAINERS
 from stack.problems import Problem
 
 
@@ -70,3 +73,27 @@ def unique_name_problems(key: str, groups: tuple) -> list[Problem]:
             problems.append(Problem(f"{key}[{i}].name", group.name, "is used twice", "unique names"))
         seen.add(group.name)
     return problems
+
+
+def dataset_stack_problems(datasets: tuple, runs: tuple) -> list[Problem]:
+    """Unique dataset names; every run's `data` names a dataset the stack stages; tokenizers exist."""
+    problems = unique_name_problems("datasets", datasets)
+    names = [d.name for d in datasets]
+    for i, run in enumerate(runs):
+        head = (run.data or "").partition("/")[0]
+        if run.data and head not in names:
+            problems.append(Problem(f"runs[{i}].data", run.data, f"on run {run.name!r} names no dataset of the stack",
+                                    f"a dataset of `datasets:` ({', '.join(names) or 'none declared'}), "
+                                    "or a path inside one"))
+    for i, d in enumerate(datasets):
+        if d.tokenize:
+            problems += [Problem(f"datasets[{i}].tokenize", d.tokenize, f"is refused by the trainer: {line}",
+                                 "a model of a trainer that reads token shards")
+                         for line in tokenizer_problems(d.tokenize)]
+    return problems
+
+
+def tokenizer_problems(model: str) -> list[str]:
+    """What the token-shard trainers' own flag declarations say of `--model <model>`."""
+    import_name = [row.flags_module for row in TRAINERS.values() if row.token_shards_module]
+    return [p for module in import_name for p in importlib.import_module(module).argument_problems(["--model", model])]

@@ -38,11 +38,23 @@ def runs_needing_hf_token(runs: Iterable[Any]) -> list[tuple[int, str, str]]:
     return found
 
 
-def needs_hf_token(runs: Iterable[Any]) -> bool:
-    return bool(runs_needing_hf_token(runs))
+def datasets_needing_hf_token(datasets: Iterable[Any]) -> list[tuple[int, str]]:
+    """(index, name) of each gated or private Hub dataset (`hub.token: true`), raw mappings or models."""
+    found = []
+    for index, d in enumerate(datasets if isinstance(datasets, (list, tuple)) else ()):
+        hub = d.get("hub") if isinstance(d, dict) else getattr(d, "hub", None)
+        token = hub.get("token") if isinstance(hub, dict) else getattr(hub, "token", False)
+        name = d.get("name") if isinstance(d, dict) else getattr(d, "name", None)
+        if token is True:
+            found.append((index, str(name)))
+    return found
 
 
-def hf_token_problems(runs: Iterable[Any], state: TokenState) -> list[Problem]:
+def needs_hf_token(runs: Iterable[Any], datasets: Iterable[Any] = ()) -> bool:
+    return bool(runs_needing_hf_token(runs) or datasets_needing_hf_token(datasets))
+
+
+def hf_token_problems(runs: Iterable[Any], state: TokenState, datasets: Iterable[Any] = ()) -> list[Problem]:
     """The token's problems: plain text ever, unset when a run needs it (naming each such run)."""
     if state == "plain":
         return [Problem(HF_TOKEN_KEY, "[plain text]", "is stored in plain text", SET_IT)]
@@ -52,4 +64,8 @@ def hf_token_problems(runs: Iterable[Any], state: TokenState) -> list[Problem]:
         Problem(HF_TOKEN_KEY, MISSING,
                 f"and run {name!r} (runs[{index}], trainer {trainer}) reads the Hugging Face Hub", SET_IT)
         for index, name, trainer in runs_needing_hf_token(runs)
+    ] + [
+        Problem(HF_TOKEN_KEY, MISSING, f"and dataset {name!r} (datasets[{index}]) is staged from the Hub with a token",
+                SET_IT)
+        for index, name in datasets_needing_hf_token(datasets)
     ]

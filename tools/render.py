@@ -22,6 +22,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from core.contract import SchedulingContract
+from core.trainers import TRAINERS
+from manifests.staging import staging_job
 from manifests.jobset import child_jobs
 from manifests.run import PlatformFacts, build_runs
 from stack import reader
@@ -45,12 +47,25 @@ def stack_inputs(
 ) -> tuple[tuple[RunConfig, ...], dict[str, SchedulingContract], PlatformFacts]:
     """(runs, contracts, facts) of Pulumi.<stack>.yaml, read as the program reads it."""
     config = reader.load_files(stack, root)
-    facts = PlatformFacts(bucket=config.data_bucket, images=offline_images(config))
+    facts = PlatformFacts(bucket=config.data_bucket, images=offline_images(config), data_paths=config.data_paths())
     return config.runs, config.contracts(), facts
 
 
 def stack_manifests(stack: str, root: Path = ROOT) -> dict[str, dict]:
     return build_runs(*stack_inputs(stack, root))
+
+
+def staging_manifests(stack: str, root: Path = ROOT) -> dict[str, dict]:
+    """The staging Job of each dataset of the stack, by Job name (images as `stack_inputs` gives them)."""
+    config = reader.load_files(stack, root)
+    images = offline_images(config)
+    jobs = {}
+    for dataset in config.datasets:
+        trainer = config.staging_trainer(dataset)
+        job = staging_job(dataset, trainer=TRAINERS[trainer], image=images[trainer], bucket=config.data_bucket,
+                          autopilot=config.autopilot)
+        jobs[job["metadata"]["name"]] = job
+    return jobs
 
 
 def shipped_stacks(root: Path = ROOT) -> list[str]:
@@ -70,7 +85,9 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as err:
         print(err, file=sys.stderr)
         return 1
-    for path in write_manifests(explode_jobs(manifests) if args.explode_jobs else manifests, args.out):
+    # For scanners, every Job the stack declares: each run's child Jobs and the staging Jobs.
+    chosen = {**explode_jobs(manifests), **staging_manifests(args.stack)} if args.explode_jobs else manifests
+    for path in write_manifests(chosen, args.out):
         print(path)
     return 0
 

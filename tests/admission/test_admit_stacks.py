@@ -31,7 +31,7 @@ def test_every_shipped_stack_is_admitted(stack):
                                "machineType": "ct6e-standard-4t", "slices": 2}]},
      "shapes[0].slices: 2 needs host networking for multislice, which Autopilot refuses"),
     # syntax: a run name whose pod hostnames exceed a DNS label.
-    ({"gke-finetune:runs": [{"name": "r" * 60, "trainer": "gemma-jax", "pool": "v6e-1x1", "data": "x.txt"}]},
+    ({"gke-finetune:runs": [{"name": "r" * 60, "trainer": "gemma-jax", "pool": "v6e-1x1", "data": "tinystories"}]},
      f"runs[0].name: '{'r' * 60}' is too long for pool 'v6e-1x1'"),
 ])  # fmt: skip
 def test_the_plan_rejects_each_rule_class_before_declaring_anything(overrides, expected):

@@ -159,10 +159,14 @@ def test_images_pinned_in_the_stack_file_are_not_built(monkeypatch):
     assert _jobset_images(deployment) == [pinned]
 
 
-def test_a_stack_without_runs_builds_no_image():
+def test_a_stack_without_runs_or_datasets_builds_no_image():
     from tools.offline import run_stack
 
-    assert not run_stack("dev", overrides={"gke-finetune:runs": []}).of_type("docker-build:index:Image")
+    empty = {"gke-finetune:runs": [], "gke-finetune:datasets": []}
+    assert not run_stack("dev", overrides=empty).of_type("docker-build:index:Image")
+    # A dataset alone needs an image: its staging Job runs in one.
+    staging = run_stack("dev", overrides={"gke-finetune:runs": []}).of_type("docker-build:index:Image")
+    assert [i.name for i in staging] == ["images-gemma-jax"]
 
 
 def test_the_stack_s_image_builder_chooses_cloud_build_in_its_project_and_region(monkeypatch):

@@ -19,7 +19,7 @@ IMAGES = {
     "gemma-jax": f"us-east5-docker.pkg.dev/my-project-id/finetune/gemma-jax@{DIGEST}",
     "trl-gpu": f"us-east5-docker.pkg.dev/my-project-id/finetune/trl-gpu@{DIGEST}",
 }
-MULTISLICE_RUN = {"name": "gemma3-ms", "trainer": "gemma-jax", "pool": "v6e-2x4", "data": "TinyStories-train.txt",
+MULTISLICE_RUN = {"name": "gemma3-ms", "trainer": "gemma-jax", "pool": "v6e-2x4", "data": "tinystories",
                   "args": ["--maxlen", "256", "--batch_size", "64"]}  # fmt: skip
 OVERRIDES = {"gke-finetune:runs": [MULTISLICE_RUN], "gke-finetune:images": IMAGES}
 
@@ -40,7 +40,8 @@ def test_program_applies_the_rendered_manifest(multislice):
     _runs, contracts, facts = render.stack_inputs("tpu-multislice")
     [declared] = multislice.of_type(JOBSET)
     run = RunConfig(**MULTISLICE_RUN)
-    expected = build_run(run, contracts["v6e-2x4"], PlatformFacts(facts.bucket, IMAGES))
+    expected = build_run(run, contracts["v6e-2x4"],
+                         PlatformFacts(facts.bucket, IMAGES, data_paths={run.name: "tinystories/tokens"}))
     assert declared.inputs["spec"] == expected["spec"]
     assert declared.inputs["metadata"] == expected["metadata"]
     assert declared.inputs["metadata"]["annotations"]["alpha.jobset.sigs.k8s.io/exclusive-topology"]

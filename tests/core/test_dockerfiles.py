@@ -175,7 +175,8 @@ def test_context_is_only_what_the_image_needs(image):
     assert lines[0] == "*"
     allowed = {line[1:].rstrip("/") for line in lines if line.startswith("!")}
     copied = set(copy_sources(_instructions(image)))
-    assert allowed == {"trainers/__init__.py", "trainers/exit_codes.py", image.package_dir}
+    also = {m.replace(".", "/") for m in image.also_runs}
+    assert allowed == {"trainers/__init__.py", "trainers/exit_codes.py", image.package_dir, *also}
     for source in copied:
         assert any(source == a or source.startswith(a + "/") for a in allowed), source
 
@@ -240,6 +241,9 @@ def test_every_imported_module_is_copied(image):
         needed |= imported_files(module)
         assert _module_file(module).relative_to(REPO_ROOT).as_posix() in needed
     assert "trainers/__init__.py" in needed
+    for module in image.also_runs:  # run by the stack's staging Jobs in this image
+        assert _module_file(module), module
+        needed |= imported_files(module) | imported_files(f"{module}.__main__")
     in_image = set(content_files(image))
     assert needed <= in_image, sorted(needed - in_image)
 

@@ -14,10 +14,11 @@ from pathlib import Path
 
 from manifests.run import build_runs
 from tests.support import examples
-from tools.render import ROOT, shipped_stacks, stack_manifests, write_manifests
+from tools.render import ROOT, shipped_stacks, stack_manifests, staging_manifests, write_manifests
 
 GOLDEN_DIR = ROOT / "tests" / "golden"
 EXAMPLES = "examples"
+DATASETS = "datasets"
 
 
 def example_manifests() -> dict[str, dict]:
@@ -28,10 +29,16 @@ def manifests_for(stack: str) -> dict[str, dict]:
     return example_manifests() if stack == EXAMPLES else stack_manifests(stack)
 
 
+def staging_for(stack: str) -> dict[str, dict]:
+    """The stack's dataset staging Jobs (tests/golden/<stack>/datasets/)."""
+    return {} if stack == EXAMPLES else staging_manifests(stack)
+
+
 def update_goldens() -> list[Path]:
     paths = []
     for stack in [EXAMPLES, *shipped_stacks()]:
         paths += write_manifests(manifests_for(stack), GOLDEN_DIR / stack)
+        paths += write_manifests(staging_for(stack), GOLDEN_DIR / stack / DATASETS)
     return paths
 
 

@@ -236,14 +236,16 @@ def test_plan_diff_of_a_trainer_change_shows_a_new_image_and_the_run_using_it(tm
     result = _plan_cli(tree, "diff", "--base", "main", "--stack", "dev")
     assert result.returncode == 0, result.stderr
     changed = [line for line in result.stdout.splitlines() if line.startswith(("+ ", "- ", "~ "))]
+    # The image, the run using it, and the staging Job that runs in it.
     assert changed == [
         "~ docker-build:index:Image::images-gemma-jax",
+        "~ kubernetes:batch/v1:Job::datasets-tinystories",
         "~ kubernetes:jobset.x-k8s.io/v1alpha2:JobSet::runs-gemma3",
     ]
     assert "inputs.tags: " in result.stdout
     image_lines = [line.strip() for line in result.stdout.splitlines() if ".image: " in line]
     assert image_lines and all(
-        re.fullmatch(r"inputs\.spec\.\S+\.containers\[0\]\.image: \S+ → \S+", line) for line in image_lines
+        re.fullmatch(r"inputs\.spec\.\S+\.(containers|initContainers)\[0\]\.image: \S+ → \S+", line) for line in image_lines
     ), image_lines
 
 

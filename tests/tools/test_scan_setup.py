@@ -94,7 +94,10 @@ def test_each_replicated_job_is_scanned_as_the_valid_job_it_stands_for(stack, ru
 def test_explode_jobs_writes_jobs_instead_of_jobsets(tmp_path):
     assert render.main(["--stack", "a4", "--explode-jobs", "--out", str(tmp_path)]) == 0
     kinds = {p.stem: yaml.safe_load(p.read_text())["kind"] for p in tmp_path.glob("*.yaml")}
-    assert kinds == {f"{name}-trainer": "Job" for name in render.stack_manifests("a4")}
+    # Each run's child Job, and each dataset's staging Job.
+    assert kinds == {**{f"{name}-trainer": "Job" for name in render.stack_manifests("a4")},
+                     **{name: "Job" for name in render.staging_manifests("a4")}}
+    assert "stage-text-to-sql" in kinds
 
 
 def test_make_test_runs_the_scan_on_every_stack_with_its_skip_list():

@@ -12,7 +12,7 @@ import dataclasses
 import os
 import re
 
-from trainers.gemma_jax import flags
+from trainers.gemma_jax import flags, token_shards
 from trainers.gemma_jax import model as model_lib
 
 SAMPLE_PROMPT = flags.SAMPLE_PROMPT
@@ -67,8 +67,8 @@ def parse_args(argv: list[str] | None = None) -> Config:
         cfg = flags.parse(argv)
     except ValueError as e:
         raise ConfigError(str(e)) from None
-    if not os.path.isfile(cfg.data_path):
-        raise ConfigError(f"--data_path={cfg.data_path}: no such file")
+    if not (os.path.isfile(cfg.data_path) or token_shards.is_token_dir(cfg.data_path)):
+        raise ConfigError(f"--data_path={cfg.data_path}: no such file, nor a token-shard directory")
     check_path("tokenizer", cfg.tokenizer)
     if cfg.init_from_hf:
         check_path("init_from_hf", cfg.init_from_hf)

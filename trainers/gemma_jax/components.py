@@ -19,6 +19,7 @@ from trainers.gemma_jax import data
 from trainers.gemma_jax import model as model_lib
 from trainers.gemma_jax import sharding
 from trainers.gemma_jax import steps
+from trainers.gemma_jax import token_shards
 
 
 def log(msg: str) -> None:
@@ -74,28 +75,41 @@ class DataPlan:
     eval_steps: int
 
 
+def _read_shards(cfg: cli.Config, layout: Layout, factory, local: range):
+    """(train, eval) shards of this process: tokenized here from the text file, or read from token shards."""
+    wanted = cfg.eval_stories + cfg.datacount
+    if token_shards.is_token_dir(cfg.data_path):
+        try:
+            source = token_shards.TokenStories(cfg.data_path)
+            source.check_tokenizer(factory())
+        except token_shards.TokenShardsError as e:
+            raise cli.ConfigError(str(e)) from None
+        total = min(source.count, wanted)
+        train_count = max(0, total - cfg.eval_stories)
+        held_out_count = total - train_count
+        train = data.make_token_shards(source, cfg.eval_stories, train_count, local, layout.data_shards)
+        held_out = data.make_token_shards(source, 0, held_out_count, local, layout.data_shards)
+    else:
+        stories = data.read_stories(cfg.data_path, wanted)
+        texts, train_count = stories[cfg.eval_stories:], max(0, len(stories) - cfg.eval_stories)
+        train = data.make_shards(texts, cfg.eval_stories, local, layout.data_shards, factory, cfg.data_workers)
+        held_out = data.make_shards(stories[: cfg.eval_stories], 0, local, layout.data_shards, factory,
+                                    cfg.data_workers)
+    if train_count < cfg.datacount:
+        log(f"[data] {cfg.data_path} has only {train_count} training stories (--datacount={cfg.datacount})")
+    return train, held_out
+
+
 def make_data(cfg: cli.Config, layout: Layout) -> DataPlan:
     """Reads, tokenizes (own shards only), and plans the number of steps.
 
     Every process must run the same number of steps, so the plan is the
     minimum over all shards of all processes.
     """
-    stories = data.read_stories(cfg.data_path, cfg.eval_stories + cfg.datacount)
-    held_out, train = stories[: cfg.eval_stories], stories[cfg.eval_stories :]
-    if len(train) < cfg.datacount:
-        log(
-            f"[data] {cfg.data_path} has only {len(train)} training stories "
-            f"(--datacount={cfg.datacount})"
-        )
     factory = functools.partial(model_lib.load_tokenizer, cfg.model, cfg.tokenizer)
     local = sharding.local_shard_range(layout.data_shards)
     kw = {"maxlen": cfg.maxlen, "rows_per_shard": layout.rows_per_shard}
-    train_shards = data.make_shards(
-        train, cfg.eval_stories, local, layout.data_shards, factory, cfg.data_workers
-    )
-    eval_shards = data.make_shards(
-        held_out, 0, local, layout.data_shards, factory, cfg.data_workers
-    )
+    train_shards, eval_shards = _read_shards(cfg, layout, factory, local)
     available = _min_over_processes(
         min(
             data.full_batches(s, epochs=cfg.epochs, seed=cfg.seed, shuffle=True, **kw)
@@ -115,8 +129,9 @@ def make_data(cfg: cli.Config, layout: Layout) -> DataPlan:
         log(f"[data] only {available} steps of data for --steps={cfg.steps}")
     tokens = sum(s.num_tokens for s in train_shards)
     log(
-        f"[data] {len(train)} train / {len(held_out)} held-out stories; this "
-        f"process: shards {list(local)}, {tokens} tokens; {total} steps, "
+        f"[data] {sum(len(s.tokens) for s in train_shards)} train / "
+        f"{sum(len(s.tokens) for s in eval_shards)} held-out stories in this "
+        f"process's shards {list(local)}, {tokens} tokens; {total} steps, "
         f"{eval_steps} eval batches"
     )
     return DataPlan(

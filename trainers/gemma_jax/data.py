@@ -117,6 +117,16 @@ def make_shards(
     return out
 
 
+def make_token_shards(source, id_offset: int, count: int, shards: range, num_shards: int) -> list[Shard]:
+    """The shards this process owns, read from pre-tokenized stories (token_shards.TokenStories):
+    story i of the run is record id_offset + i, as line i of the text would be."""
+    out = []
+    for s in shards:
+        ids = shard_ids(count, s, num_shards)
+        out.append(Shard(s, ids + id_offset, source.tokens(ids + id_offset)))
+    return out
+
+
 class _Row(grain.transforms.Map):
     """A row plan -> the arrays of one packed row (packing.row_arrays)."""
 

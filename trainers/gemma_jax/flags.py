@@ -67,7 +67,8 @@ class Flags:
         "float32", "dtype of the trained weights kept by the optimizer", choices=("float32", "bfloat16")
     )
     # Data.
-    data_path: str = flag("/data/TinyStories-train.txt", "stories separated by <|endoftext|>")
+    data_path: str = flag("/data/TinyStories-train.txt",
+                          "stories separated by <|endoftext|>, or a token-shard directory (token_shards.py)")
     datacount: int = flag(296000, "training stories (after the held-out ones)", minimum=1)
     eval_stories: int = flag(512, "stories at the head of the file held out for eval", minimum=0)
     maxlen: int = flag(256, "packed row length (tokens)", minimum=8)

@@ -1,0 +1,102 @@
+"""The stack's datasets, staged by `pulumi up`: one awaited Kubernetes Job each, and the identity it runs as.
+
+Unlike runs (submitted and left to run for hours), a staging Job is awaited:
+the runs that read its dataset depend on it, so `pulumi up` orders them,
+and a failed download fails `pulumi up` with the Job's error. The Job is
+replaced when its dataset's source changes (a visible change in the
+preview); its staging code copies nothing that is already there.
+The `stager` service account's principal may write only below datasets/
+(an IAM condition, as the trainer's below checkpoints/ and profiles/), and
+read a `gcs:` source's bucket.
+https://www.pulumi.com/registry/packages/kubernetes/api-docs/batch/v1/job/
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import pulumi
+import pulumi_gcp as gcp
+import pulumi_kubernetes as k8s
+
+from components.runs import IMAGE_STAND_IN, _with_image
+from core.names import DATA_PREFIX, RUNS_NAMESPACE, STAGER_KSA
+from core.trainers import TRAINERS
+from manifests.staging import DEADLINE_SECONDS, staging_job
+from stack.config import StackConfig
+
+
+@dataclass
+class DatasetStagingArgs:
+    config: StackConfig
+    provider: k8s.Provider
+    images: Mapping[str, pulumi.Input[str]]  # trainer -> image by digest
+    stager_member: pulumi.Input[str]
+    # The namespace, the bucket, the cluster (its Workload Identity pool), the HF Secret if any.
+    depends_on: list[pulumi.Resource] = field(default_factory=list)
+
+
+def datasets_condition(bucket: str) -> str:
+    """CEL expression true only for objects and folders below datasets/."""
+    return " || ".join(
+        f'resource.name.startsWith("projects/_/buckets/{bucket}/{kind}/{DATA_PREFIX}/")' for kind in ("objects", "folders")
+    )
+
+
+class DatasetStaging(pulumi.ComponentResource):
+    """`jobs` holds the staging Job of each dataset, by name; runs depend on them."""
+
+    jobs: dict[str, k8s.batch.v1.Job]
+
+    def __init__(self, name: str, args: DatasetStagingArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("gke-finetune:platform:DatasetStaging", name, None, opts)
+        cfg = args.config
+        self.jobs = {}
+        if not cfg.datasets:
+            self.register_outputs({})
+            return
+        k8s_opts = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=args.depends_on)
+        account = k8s.core.v1.ServiceAccount(
+            f"{name}-ksa", metadata={"name": STAGER_KSA, "namespace": RUNS_NAMESPACE}, opts=k8s_opts
+        )
+        grants = self._grants(name, args)
+        ready = pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[account, *grants]))
+        for dataset in cfg.datasets:
+            trainer = cfg.staging_trainer(dataset)
+            image = args.images[trainer]
+            manifest = staging_job(dataset, trainer=TRAINERS[trainer],
+                                   image=image if isinstance(image, str) else IMAGE_STAND_IN,
+                                   bucket=cfg.data_bucket, autopilot=cfg.autopilot)
+            spec = manifest["spec"] if isinstance(image, str) else _with_image(manifest["spec"], image)
+            self.jobs[dataset.name] = k8s.batch.v1.Job(
+                f"{name}-{dataset.name}",
+                metadata=manifest["metadata"],
+                spec=spec,
+                opts=pulumi.ResourceOptions.merge(ready, pulumi.ResourceOptions(
+                    # A Job's pod template is immutable: a changed source is a new Job.
+                    replace_on_changes=["spec"],
+                    delete_before_replace=True,
+                    custom_timeouts=pulumi.CustomTimeouts(create=f"{DEADLINE_SECONDS}s", update=f"{DEADLINE_SECONDS}s"),
+                )),
+            )
+        self.register_outputs({"jobs": {n: f"{RUNS_NAMESPACE}/stage-{n}" for n in self.jobs}})
+
+    def _grants(self, name: str, args: DatasetStagingArgs) -> list[gcp.storage.BucketIAMMember]:
+        cfg, child = args.config, pulumi.ResourceOptions(parent=self, depends_on=args.depends_on)
+        grants = [
+            gcp.storage.BucketIAMMember(f"{name}-read", bucket=cfg.data_bucket, role="roles/storage.objectViewer",
+                                        member=args.stager_member, opts=child),
+            gcp.storage.BucketIAMMember(
+                f"{name}-write", bucket=cfg.data_bucket, role="roles/storage.objectUser", member=args.stager_member,
+                condition=gcp.storage.BucketIAMMemberConditionArgs(
+                    title="datasets-only", description="Write only below datasets/",
+                    expression=datasets_condition(cfg.data_bucket)),
+                opts=child,
+            ),
+        ]
+        for bucket in sorted({d.gcs_bucket for d in cfg.datasets if d.gcs_bucket}):
+            grants.append(gcp.storage.BucketIAMMember(
+                f"{name}-source-{bucket}", bucket=bucket, role="roles/storage.objectViewer",
+                member=args.stager_member, opts=child))
+        return grants

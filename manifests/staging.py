@@ -1,0 +1,136 @@
+"""A dataset's staging Job as data: fetch the source into datasets/<name>/, then (optionally) tokenize.
+
+The Job runs on the cluster's system nodes (Standard) or general-purpose
+Autopilot nodes, never on an accelerator, as the `stager` service account,
+whose only write access is `datasets/`. The staging code is the project's
+own (trainers/staging, standard library only); a dataset with `tokenize`
+is then tokenized by the JAX trainer's own code, in its image, into the
+token shards its runs read. A source no retry can fix exits 78 and fails
+the Job at once; other failures are retried a few times.
+https://kubernetes.io/docs/concepts/workloads/controllers/job/
+"""
+
+from __future__ import annotations
+
+import json
+
+from core.catalog import NODEPOOL_LABEL
+from core.names import (
+    APP_LABEL, DATASET_LABEL, DATA_PREFIX, HF_TOKEN_KEY, HF_TOKEN_SECRET, PROJECT, RUNS_NAMESPACE, STAGER_KSA,
+)  # fmt: skip
+from core.trainers import CONFIG_ERROR, STAGING_MODULE, WORKDIR, Trainer
+from manifests import pod
+from manifests.storage import CSI_DRIVER, SIDECAR_PREFIX, WRITE_OPTIONS, Owner
+from stack.datasets import TOKENS_DIR, DatasetConfig
+
+DATASETS_DIR = "/datasets"
+SOURCE_DIR = "/source"
+SYSTEM_POOL = "system"
+# Hours a staging Job may run before it is failed (a stalled download).
+DEADLINE_SECONDS = 6 * 3600
+RETRIES = 3
+_STAGE = {"cpu": "1", "memory": "2Gi", "ephemeral-storage": "2Gi"}
+_TOKENIZE = {"cpu": "2", "memory": "8Gi", "ephemeral-storage": "2Gi"}
+_SIDECAR = {"cpu": "250m", "memory": "512Mi", "ephemeral-storage": "5Gi"}
+
+
+def job_name(dataset: DatasetConfig) -> str:
+    return f"stage-{dataset.name}"
+
+
+def staging_job(dataset: DatasetConfig, *, trainer: Trainer, image: str, bucket: str, autopilot: bool) -> dict:
+    labels = {APP_LABEL: PROJECT, DATASET_LABEL: dataset.name}
+    steps = [_stage_container(dataset, image)]
+    if dataset.tokenize and trainer.token_shards_module:
+        steps.append(_tokenize_container(dataset, image, trainer))
+    *init, main = steps
+    spec = {
+        "serviceAccountName": STAGER_KSA,
+        "automountServiceAccountToken": False,
+        "restartPolicy": "Never",
+        "securityContext": pod.SECCOMP | _owner_context(trainer),
+        "containers": [main],
+        "volumes": _volumes(dataset, bucket, trainer),
+    }
+    if init:
+        spec["initContainers"] = init
+    if not autopilot:
+        spec["nodeSelector"] = {NODEPOOL_LABEL: SYSTEM_POOL}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": job_name(dataset), "namespace": RUNS_NAMESPACE, "labels": dict(labels)},
+        "spec": {
+            "backoffLimit": RETRIES,
+            "activeDeadlineSeconds": DEADLINE_SECONDS,
+            "podFailurePolicy": {"rules": [
+                {"action": "FailJob", "onExitCodes": {"operator": "In", "values": [CONFIG_ERROR]}},
+            ]},
+            "template": {"metadata": {"labels": labels, "annotations": _sidecar(autopilot)}, "spec": spec},
+        },
+    }
+
+
+def _sidecar(autopilot: bool) -> dict:
+    annotations = {"gke-gcsfuse/volumes": "true"}
+    for name, value in _SIDECAR.items():
+        annotations[f"{SIDECAR_PREFIX}{name}-limit"] = value if autopilot else "0"
+    annotations.update({f"{SIDECAR_PREFIX}{name}-request": value for name, value in _SIDECAR.items()})
+    return annotations
+
+
+def _container(name: str, image: str, command: list[str], resources: dict, mounts: list[dict]) -> dict:
+    return {
+        "name": name,
+        "image": image,
+        "imagePullPolicy": "IfNotPresent",
+        "workingDir": WORKDIR,
+        "command": command,
+        "env": [{"name": "PYTHONUNBUFFERED", "value": "1"}],
+        "resources": {"requests": dict(resources), "limits": dict(resources)},
+        "volumeMounts": mounts,
+        "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
+    }
+
+
+def _stage_container(dataset: DatasetConfig, image: str) -> dict:
+    command = ["python", "-m", STAGING_MODULE, "--source", json.dumps(dataset.source_spec(SOURCE_DIR)),
+               "--dest", f"{DATASETS_DIR}/{dataset.name}"]
+    mounts = [{"name": "dataset", "mountPath": f"{DATASETS_DIR}/{dataset.name}"}]
+    if dataset.gcs:
+        mounts.append({"name": "source", "mountPath": SOURCE_DIR, "readOnly": True})
+    if dataset.hub and dataset.hub.token:
+        command += ["--token-file", f"{pod.HF_TOKEN_DIR}/{HF_TOKEN_KEY}"]
+        mounts.append({"name": "hf-token", "mountPath": pod.HF_TOKEN_DIR, "readOnly": True})
+    return _container("stage", image, command, _STAGE, mounts)
+
+
+def _tokenize_container(dataset: DatasetConfig, image: str, trainer: Trainer) -> dict:
+    root = f"{DATASETS_DIR}/{dataset.name}"
+    command = ["python", "-m", trainer.token_shards_module, "--text", f"{root}/{dataset.staged_file}",
+               "--out", f"{root}/{TOKENS_DIR}", "--model", dataset.tokenize]
+    return _container("tokenize", image, command, _TOKENIZE, [{"name": "dataset", "mountPath": root}])
+
+
+def _owner_context(trainer: Trainer) -> dict:
+    image = trainer.image
+    if not image.non_root:
+        return {}
+    return {"runAsUser": image.user, "runAsGroup": image.group, "fsGroup": image.group, "runAsNonRoot": True}
+
+
+def _volumes(dataset: DatasetConfig, bucket: str, trainer: Trainer) -> list[dict]:
+    owner = Owner(trainer.image.user, trainer.image.group) if trainer.image.non_root else None
+    ids = owner.mount_options if owner else ()
+    options = ",".join((*WRITE_OPTIONS, *ids, f"only-dir={DATA_PREFIX}/{dataset.name}"))
+    volumes = [{"name": "dataset", "csi": {"driver": CSI_DRIVER, "readOnly": False,
+                                          "volumeAttributes": {"bucketName": bucket, "mountOptions": options}}}]
+    if dataset.gcs:
+        source = ",".join(("implicit-dirs", *ids, *((f"only-dir={dataset.gcs_prefix}",) if dataset.gcs_prefix else ())))
+        volumes.append({"name": "source", "csi": {"driver": CSI_DRIVER, "readOnly": True, "volumeAttributes": {
+            "bucketName": dataset.gcs_bucket, "mountOptions": source}}})
+    if dataset.hub and dataset.hub.token:
+        volumes.append({"name": "hf-token", "secret": {
+            "secretName": HF_TOKEN_SECRET, "items": [{"key": HF_TOKEN_KEY, "path": HF_TOKEN_KEY}],
+            "defaultMode": 0o400}})
+    return volumes
