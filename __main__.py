@@ -13,6 +13,7 @@ from components.identity import Identity, IdentityArgs, member_of
 from components.images import TrainerImages, TrainerImagesArgs
 from components.jobset import JobSetController, JobSetControllerArgs
 from components.kube import KubernetesAccess, KubernetesAccessArgs
+from components.kueue import Kueue, KueueArgs
 from components.node_pools import NodePools, NodePoolsArgs
 from components.registry import Registry, RegistryArgs
 from components.runs import Runs, RunsArgs
@@ -76,6 +77,20 @@ workspace = RunsWorkspace(
     after_apis,
 )
 
+# Kueue, only for a stack whose runs need it (a queued pool, a ladder, a priority).
+queue_ready = []
+if cfg.kueue_flavors():
+    kueue = Kueue(
+        "kueue",
+        KueueArgs(
+            flavors=cfg.kueue_flavors(),
+            provider=kube.provider,
+            depends_on=[jobset.release],
+            namespace_dependencies=[workspace.namespace],
+        ),
+    )
+    queue_ready = kueue.ready
+
 pulumi.export("clusterName", cluster.name)
 pulumi.export("clusterLocation", cluster.location)
 pulumi.export(
@@ -122,7 +137,7 @@ runs = Runs(
         bucket=cfg.data_bucket,
         images=images,
         provider=kube.provider,
-        depends_on=[jobset.release, storage.bucket, *workspace.pod_dependencies],
+        depends_on=[jobset.release, storage.bucket, *workspace.pod_dependencies, *queue_ready],
     ),
 )
 pulumi.export("runs", sorted(runs.jobsets))

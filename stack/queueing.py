@@ -26,8 +26,8 @@ from stack.runs import RunConfig
 
 
 def rungs(run: RunConfig) -> tuple[str, ...]:
-    """The pools a run may land on, in order of preference."""
-    return (run.pool, *run.ladder)
+    """The pools a run may land on, in order of preference (a pool named twice counts once)."""
+    return tuple(dict.fromkeys((run.pool, *run.ladder)))
 
 
 def _needs_queue(run: RunConfig, contracts: Mapping[str, SchedulingContract]) -> bool:

@@ -44,15 +44,15 @@ def _typo(manifest: dict, path: tuple, wrong: str) -> dict:
 
 
 @pytest.mark.parametrize("key,path,wrong", [
-    ("resourceflavor-v6e-2x4-queued", ("spec", "nodeLabels"), "nodeLabel"),
-    ("resourceflavor-v6e-2x4-queued", ("spec", "tolerations", 0, "effect"), "efect"),
+    ("resourceflavor-queued-v6e-2x4", ("spec", "nodeLabels"), "nodeLabel"),
+    ("resourceflavor-queued-v6e-2x4", ("spec", "tolerations", 0, "effect"), "efect"),
     ("clusterqueue-finetune", ("spec", "resourceGroups", 0, "flavors", 0, "resources", 0, "nominalQuota"), "nominalquota"),
     ("clusterqueue-finetune", ("spec", "admissionChecksStrategy"), "admissionChecks"),  # v1beta1's field
     ("clusterqueue-finetune", ("spec", "flavorFungibility", "whenCanPreempt"), "whenCanPrempt"),
     ("localqueue-finetune", ("spec", "clusterQueue"), "clusterqueue"),
-    ("admissioncheck-v6e-2x4-queued-provisioning", ("spec", "controllerName"), "controller"),
-    ("provisioningrequestconfig-v6e-2x4-queued-provisioning", ("spec", "managedResources"), "managedResource"),
-    ("provisioningrequestconfig-v6e-2x4-queued-provisioning", ("spec", "podSetUpdates", "nodeSelector", 0, "key"), "name"),
+    ("admissioncheck-queued-v6e-2x4-provisioning", ("spec", "controllerName"), "controller"),
+    ("provisioningrequestconfig-queued-v6e-2x4-provisioning", ("spec", "managedResources"), "managedResource"),
+    ("provisioningrequestconfig-queued-v6e-2x4-provisioning", ("spec", "podSetUpdates", "nodeSelector", 0, "key"), "name"),
     ("workloadpriorityclass-high", ("value",), "priority"),
     ("workloadpriorityclass-high", ("metadata", "name"), "nam"),
 ])  # fmt: skip
@@ -76,7 +76,7 @@ def test_the_cluster_queue_holds_every_flavor_in_ladder_order_with_the_pools_quo
     config = _config()
     spec = _objects()["clusterqueue-finetune"]["spec"]
     [group] = spec["resourceGroups"]
-    assert [f["name"] for f in group["flavors"]] == ["v6e-2x4-queued", "v6e-2x4-spot", "v6e-2x4"]
+    assert [f["name"] for f in group["flavors"]] == ["queued-v6e-2x4", "spot-v6e-2x4", "v6e-2x4"]
     assert group["coveredResources"] == ["cpu", "memory", "ephemeral-storage", "google.com/tpu"]
     contracts = config.contracts()
     for flavor in group["flavors"]:
@@ -87,7 +87,7 @@ def test_the_cluster_queue_holds_every_flavor_in_ladder_order_with_the_pools_quo
     assert spec["preemption"]["withinClusterQueue"] == "LowerPriority"
     assert spec["namespaceSelector"] == {"matchLabels": {"kubernetes.io/metadata.name": RUNS_NAMESPACE}}
     assert spec["admissionChecksStrategy"] == {
-        "admissionChecks": [{"name": "v6e-2x4-queued-provisioning", "onFlavors": ["v6e-2x4-queued"]}]
+        "admissionChecks": [{"name": "queued-v6e-2x4-provisioning", "onFlavors": ["queued-v6e-2x4"]}]
     }
     assert _objects()["localqueue-finetune"]["spec"] == {"clusterQueue": CLUSTER_QUEUE}
     assert _objects()["localqueue-finetune"]["metadata"] == {"name": LOCAL_QUEUE, "namespace": RUNS_NAMESPACE}
@@ -95,14 +95,14 @@ def test_the_cluster_queue_holds_every_flavor_in_ladder_order_with_the_pools_quo
 
 def test_a_queued_pool_is_provisioned_by_kueues_provisioning_request_check():
     objects = _objects()
-    config = objects["provisioningrequestconfig-v6e-2x4-queued-provisioning"]["spec"]
+    config = objects["provisioningrequestconfig-queued-v6e-2x4-provisioning"]["spec"]
     assert config["provisioningClassName"] == "queued-provisioning.gke.io"
     assert config["managedResources"] == ["google.com/tpu"]
     assert config["parameters"] == {"maxRunDurationSeconds": "86400"}  # Pulumi.tpu-queued.yaml
-    check = objects["admissioncheck-v6e-2x4-queued-provisioning"]["spec"]
+    check = objects["admissioncheck-queued-v6e-2x4-provisioning"]["spec"]
     assert check["controllerName"] == "kueue.x-k8s.io/provisioning-request"
-    assert check["parameters"]["name"] == "v6e-2x4-queued-provisioning"
-    flavor = objects["resourceflavor-v6e-2x4-queued"]["spec"]
+    assert check["parameters"]["name"] == "queued-v6e-2x4-provisioning"
+    flavor = objects["resourceflavor-queued-v6e-2x4"]["spec"]
     assert flavor["nodeLabels"][QUEUED_LABEL] == "true"
     assert QUEUED_TAINT.toleration() in flavor["tolerations"]
     # Only queued pools get a check.
