@@ -113,7 +113,8 @@ venv: $(VENV)/.installed
 # Python 3.11), apart from the Pulumi program's .venv. It does not know the
 # JobSet kind and checks nothing inside one, so each run's child Jobs are also
 # rendered as batch/v1 Jobs (tools/render.py --explode-jobs), where its pod
-# and container checks run. Any failed check fails the target, unless
+# and container checks run; a stack's Kueue objects (--kueue) are scanned too.
+# Any failed check fails the target, unless
 # tools/scan_skips.yaml skips it with a reason; `tools.scan summary` fails it
 # when checkov ran no check at all.
 VENV_SCAN := .venv-scan
@@ -132,6 +133,7 @@ scan: $(VENV)/.installed $(VENV_SCAN)/.installed
 	set -e; for stack in $(SCAN_STACKS); do \
 	  $(VENV)/bin/python -m tools.render --stack $$stack --out $(SCAN_DIR)/manifests/$$stack/jobsets >/dev/null; \
 	  $(VENV)/bin/python -m tools.render --stack $$stack --explode-jobs --out $(SCAN_DIR)/manifests/$$stack/jobs >/dev/null; \
+	  $(VENV)/bin/python -m tools.render --stack $$stack --kueue --out $(SCAN_DIR)/manifests/$$stack/kueue >/dev/null; \
 	done
 	skips="$$($(VENV)/bin/python -m tools.scan skips)" && \
 	  $(VENV_SCAN)/bin/checkov --directory $(SCAN_DIR)/manifests --framework kubernetes --compact --quiet \

@@ -14,6 +14,7 @@ from components.identity import Identity, IdentityArgs, member_of
 from components.images import TrainerImages, TrainerImagesArgs
 from components.jobset import JobSetController, JobSetControllerArgs
 from components.kube import KubernetesAccess, KubernetesAccessArgs
+from components.kueue import Kueue, KueueArgs
 from components.network import Network, NetworkArgs
 from components.node_pools import NodePools, NodePoolsArgs
 from components.registry import Registry, RegistryArgs
@@ -91,6 +92,20 @@ workspace = RunsWorkspace(
     after_apis,
 )
 
+# Kueue, only for a stack whose runs need it (a queued pool, a ladder, a priority).
+queue_ready = []
+if cfg.kueue_flavors():
+    kueue = Kueue(
+        "kueue",
+        KueueArgs(
+            flavors=cfg.kueue_flavors(),
+            provider=kube.provider,
+            depends_on=[jobset.release],
+            namespace_dependencies=[workspace.namespace],
+        ),
+    )
+    queue_ready = kueue.ready
+
 pulumi.export("clusterName", cluster.name)
 pulumi.export("clusterLocation", cluster.location)
 pulumi.export(
@@ -151,7 +166,7 @@ runs = Runs(
         images=images,
         provider=kube.provider,
         data_paths=cfg.data_paths(),
-        depends_on=[jobset.release, storage.bucket, *workspace.pod_dependencies, *staging.jobs.values()],
+        depends_on=[jobset.release, storage.bucket, *workspace.pod_dependencies, *staging.jobs.values(), *queue_ready],
     ),
 )
 pulumi.export("runs", sorted(runs.jobsets))

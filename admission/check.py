@@ -15,6 +15,7 @@ from collections.abc import Iterator, Mapping
 from admission import autopilot, fit, syntax
 from admission.findings import Finding
 from core.contract import SchedulingContract
+from manifests.kueue import kueue_manifests
 from manifests.run import PlatformFacts, build_runs
 from stack.config import StackConfig
 from stack.images import offline_images
@@ -41,11 +42,30 @@ def stack_manifests(config: StackConfig) -> dict[str, dict]:
     return build_runs(config.runs, config.contracts(), facts)
 
 
+def ladder_fit_findings(manifest: Mapping, run, contracts: Mapping[str, SchedulingContract]) -> list[Finding]:
+    """The pods' fit on every further rung of the run's ladder (the first is checked with the run)."""
+    found = []
+    for rung in run.ladder:
+        for where, pod in pods(manifest):
+            found += fit.fit_findings(pod, contracts[rung].allocatable, f"{where}.requests (pool {rung!r})")
+    return found
+
+
+def kueue_problems(config: StackConfig) -> list[Problem]:
+    """The stack's Kueue objects, by the same syntax rules."""
+    return [
+        Problem("kueue", key, f"would be refused by Kubernetes ({f.rule}): {f.where}: {f.value} {f.why} ({f.source})")
+        for key, manifest in kueue_manifests(config.kueue_flavors()).items()
+        for f in syntax.kueue_findings(manifest)
+    ]
+
+
 def admission_problems(config: StackConfig) -> list[Problem]:
     manifests, contracts = stack_manifests(config), config.contracts()
-    problems = []
+    problems = kueue_problems(config)
     for i, run in enumerate(config.runs):
-        for finding in run_findings(manifests[run.name], contracts[run.pool]):
+        findings = run_findings(manifests[run.name], contracts[run.pool])
+        for finding in findings + ladder_fit_findings(manifests[run.name], run, contracts):
             problems.append(Problem(
                 f"runs[{i}]", run.name,
                 f"would be refused by GKE ({finding.rule}): {finding.where}: {finding.value} {finding.why} "

@@ -96,3 +96,19 @@ def jobset_findings(manifest: Mapping) -> list[Finding]:
         found += pod_findings(replicated["template"]["spec"]["template"],
                               f"spec.replicatedJobs[{i}].template.spec.template")
     return found
+
+
+def kueue_findings(manifest: Mapping) -> list[Finding]:
+    """A Kueue object's name, labels and annotations, and the node labels and toleration keys of a flavor."""
+    found = list(object_name_findings(manifest["metadata"], "metadata"))
+    found += metadata_findings(manifest["metadata"], "metadata")
+    spec = manifest.get("spec") or {}
+    for key, value in (spec.get("nodeLabels") or {}).items():
+        found += _key(key, "spec.nodeLabels", SOURCE)
+        problem = syntax.label_value_problem(str(value))
+        if problem:
+            found.append(Finding("syntax", f"spec.nodeLabels[{key}]", value, problem, SOURCE))
+    for i, toleration in enumerate(spec.get("tolerations") or []):
+        if toleration.get("key"):
+            found += _key(toleration["key"], f"spec.tolerations[{i}].key", SOURCE)
+    return found

@@ -87,6 +87,8 @@ class Runs(pulumi.ComponentResource):
                 replace_on_changes=list(IMMUTABLE_PATHS),
                 # Same name before and after: the old JobSet must go first.
                 delete_before_replace=True,
+                # Kueue unsuspends a run it admits (and suspends one it evicts): not Pulumi's to revert.
+                ignore_changes=["spec.suspend"] if contract.queue else None,
             ),
         )
 

@@ -198,6 +198,18 @@ NVIDIA_B200 = Accelerator(
 # GKE taints Spot nodes of a Standard pool only when asked; Autopilot taints its own.
 SPOT_TAINT = Taint(SPOT_LABEL, "true", "NoSchedule")
 
+# Nodes of a queued-provisioning pool (Dynamic Workload Scheduler) carry this
+# label and taint; a pod needs the toleration, and selects the label.
+# https://cloud.google.com/kubernetes-engine/docs/how-to/provisioningrequest and
+# cluster-toolkit examples/gke-consumption-options/dws-flex-start-queued-provisioning/gke-tpu-v6e/
+# (tpu-v6e-test-job.yaml); xpk src/xpk/core/capacity.py selects the same label.
+QUEUED_LABEL = "cloud.google.com/gke-queued"
+QUEUED_TAINT = Taint(QUEUED_LABEL, "true", "NoSchedule")
+# The label GKE gives the nodes it provisions for one ProvisioningRequest; Kueue
+# pins a run's pods to them (ProvisioningRequestConfig podSetUpdates), as xpk
+# does (src/xpk/templates/kueue_config.yaml.j2, value `ResizeRequestName`).
+PROVISIONING_REQUEST_LABEL = "autoscaling.gke.io/provisioning-request"
+
 ACCELERATORS: dict[str, Accelerator] = {a.name: a for a in (TPU_V6E, NVIDIA_B200)}
 
 # Every topology GKE offers for v6e. A slice of at most 8 chips can sit on one VM.

@@ -30,6 +30,15 @@ class SchedulingContract:
     boot_disk_gb: int = 200
     # Ephemeral storage on the machine's local SSDs (else on the boot disk).
     local_ssd_ephemeral: bool = False
+    # How the pool gets its nodes (stack/models.py CAPACITIES), and the most VMs it may hold
+    # (all slices; 0: the slices' VMs).
+    capacity: str = "on-demand"
+    max_vms: int = 0
+    # The LocalQueue Kueue admits the pool's runs from, when the pool is one of
+    # the stack's Kueue flavors (stack/queueing.py); None: runs are not queued.
+    queue: str | None = None
+    # Queued capacity: the longest a ProvisioningRequest's nodes may run.
+    max_run_duration_seconds: int | None = None
 
     @property
     def allocatable(self) -> Allocatable:
@@ -59,3 +68,47 @@ class SchedulingContract:
     @property
     def multislice(self) -> bool:
         return self.family is Family.TPU and self.slices > 1
+
+    @property
+    def queued(self) -> bool:
+        """Capacity only a ProvisioningRequest (Kueue's provisioning admission check) obtains."""
+        return self.capacity == "queued"
+
+    @property
+    def vms(self) -> int:
+        """The most VMs the pool holds at once."""
+        return self.max_vms or self.hosts_per_slice * self.slices
+
+    @property
+    def quota_chips(self) -> int:
+        """The chips the pool can hold at once: its Kueue flavor's quota."""
+        return self.vms * self.chips_per_host
+
+    # A run that Kueue admits names only what every rung of its ladder shares
+    # (the shape's labels and the accelerator's toleration); Kueue adds its
+    # flavor's labels and tolerations, the rest of the contract, on admission.
+
+    @property
+    def pod_node_selector(self) -> dict[str, str]:
+        """The selector a run's pods carry: the whole contract, or its shape's labels when queued."""
+        if self.queue is None:
+            return dict(self.node_selector)
+        return {k: v for k, v in self.node_selector.items() if k in self.shape.node_selector()}
+
+    @property
+    def pod_tolerations(self) -> tuple[dict, ...]:
+        if self.queue is None:
+            return tuple(self.tolerations)
+        return (self.shape.accelerator.taint.toleration(),)
+
+    @property
+    def flavor_node_labels(self) -> dict[str, str]:
+        """The labels Kueue injects into an admitted pod's selector (its ResourceFlavor's nodeLabels)."""
+        shared = self.pod_node_selector if self.queue else {}
+        return {k: v for k, v in self.node_selector.items() if k not in shared}
+
+    @property
+    def flavor_tolerations(self) -> tuple[dict, ...]:
+        """The tolerations Kueue adds to an admitted pod (its ResourceFlavor's tolerations)."""
+        shared = self.pod_tolerations if self.queue else ()
+        return tuple(t for t in self.tolerations if t not in shared)

@@ -46,3 +46,23 @@ REPLICATED_JOB = "trainer"
 # principal may write below datasets/ only.
 STAGER_KSA = "stager"
 DATASET_LABEL = "gke-finetune/dataset"
+
+# Kueue: the queueing controller a stack installs when a run needs it (a queued
+# pool, a capacity ladder or a priority). The chart on registry.k8s.io is
+# versioned without the `v`; v0.19.2's default controller configuration
+# enables the JobSet integration (charts/kueue/values.yaml,
+# managerConfig.controllerManagerConfigYaml, integrations.frameworks lists
+# "jobset.x-k8s.io/jobset"). https://kueue.sigs.k8s.io/docs/installation/
+KUEUE_VERSION = "v0.19.2"
+KUEUE_CHART = "oci://registry.k8s.io/kueue/charts/kueue"
+KUEUE_CHART_VERSION = KUEUE_VERSION.removeprefix("v")
+KUEUE_NAMESPACE = "kueue-system"
+# The one ClusterQueue of a stack, and the LocalQueue runs are submitted to.
+CLUSTER_QUEUE = "finetune"
+LOCAL_QUEUE = "finetune"
+# The WorkloadPriorityClasses a run's `priority` may name, with their values:
+# a higher value preempts a lower one in the same queue.
+WORKLOAD_PRIORITIES = {"low": 100, "normal": 500, "high": 1000}
+# The most GKE lets queued (ProvisioningRequest) capacity run, and its default:
+# 7 days. https://cloud.google.com/kubernetes-engine/docs/how-to/provisioningrequest
+MAX_RUN_DURATION_SECONDS = 7 * 24 * 3600

@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from core.catalog import Family
 from core.contract import SchedulingContract
 from core.images import require_digest
-from core.names import APP_LABEL, PROJECT, RUN_LABEL, RUNS_NAMESPACE, TRAINER_KSA
-from manifests import jobset, pod, storage
+from core.names import APP_LABEL, POOL_LABEL, PROJECT, RUN_LABEL, RUNS_NAMESPACE, TRAINER_KSA
+from manifests import jobset, kueue, pod, storage
+from stack.queueing import rungs
 from stack.problems import ConfigError, Problem
 from stack.runs import RunConfig, run_problems
 
@@ -72,21 +73,35 @@ def build_run(run: RunConfig, contract: SchedulingContract, facts: PlatformFacts
         annotations=meta["annotations"],
         job=child_job(run, contract, facts, meta["labels"]),
         replicas=contract.slices,
-        run_spec={"suspend": run.suspend, "max_restarts": run.max_restarts},
+        # Kueue creates a queued run's pods when it admits the run; it is declared
+        # suspended, and Kueue unsuspends it (https://kueue.sigs.k8s.io/docs/tasks/run/jobsets/).
+        run_spec={"suspend": run.suspend or contract.queue is not None, "max_restarts": run.max_restarts},
     )
 
 
 def metadata(run: RunConfig, contract: SchedulingContract, facts: PlatformFacts) -> dict:
     """The JobSet's metadata; it depends on neither the bucket nor the image."""
-    labels = {APP_LABEL: APP, RUN_LABEL: run.name, **facts.extra_labels}
+    labels = {APP_LABEL: APP, RUN_LABEL: run.name, **facts.extra_labels, **queue_labels(run, contract)}
     annotations = dict(SKIP_AWAIT)
     if contract.family is Family.TPU and contract.hosts_per_slice > 1:
         annotations.update(jobset.EXCLUSIVE_TOPOLOGY)
     return {"name": run.name, "namespace": facts.namespace, "labels": labels, "annotations": annotations}
 
 
+def queue_labels(run: RunConfig, contract: SchedulingContract) -> dict[str, str]:
+    """The JobSet's Kueue labels: its LocalQueue and priority class, when Kueue admits it."""
+    if contract.queue is None:
+        return {}
+    labels = {kueue.QUEUE_LABEL: contract.queue}
+    if run.priority:
+        labels[kueue.PRIORITY_LABEL] = run.priority
+    return labels
+
+
 def child_job(run: RunConfig, contract: SchedulingContract, facts: PlatformFacts, labels: dict) -> dict:
     """The batch/v1 Job template of one slice: one pod per host, Indexed."""
+    # The Kueue labels stay on the JobSet: Kueue admits the JobSet, not its pods.
+    labels = {k: v for k, v in labels.items() if k not in (kueue.QUEUE_LABEL, kueue.PRIORITY_LABEL)}
     hosts = contract.hosts_per_slice
     return {
         "spec": {
@@ -122,19 +137,34 @@ def pod_spec(run: RunConfig, contract: SchedulingContract, facts: PlatformFacts)
         "restartPolicy": "Never",
         "terminationGracePeriodSeconds": pod.grace_seconds(run),
         "nodeSelector": node_selector(contract),
-        "tolerations": [dict(t) for t in contract.tolerations],
+        "tolerations": [dict(t) for t in contract.pod_tolerations],
         "containers": [container(run, contract, facts, [storage.volume_mount(m) for m in mounts] + extra_mounts)],
         "volumes": [storage.volume(m, facts.bucket, host_network, owner, storage.cache_plan(contract)) for m in mounts]
         + storage.cache_volumes(contract) + extra_volumes,
     }
     spec["securityContext"] = pod.security_context(run)
+    if contract.queue is not None:
+        spec["affinity"] = ladder_affinity(run)
     if host_network:
         spec.update({"hostNetwork": True, "dnsPolicy": "ClusterFirstWithHostNet"})
     return spec
 
 
+def ladder_affinity(run: RunConfig) -> dict:
+    """A queued run's pods may land on the pools of its ladder only.
+
+    Kueue skips a flavor whose node labels the pods' required node affinity
+    does not match (pkg/scheduler/flavorassigner/flavorassigner.go,
+    flavorSelector), so the run gets no pool of the stack outside its ladder,
+    and once admitted the flavor's pool label is one of these.
+    """
+    term = {"matchExpressions": [{"key": POOL_LABEL, "operator": "In", "values": list(rungs(run))}]}
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}}
+
+
 def node_selector(contract: SchedulingContract) -> dict[str, str]:
-    """The contract's selector, exactly.
+    """The contract's selector, exactly; for a run Kueue admits, the part its ladder's rungs share
+    (Kueue adds the admitting flavor's labels, the rest of the contract).
 
     On Standard the pool label pins the pod to the pool's nodes, which
     consume the pool's reservation; the `cloud.google.com/reservation-*`
@@ -144,7 +174,7 @@ def node_selector(contract: SchedulingContract) -> dict[str, str]:
     carry them, and a pod selecting them there might never schedule.
     https://cloud.google.com/kubernetes-engine/docs/how-to/consuming-reservations
     """
-    return dict(contract.node_selector)
+    return contract.pod_node_selector
 
 
 def container(run: RunConfig, contract: SchedulingContract, facts: PlatformFacts, mounts: list[dict]) -> dict:

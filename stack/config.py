@@ -23,6 +23,7 @@ from stack.contracts import derive_contracts
 from stack.models import Images, PoolConfig, ShapeConfig, StackModel, TopLevelCount
 from stack.datasets import DatasetConfig
 from stack.network import NetworkConfig
+from stack.queueing import kueue_flavors, queueing_problems, with_queues
 from stack.problems import ConfigError, Problem, from_validation_error, raise_problems
 from stack.rules import bucket_problems, dataset_stack_problems, mode_problems, unique_name_problems, zone_problems
 from stack.runs import RunConfig, run_problems
@@ -112,6 +113,7 @@ class StackConfig(StackModel):
         problems += unique_name_problems("shapes" if self.autopilot else "pools", self.accelerator_groups())
         problems += run_problems(self.runs, self.contracts())
         problems += dataset_stack_problems(self.datasets, self.runs)
+        problems += queueing_problems(self.runs, self.contracts(), self.autopilot)
         raise_problems(problems)
         return self
 
@@ -152,7 +154,11 @@ class StackConfig(StackModel):
 
     def contracts(self) -> dict[str, SchedulingContract]:
         """The scheduling contract of every pool (Standard) or shape (Autopilot), by name."""
-        return derive_contracts(self.accelerator_groups(), self.autopilot)
+        return with_queues(derive_contracts(self.accelerator_groups(), self.autopilot), self.runs, self.autopilot)
+
+    def kueue_flavors(self) -> list[SchedulingContract]:
+        """The pools Kueue admits runs to, in the order it tries them; empty: the stack installs no Kueue."""
+        return kueue_flavors(self.runs, self.contracts())
 
     def pool_zones(self, pool: PoolConfig) -> tuple[str, ...]:
         return pool.zones or self.zones

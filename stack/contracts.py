@@ -10,6 +10,8 @@ from __future__ import annotations
 from core.catalog import (
     FLEX_START_LABEL,
     GPU_DRIVER_VERSION_LABEL,
+    QUEUED_LABEL,
+    QUEUED_TAINT,
     RESERVATION_AFFINITY_LABEL,
     RESERVATION_NAME_LABEL,
     RESERVATION_PROJECT_LABEL,
@@ -43,9 +45,15 @@ def node_taints(group: ShapeConfig) -> tuple[Taint, ...]:
     return taints
 
 
+def capacity_taints(group: ShapeConfig) -> tuple[Taint, ...]:
+    """Taints GKE itself puts on the nodes of a capacity (queued), which pods must tolerate."""
+    return (QUEUED_TAINT,) if group.capacity == "queued" else ()
+
+
 def contract_for(group: ShapeConfig, autopilot: bool) -> SchedulingContract:
     """The contract of one pool (Standard) or shape (Autopilot) of the stack config."""
     shape = group.shape()
+    pool = isinstance(group, PoolConfig)
     selector = shape.node_selector()
     if autopilot:
         selector.update(_autopilot_capacity_selector(group))
@@ -57,22 +65,27 @@ def contract_for(group: ShapeConfig, autopilot: bool) -> SchedulingContract:
         selector[POOL_LABEL] = group.name
         if group.capacity == "spot":
             selector[SPOT_LABEL] = "true"
+        if group.capacity == "queued":
+            selector[QUEUED_LABEL] = "true"
         names = node_pool_names(group.name, group.slices)
     return SchedulingContract(
         pool=group.name,
         shape=shape,
         slices=group.slices,
         node_selector=selector,
-        tolerations=tuple(t.toleration() for t in node_taints(group)),
+        tolerations=tuple(t.toleration() for t in node_taints(group) + capacity_taints(group)),
         node_pool_names=names,
         spot=group.capacity == "spot",
         reservation=group.reservation if group.capacity == "reservation" else None,
         autopilot=autopilot,
         # Autopilot sizes its nodes' boot disks itself: GKE's default is assumed.
-        boot_disk_gb=group.disk_gb() if isinstance(group, PoolConfig) else GKE_DEFAULT_BOOT_DISK_GB,
+        boot_disk_gb=group.disk_gb() if pool else GKE_DEFAULT_BOOT_DISK_GB,
         # Pools back ephemeral storage with the machine's bundled local SSDs
         # (components/node_pools.py); Autopilot does so on such machines too.
         local_ssd_ephemeral=shape.local_ssd_count > 0,
+        capacity=group.capacity,
+        max_vms=group.max_nodes() * group.slices if pool else 0,
+        max_run_duration_seconds=group.max_run_duration() if pool and group.capacity == "queued" else None,
     )
 
 

@@ -15,6 +15,7 @@ from pydantic.alias_generators import to_camel
 
 from core import catalog
 from core.catalog import CatalogError
+from core.names import MAX_RUN_DURATION_SECONDS
 from core.syntax import DNS_1035_LABEL, IMAGE_DIGEST_REF, RESERVATION
 from core.trainers import TRAINERS
 from stack.problems import MISSING, Problem, raise_problems
@@ -87,10 +88,18 @@ class PoolConfig(ShapeConfig):
         default=None, ge=10, le=65536, description="boot disk size in GB (GKE: at least 10); default: the catalog's"
     )
 
+    max_run_duration_seconds: Count | None = Field(
+        default=None, ge=1, le=MAX_RUN_DURATION_SECONDS,
+        description="queued only: the longest a provisioned slice runs (GKE's cap and default: 7 days)",
+    )
+
     @model_validator(mode="after")
     def _pool_rules(self) -> PoolConfig:
-        raise_problems(autoscaling_problems(self))
+        raise_problems(autoscaling_problems(self) + run_duration_problems(self))
         return self
+
+    def max_run_duration(self) -> int:
+        return self.max_run_duration_seconds or MAX_RUN_DURATION_SECONDS
 
     def max_nodes(self) -> int:
         if self.autoscaling.max_nodes is not None:
@@ -153,6 +162,13 @@ def shape_problems(s: ShapeConfig) -> list[Problem]:
         problems.append(Problem("reservation", s.reservation, "is not a reservation name",
                                 "<name> or projects/<project>/reservations/<name>"))
     return problems
+
+
+def run_duration_problems(p: PoolConfig) -> list[Problem]:
+    if p.max_run_duration_seconds is not None and p.capacity != "queued":
+        return [Problem("maxRunDurationSeconds", p.max_run_duration_seconds, f"with capacity {p.capacity!r}",
+                        "capacity 'queued' (the ProvisioningRequest's run duration), or no maxRunDurationSeconds")]
+    return []
 
 
 def autoscaling_problems(p: PoolConfig) -> list[Problem]:

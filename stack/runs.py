@@ -36,6 +36,11 @@ class RunConfig(BaseModel):
     name: str = Field(description="DNS-1035 label; names the JobSet and the checkpoint prefix")
     trainer: str = Field(description="a trainer of the trainer table (core/trainers.py)")
     pool: str = Field(description="the pool (Standard) or accelerator shape (Autopilot) it runs on")
+    # Kueue: the capacity ladder after `pool`, and the run's priority (stack/queueing.py checks both).
+    ladder: tuple[str, ...] = Field(
+        default=(), description="pools to try, in order, when the ones before have no room (Kueue flavors)"
+    )
+    priority: str | None = Field(default=None, description="a WorkloadPriorityClass (core/names.py)")
     args: tuple[str, ...] = Field(default=(), description="trainer flags, passed through verbatim")
     data: str | None = Field(
         default=None,

@@ -133,7 +133,18 @@ def collect(stack: str, root: Path = ROOT, secrets: tuple[str, ...] = ()) -> dic
         "cost": cost(config),
         "fit": fit_module.fit_table(config),
         "manifests": mask(manifests or _declared_manifests(deployment)),
+        "kueue": _kueue_objects(config),
     }
+
+
+def _kueue_objects(config) -> dict[str, dict]:
+    """The planned tree's Kueue objects (none in a tree without Kueue, or a stack that needs none)."""
+    try:
+        builder = importlib.import_module("manifests.kueue")
+    except ImportError:
+        return {}
+    flavors = config.kueue_flavors() if hasattr(config, "kueue_flavors") else []
+    return builder.kueue_manifests(flavors)
 
 
 def _resource_row(r) -> dict[str, Any]:
@@ -183,7 +194,14 @@ def render(plan: Mapping) -> str:
 
 
 def write_manifests(plan: Mapping, out_dir: Path) -> list[Path]:
-    return render_files(plan["manifests"], out_dir)
+    """The run manifests in `out_dir`, and the Kueue objects in `out_dir`/kueue/ (removed when none)."""
+    written = render_files(plan["manifests"], out_dir)
+    kueue_dir = out_dir / "kueue"
+    if plan.get("kueue") or kueue_dir.is_dir():
+        written += render_files(plan.get("kueue", {}), kueue_dir)
+    if kueue_dir.is_dir() and not any(kueue_dir.iterdir()):
+        kueue_dir.rmdir()
+    return written
 
 
 # --- another git ref --------------------------------------------------------------------

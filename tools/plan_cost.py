@@ -54,8 +54,39 @@ def cost(config) -> dict[str, Any]:
     return {
         "pools": pools,
         "runs": runs,
+        "ladders": ladders(config, by_pool),
         "total_usd_per_hour": round(sum(p["usd_per_hour"] for p in pools), 2),
     }
+
+
+def ladders(config, by_pool: Mapping[str, Mapping]) -> list[dict[str, Any]]:
+    """Each capacity ladder: its rungs in order with their $/hour, and its worst case.
+
+    The worst case is the dearest rung at list price (the last such, where
+    rungs tie): what the run costs when Kueue falls through to it.
+    """
+    found = []
+    for run in getattr(config, "runs", ()):
+        names = [run.pool, *getattr(run, "ladder", ())]
+        if len(names) < 2 or not all(n in by_pool for n in names):
+            continue
+        rungs = [{"pool": n, "capacity": by_pool[n]["capacity"], "usd_per_hour": by_pool[n]["usd_per_hour"]}
+                 for n in names]
+        worst = max(range(len(rungs)), key=lambda i: (rungs[i]["usd_per_hour"], i))
+        found.append({"run": run.name, "rungs": rungs, "worst": rungs[worst]["pool"],
+                      "worst_usd_per_hour": rungs[worst]["usd_per_hour"]})
+    return found
+
+
+def render_ladders(rows: list[Mapping]) -> list[str]:
+    lines = []
+    for ladder in rows:
+        lines.append(f"  run {ladder['run']}: Kueue tries, in order")
+        for i, rung in enumerate(ladder["rungs"], 1):
+            mark = "  <- worst case" if rung["pool"] == ladder["worst"] else ""
+            lines.append(f"    {i}. {rung['pool']:<24} {rung['capacity']:<11} {rung['usd_per_hour']:>9.2f}{mark}")
+        lines.append(f"    worst case: {ladder['worst']}, {ladder['worst_usd_per_hour']:.2f} $/hour at list price")
+    return lines
 
 
 def render_cost(cost_data: Mapping) -> list[str]:
@@ -81,6 +112,8 @@ def render_cost(cost_data: Mapping) -> list[str]:
                 f"  {r['name']:<24} {r['trainer']:<10} {r['pool']:<20} {r['slices']:>6} {r['vms']:>4} "
                 f"{r['chips']:>5} {r['usd_per_hour']:>9.2f}{note}"
             )
+    if cost_data.get("ladders"):
+        lines += ["", "  Capacity ladders ($/hour of each rung's pool at full size)"] + render_ladders(cost_data["ladders"])
     lines.append("")
     lines.append(f"  On-demand list prices of {', '.join(as_of)} (core/catalog.py and core/machines.py give each source;")
     lines.append("  A4 is priced per VM: GPUs, vCPUs, memory and local SSDs together);")

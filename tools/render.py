@@ -11,7 +11,9 @@ tests/golden/ are these files (`make golden`, tests/support/goldens.py).
 
 `--explode-jobs` writes, instead of each JobSet, the batch/v1 Job of each of
 its replicated jobs (`child_jobs`), for `make scan`: checkov does not know the
-JobSet kind and would check nothing inside its pod template.
+JobSet kind and would check nothing inside its pod template. `--kueue` writes
+the stack's Kueue objects instead (manifests/kueue.py), one `<kind>-<name>.yaml`
+each; none for a stack without Kueue.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from core.contract import SchedulingContract
 from core.trainers import TRAINERS
 from manifests.staging import staging_job
 from manifests.jobset import child_jobs
+from manifests.kueue import kueue_manifests
 from manifests.run import PlatformFacts, build_runs
 from stack import reader
 from stack.images import offline_images
@@ -32,7 +35,7 @@ from stack.problems import ConfigError
 from stack.runs import RunConfig
 from tools.yaml_files import to_yaml, write_manifests
 
-__all__ = ["explode_jobs", "stack_inputs", "stack_manifests", "to_yaml", "write_manifests"]
+__all__ = ["explode_jobs", "stack_inputs", "stack_kueue_manifests", "stack_manifests", "to_yaml", "write_manifests"]
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -68,6 +71,11 @@ def staging_manifests(stack: str, root: Path = ROOT) -> dict[str, dict]:
     return jobs
 
 
+def stack_kueue_manifests(stack: str, root: Path = ROOT) -> dict[str, dict]:
+    """The Kueue objects of Pulumi.<stack>.yaml by `<kind>-<name>`; empty when the stack installs no Kueue."""
+    return kueue_manifests(reader.load_files(stack, root).kueue_flavors())
+
+
 def shipped_stacks(root: Path = ROOT) -> list[str]:
     return sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in root.glob("Pulumi.*.yaml"))
 
@@ -79,9 +87,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--explode-jobs", action="store_true", help="write each JobSet's child Jobs (batch/v1) instead, for scanners"
     )
+    parser.add_argument("--kueue", action="store_true", help="write the stack's Kueue objects instead")
     args = parser.parse_args(argv)
     try:
-        manifests = stack_manifests(args.stack)
+        manifests = stack_kueue_manifests(args.stack) if args.kueue else stack_manifests(args.stack)
     except ConfigError as err:
         print(err, file=sys.stderr)
         return 1

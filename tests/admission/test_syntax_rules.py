@@ -52,3 +52,26 @@ def test_annotations_over_256_kib_are_refused():
     manifest["metadata"]["annotations"]["big"] = "x" * (256 * 1024)
     [finding] = syntax.jobset_findings(manifest)
     assert "exceed the 262144 bytes" in finding.why
+
+
+KUEUE = [pytest.param(m, id=f"{s}/{k}") for s in shipped_stacks() for k, m in goldens.kueue_manifests_for(s).items()]
+
+
+@pytest.mark.parametrize("manifest", KUEUE)
+def test_every_kueue_object_is_valid(manifest):
+    assert syntax.kueue_findings(manifest) == []
+
+
+@pytest.mark.parametrize("change, where, needle", [
+    (lambda m: m["spec"]["nodeLabels"].update({"gke-finetune/pool": "x" * 64}), "spec.nodeLabels[gke-finetune/pool]",
+     "64 characters"),
+    (lambda m: m["spec"]["nodeLabels"].update({"bad key": "v"}), "spec.nodeLabels", "not a valid key"),
+    (lambda m: m["spec"]["tolerations"].append({"key": "-queued", "operator": "Exists"}), "spec.tolerations[1].key",
+     "not a valid key"),
+    (lambda m: m["metadata"].update({"name": "Queued_Pool"}), "metadata.name", "DNS-1123 subdomain"),
+])  # fmt: skip
+def test_each_rule_fires_on_a_bad_kueue_object(change, where, needle):
+    manifest = copy.deepcopy(goldens.kueue_manifests_for("tpu-queued")["resourceflavor-queued-v6e-2x4"])
+    change(manifest)
+    [finding] = syntax.kueue_findings(manifest)
+    assert where in finding.where and needle in finding.why

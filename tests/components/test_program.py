@@ -142,7 +142,7 @@ def test_hf_token_is_a_secret_kubernetes_secret(stack):
 
 @pytest.mark.parametrize("stack", SHIPPED_STACKS)
 def test_jobset_chart_pinned(stack):
-    release = only(stack, "kubernetes:helm.sh/v3:Release")
+    [release] = [r for r in run_stack(stack).of_type("kubernetes:helm.sh/v3:Release") if r.inputs["name"] == "jobset"]
     assert release.inputs["chart"] == "oci://registry.k8s.io/jobset/charts/jobset"
     assert release.inputs["version"] == "0.12.0"
     provider = only(stack, "pulumi:providers:kubernetes")

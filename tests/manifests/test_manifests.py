@@ -126,8 +126,13 @@ def test_scheduling_equals_the_contract(stack, run, contract, manifest):
     assert rjob["replicas"] == contract.slices
     assert rjob["template"]["spec"]["parallelism"] == contract.hosts_per_slice
     assert rjob["template"]["spec"]["completions"] == contract.hosts_per_slice
-    assert spec["nodeSelector"] == contract.node_selector
-    assert spec["tolerations"] == list(contract.tolerations)
+    if contract.queue is None:
+        assert spec["nodeSelector"] == contract.node_selector
+        assert spec["tolerations"] == list(contract.tolerations)
+    else:  # Kueue adds the admitting flavor's labels and tolerations: the rest of the contract
+        assert {**spec["nodeSelector"], **contract.flavor_node_labels} == contract.node_selector
+        assert not set(spec["nodeSelector"]) & set(contract.flavor_node_labels)
+        assert spec["tolerations"] + list(contract.flavor_tolerations) == list(contract.tolerations)
     chips = str(run.chips_per_host or contract.chips_per_host)
     resources = trainer(manifest)["resources"]
     assert resources["limits"] == {contract.resource_name: chips}
@@ -197,7 +202,8 @@ def test_lifecycle_under_pulumi(stack, run, contract, manifest):
     assert manifest["metadata"]["name"] == run.name
     assert manifest["metadata"]["annotations"]["pulumi.com/skipAwait"] == "true"
     assert "ttlSecondsAfterFinished" not in spec
-    assert spec["suspend"] is run.suspend
+    # Kueue admits a queued run by unsuspending it; the others are suspended only when asked.
+    assert spec["suspend"] is (run.suspend or contract.queue is not None)
     # What JobSet's defaulting webhook would otherwise add (v0.12.0 jobset_webhook.go Default).
     assert spec["successPolicy"] == {"operator": "All"}
     assert spec["startupPolicy"] == {"startupPolicyOrder": "AnyOrder"}
@@ -256,9 +262,9 @@ def test_pod_failure_policy_routes_exit_78_and_disruptions_to_the_jobset():
 REGENERATE = "regenerate with `make golden` and review the diff"
 
 
-def golden_drift(stack: str, directory) -> list[str]:
-    """How the goldens in `directory` differ from the stack's manifests, one line per file."""
-    manifests = goldens.manifests_for(stack)
+def golden_drift(stack: str, directory, manifests=None) -> list[str]:
+    """How the goldens in `directory` differ from the stack's manifests (its runs'), one line per file."""
+    manifests = goldens.manifests_for(stack) if manifests is None else manifests
     on_disk = {p.stem for p in directory.glob("*.yaml")}
     problems = [f"{stack}/{name}.yaml: no golden" for name in sorted(set(manifests) - on_disk)]
     problems += [f"{stack}/{name}.yaml: not a run of {stack}" for name in sorted(on_disk - set(manifests))]
@@ -273,6 +279,14 @@ def golden_drift(stack: str, directory) -> list[str]:
 @pytest.mark.parametrize("stack", STACKS)
 def test_goldens_match(stack):
     assert golden_drift(stack, goldens.GOLDEN_DIR / stack) == [], REGENERATE
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_kueue_goldens_match(stack):
+    """tests/golden/<stack>/kueue/: the stack's Kueue objects, and no directory for a stack without Kueue."""
+    directory = goldens.GOLDEN_DIR / stack / goldens.KUEUE
+    assert golden_drift(stack, directory, goldens.kueue_manifests_for(stack)) == [], REGENERATE
+    assert directory.is_dir() == bool(goldens.kueue_manifests_for(stack))
 
 
 @pytest.mark.parametrize("stack", render.shipped_stacks())

@@ -23,8 +23,8 @@ def pool(**fields) -> dict:
     return {"name": "p", "accelerator": "tpu-v6e", "topology": "1x1", **fields}
 
 
-def test_all_five_example_stacks_ship():
-    assert set(SHIPPED_STACKS) == {"dev", "tpu-multihost", "tpu-multislice", "a4", "autopilot"}
+def test_all_six_example_stacks_ship():
+    assert set(SHIPPED_STACKS) == {"dev", "tpu-multihost", "tpu-multislice", "tpu-queued", "a4", "autopilot"}
 
 
 @pytest.mark.parametrize("stack", SHIPPED_STACKS)

@@ -6,10 +6,13 @@
   prune such a field; here it is an error.
 - Each child Job template as a batch/v1 Job with kubernetes-validate in
   strict mode.
+- Each Kueue object against its Kueue v0.19.2 CRD schema (v1beta2), made
+  strict the same way.
 
-The CRD schema is kubernetes-sigs' file and is not part of this repository:
-it is read from $JOBSET_SCHEMA, else ../shared/schemas/, else downloaded from
-the pinned JobSet release and cached under ~/.cache/gke-finetune/.
+The CRD schemas are kubernetes-sigs' files and are not part of this
+repository: the JobSet's is read from $JOBSET_SCHEMA, the Kueue ones from the
+directory $KUEUE_SCHEMAS, else from ../shared/schemas/, else downloaded from
+the pinned release (its manifests.yaml) and cached under ~/.cache/gke-finetune/.
 """
 
 from __future__ import annotations
@@ -25,11 +28,18 @@ import jsonschema
 import kubernetes_validate
 import yaml
 
-from core.names import JOBSET_VERSION, KUBERNETES_VERSION
+from core.names import JOBSET_VERSION, KUEUE_VERSION, KUBERNETES_VERSION
 from manifests.jobset import child_jobs
 
 SCHEMA_FILE = f"jobset.x-k8s.io_v1alpha2_jobset.{JOBSET_VERSION}.json"
 RELEASE_URL = f"https://github.com/kubernetes-sigs/jobset/releases/download/{JOBSET_VERSION}/manifests.yaml"
+
+KUEUE_RELEASE_URL = f"https://github.com/kubernetes-sigs/kueue/releases/download/{KUEUE_VERSION}/manifests.yaml"
+KUEUE_API = "v1beta2"
+# The Kueue kinds the platform creates; cluster-scoped but for the LocalQueue.
+KUEUE_KINDS = ("ResourceFlavor", "ClusterQueue", "LocalQueue", "AdmissionCheck",
+               "ProvisioningRequestConfig", "WorkloadPriorityClass")
+NAMESPACED_KINDS = ("LocalQueue",)
 
 ROOT = Path(__file__).resolve().parents[2]
 CACHE_DIR = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "gke-finetune"
@@ -59,22 +69,38 @@ def schema_path() -> Path:
     return cached
 
 
-def _download(target: Path) -> None:
-    with urllib.request.urlopen(RELEASE_URL, timeout=60) as response:  # noqa: S310 (pinned https URL)
+def _download(target: Path, url: str = RELEASE_URL, kind: str = "JobSet", version: str = "v1alpha2") -> None:
+    with urllib.request.urlopen(url, timeout=60) as response:  # noqa: S310 (pinned https URL)
         documents = yaml.safe_load_all(response.read())
     for doc in documents:
-        if doc and doc.get("kind") == "CustomResourceDefinition" and doc["spec"]["names"]["kind"] == "JobSet":
-            version = next(v for v in doc["spec"]["versions"] if v["name"] == "v1alpha2")
+        if doc and doc.get("kind") == "CustomResourceDefinition" and doc["spec"]["names"]["kind"] == kind:
+            served = next(v for v in doc["spec"]["versions"] if v["name"] == version)
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(json.dumps(version["schema"]["openAPIV3Schema"]))
+            target.write_text(json.dumps(served["schema"]["openAPIV3Schema"]))
             return
-    raise RuntimeError(f"no JobSet v1alpha2 CRD in {RELEASE_URL}")
+    raise RuntimeError(f"no {kind} {version} CRD in {url}")
 
 
-def strict(schema: dict) -> dict:
+def kueue_schema_path(kind: str) -> Path:
+    """Where a Kueue kind's CRD schema is, downloading it once if no local copy exists."""
+    name = f"kueue.x-k8s.io_{KUEUE_API}_{kind.lower()}.{KUEUE_VERSION}.json"
+    directories = [os.environ.get("KUEUE_SCHEMAS"), ROOT.parent / "shared" / "schemas"]
+    for directory in directories:
+        if directory and (Path(directory) / name).is_file():
+            return Path(directory) / name
+    cached = CACHE_DIR / name
+    if not cached.is_file():
+        _download(cached, KUEUE_RELEASE_URL, kind, KUEUE_API)
+    return cached
+
+
+def strict(schema: dict, namespaced: bool = True) -> dict:
     """A copy of `schema` in which objects with listed properties reject unknown ones."""
     schema = copy.deepcopy(schema)
     schema["properties"]["metadata"] = copy.deepcopy(_OBJECT_META)
+    if not namespaced:  # a cluster-scoped object has no namespace
+        del schema["properties"]["metadata"]["properties"]["namespace"]
+        schema["properties"]["metadata"]["required"] = ["name"]
     _close(schema)
     return schema
 
@@ -117,6 +143,36 @@ def job_errors(manifest: dict) -> list[str]:
         except kubernetes_validate.ValidationError as err:
             errors.append(f"Job {name}: {err.message}")
     return errors
+
+
+def _python_patterns(node):
+    """The schema with Go's `^(?i)...` patterns written as Python's `(?i)^...` (same meaning)."""
+    if isinstance(node, list):
+        return [_python_patterns(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    fixed = {k: _python_patterns(v) for k, v in node.items()}
+    if isinstance(fixed.get("pattern"), str) and fixed["pattern"].startswith("^(?i)"):
+        fixed["pattern"] = "(?i)^" + fixed["pattern"][len("^(?i)"):]
+    return fixed
+
+
+@functools.cache
+def _kueue_validator(kind: str) -> jsonschema.Draft7Validator:
+    raw = _python_patterns(json.loads(kueue_schema_path(kind).read_text()))
+    schema = strict(raw, namespaced=kind in NAMESPACED_KINDS)
+    schema["properties"]["apiVersion"] = {"const": f"kueue.x-k8s.io/{KUEUE_API}"}
+    schema["properties"]["kind"] = {"const": kind}
+    return jsonschema.Draft7Validator(schema)
+
+
+def kueue_errors(manifest: dict) -> list[str]:
+    """Every schema violation of a Kueue object, as `path: message`; an unknown kind is one."""
+    kind = manifest.get("kind")
+    if kind not in KUEUE_KINDS:
+        return [f"kind: {kind!r} is not one of the Kueue kinds {KUEUE_KINDS}"]
+    errors = sorted(_kueue_validator(kind).iter_errors(manifest), key=lambda e: list(e.absolute_path))
+    return [f"{'.'.join(map(str, e.absolute_path)) or '<root>'}: {e.message}" for e in errors]
 
 
 def manifest_errors(manifest: dict) -> list[str]:

@@ -295,3 +295,26 @@ def test_plan_diff_of_one_trainers_change_leaves_the_other_trainers_runs_alone(t
         "~ docker-build:index:Image::images-trl-gpu",
         "~ kubernetes:jobset.x-k8s.io/v1alpha2:JobSet::runs-sql",
     ]
+
+
+def test_the_plan_shows_each_ladder_rung_and_the_worst_case(plans):
+    [ladder] = plans["tpu-queued"]["cost"]["ladders"]
+    assert [r["pool"] for r in ladder["rungs"]] == ["queued-v6e-2x4", "spot-v6e-2x4", "v6e-2x4"]
+    two_vms = catalog.lookup("tpu-v6e", "2x4", "ct6e-standard-4t").usd_per_hour()
+    assert [r["usd_per_hour"] for r in ladder["rungs"]] == [round(two_vms, 2)] * 3
+    assert ladder["worst"] == "v6e-2x4"  # a tie at list price: the last rung, on demand
+    text = plan.render(plans["tpu-queued"])
+    assert "run gemma3-ladder: Kueue tries, in order" in text
+    assert re.search(r"3\. v6e-2x4 +on-demand +21\.60  <- worst case", text)
+    for stack in ("dev", "tpu-multihost", "tpu-multislice", "a4", "autopilot"):
+        assert plans[stack]["cost"]["ladders"] == [] and "Capacity ladders" not in plan.render(plans[stack])
+
+
+def test_the_plan_writes_the_kueue_objects_beside_the_runs(plans, tmp_path):
+    written = plan.write_manifests(plans["tpu-queued"], tmp_path)
+    assert {p.relative_to(tmp_path).as_posix() for p in written} >= {
+        "gemma3-ladder.yaml", "kueue/clusterqueue-finetune.yaml", "kueue/resourceflavor-queued-v6e-2x4.yaml",
+        "kueue/provisioningrequestconfig-queued-v6e-2x4-provisioning.yaml",
+    }
+    plan.write_manifests(plans["dev"], tmp_path)  # a stack without Kueue leaves no kueue/ behind
+    assert not (tmp_path / "kueue").exists()

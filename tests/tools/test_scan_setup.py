@@ -100,6 +100,15 @@ def test_explode_jobs_writes_jobs_instead_of_jobsets(tmp_path):
     assert "stage-text-to-sql" in kinds
 
 
+def test_kueue_writes_a_stacks_kueue_objects_and_nothing_for_a_stack_without(tmp_path):
+    assert render.main(["--stack", "tpu-queued", "--kueue", "--out", str(tmp_path / "q")]) == 0
+    kinds = {yaml.safe_load(p.read_text())["kind"] for p in (tmp_path / "q").glob("*.yaml")}
+    assert {"ResourceFlavor", "ClusterQueue", "LocalQueue", "AdmissionCheck"} <= kinds
+    assert render.main(["--stack", "dev", "--kueue", "--out", str(tmp_path / "d")]) == 0
+    assert list((tmp_path / "d").glob("*.yaml")) == []
+    assert "--kueue" in recipe("scan")
+
+
 def test_make_test_runs_the_scan_on_every_stack_with_its_skip_list():
     assert "scan" in recipe("test").splitlines()[0].split(":", 1)[1].split()
     body = recipe("scan")

@@ -1,0 +1,83 @@
+"""Kueue, from its official Helm chart, and the stack's queueing objects (manifests/kueue.py).
+
+https://kueue.sigs.k8s.io/docs/installation/ — the chart on registry.k8s.io
+is versioned without the `v` of the release tag. Its default controller
+configuration enables the JobSet integration (v0.19.2 charts/kueue/values.yaml:
+`integrations.frameworks` lists `jobset.x-k8s.io/jobset`), and the
+provisioning admission check controller is part of Kueue and on by default
+(GA since v0.14: site/content/en/docs/concepts/admission_check/provisioning_request.md).
+A stack installs Kueue only when `config.kueue_flavors()` is not empty
+(stack/queueing.py); the program then declares this component.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from core.contract import SchedulingContract
+from core.names import KUEUE_CHART, KUEUE_CHART_VERSION, KUEUE_NAMESPACE
+from manifests.kueue import kueue_manifests
+
+
+@dataclass
+class KueueArgs:
+    flavors: Sequence[SchedulingContract]  # the pools Kueue admits runs to, in the order it tries them
+    provider: k8s.Provider
+    # The nodes the controller runs on; the LocalQueue's namespace.
+    depends_on: list[pulumi.Resource] = field(default_factory=list)
+    namespace_dependencies: list[pulumi.Resource] = field(default_factory=list)
+
+
+class KubernetesObject(pulumi.CustomResource):
+    """A Kubernetes object of any kind, declared as its manifest says, top-level fields included.
+
+    `apiextensions.CustomResource` takes only `metadata` and `spec`; a
+    WorkloadPriorityClass keeps `value` and `description` at the top level.
+    The Kubernetes provider applies the object's inputs as they are.
+    """
+
+    def __init__(self, name: str, manifest: Mapping, opts: pulumi.ResourceOptions | None = None):
+        super().__init__(f"kubernetes:{manifest['apiVersion']}:{manifest['kind']}", name, dict(manifest), opts)
+
+
+class Kueue(pulumi.ComponentResource):
+    """Installs Kueue and declares the queues; runs depend on `ready` (webhook, queue and flavors)."""
+
+    release: k8s.helm.v3.Release
+    objects: dict[str, KubernetesObject]
+
+    def __init__(self, name: str, args: KueueArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("gke-finetune:platform:Kueue", name, None, opts)
+        self.release = k8s.helm.v3.Release(
+            name,
+            name="kueue",
+            chart=KUEUE_CHART,
+            version=KUEUE_CHART_VERSION,
+            namespace=KUEUE_NAMESPACE,
+            create_namespace=True,
+            # Wait for the controller and its webhooks: they default and admit every queued JobSet.
+            skip_await=False,
+            atomic=True,
+            timeout=600,
+            opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=args.depends_on),
+        )
+        manifests = kueue_manifests(args.flavors)
+        self.objects = {key: self._object(name, key, m, args) for key, m in manifests.items()}
+        self.register_outputs({"version": KUEUE_CHART_VERSION, "objects": sorted(self.objects)})
+
+    @property
+    def ready(self) -> list[pulumi.Resource]:
+        """What a queued run waits for: the controller and every queueing object."""
+        return [self.release, *self.objects.values()]
+
+    def _object(self, name: str, key: str, manifest: Mapping, args: KueueArgs) -> KubernetesObject:
+        # The CRDs and webhooks come with the chart; a LocalQueue also needs its namespace.
+        depends = [self.release] + (args.namespace_dependencies if "namespace" in manifest["metadata"] else [])
+        return KubernetesObject(
+            f"{name}-{key}", manifest,
+            pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=depends),
+        )

@@ -1,0 +1,161 @@
+"""The stack's Kueue objects (kueue.x-k8s.io/v1beta2, Kueue v0.19.2) as plain dicts, from the pools' contracts.
+
+- A ResourceFlavor per pool Kueue admits runs to: the node labels and
+  tolerations of the pool's contract that a queued run's pods do not carry
+  themselves (its pool label, capacity label and tolerations); Kueue adds
+  them to the pods of the run it admits on that flavor
+  (pkg/podset/podset.go, FromAssignment).
+- One ClusterQueue: every flavor in the order Kueue tries them (a run's
+  capacity ladder), each with the chips, CPU, memory and ephemeral storage
+  of its pool at full size as quota; a run that fits no earlier flavor's
+  quota goes to the next one (flavorFungibility), and a higher priority
+  preempts a lower one (preemption.withinClusterQueue: LowerPriority).
+  https://kueue.sigs.k8s.io/docs/concepts/cluster_queue/
+- A LocalQueue in the runs' namespace.
+- For each queued pool, a ProvisioningRequestConfig (class
+  `queued-provisioning.gke.io`, the pool's accelerator as managed resource,
+  its `maxRunDurationSeconds`) and the AdmissionCheck of Kueue's
+  provisioning controller that uses it, on that pool's flavor only: Kueue
+  creates the ProvisioningRequest GKE needs to create the whole slice, and
+  admits the run once it is provisioned.
+  https://kueue.sigs.k8s.io/docs/concepts/admission_check/provisioning_request/
+  https://cloud.google.com/kubernetes-engine/docs/how-to/provisioningrequest
+- The WorkloadPriorityClasses runs name with `priority`.
+  https://kueue.sigs.k8s.io/docs/concepts/workload_priority_class/
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from core.catalog import ACCELERATORS, PROVISIONING_REQUEST_LABEL
+from core.contract import SchedulingContract
+from core.names import CLUSTER_QUEUE, LOCAL_QUEUE, RUNS_NAMESPACE, WORKLOAD_PRIORITIES
+from core.quantity import GIB
+
+API_GROUP = "kueue.x-k8s.io"
+API_VERSION = f"{API_GROUP}/v1beta2"
+# The labels of a workload Kueue admits: its LocalQueue and its priority class.
+# https://kueue.sigs.k8s.io/docs/tasks/run/jobsets/
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
+PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
+QUEUED_PROVISIONING_CLASS = "queued-provisioning.gke.io"
+# Resources a run's pods request besides chips; Kueue refuses a workload that
+# requests a resource its ClusterQueue does not cover ("resource ... unavailable
+# in ClusterQueue", pkg/scheduler/flavorassigner/flavorassigner.go).
+NODE_RESOURCES = ("cpu", "memory", "ephemeral-storage")
+_MIB = GIB / 1024
+
+
+def _object(kind: str, name: str, spec: dict, namespace: str | None = None) -> dict:
+    meta = {"name": name} if namespace is None else {"name": name, "namespace": namespace}
+    return {"apiVersion": API_VERSION, "kind": kind, "metadata": meta, "spec": spec}
+
+
+def check_name(pool: str) -> str:
+    """The AdmissionCheck (and ProvisioningRequestConfig) of a queued pool."""
+    return f"{pool}-provisioning"
+
+
+def resource_flavor(contract: SchedulingContract) -> dict:
+    spec: dict = {"nodeLabels": contract.flavor_node_labels}
+    if contract.flavor_tolerations:
+        spec["tolerations"] = [dict(t) for t in contract.flavor_tolerations]
+    return _object("ResourceFlavor", contract.pool, spec)
+
+
+def provisioning_request_config(contract: SchedulingContract) -> dict:
+    """What Kueue asks GKE for a queued pool: the whole slice, for at most the pool's run duration.
+
+    `maxRunDurationSeconds` is a ProvisioningRequest parameter GKE reads
+    (its default and maximum: 7 days); `podSetUpdates` pins the run's pods
+    to the nodes provisioned for its request, as xpk does
+    (src/xpk/templates/kueue_config.yaml.j2).
+    """
+    return _object("ProvisioningRequestConfig", check_name(contract.pool), {
+        "provisioningClassName": QUEUED_PROVISIONING_CLASS,
+        "managedResources": [contract.resource_name],
+        "parameters": {"maxRunDurationSeconds": str(contract.max_run_duration_seconds)},
+        "podSetUpdates": {"nodeSelector": [
+            {"key": PROVISIONING_REQUEST_LABEL, "valueFromProvisioningClassDetail": "ResizeRequestName"},
+        ]},
+    })
+
+
+def admission_check(contract: SchedulingContract) -> dict:
+    return _object("AdmissionCheck", check_name(contract.pool), {
+        "controllerName": PROVISIONING_CONTROLLER,
+        "parameters": {"apiGroup": API_GROUP, "kind": "ProvisioningRequestConfig", "name": check_name(contract.pool)},
+    })
+
+
+def covered_resources(flavors: Sequence[SchedulingContract]) -> list[str]:
+    """Node resources, then every accelerator resource of the catalog that a flavor has."""
+    chips = sorted({a.resource_name for a in ACCELERATORS.values()} & {c.resource_name for c in flavors})
+    return [*NODE_RESOURCES, *chips]
+
+
+def quota(contract: SchedulingContract, resource: str) -> int | str:
+    """What the pool holds of `resource` at full size: its chips, or its nodes' allocatable."""
+    if resource not in NODE_RESOURCES:
+        return contract.quota_chips if resource == contract.resource_name else 0
+    per_node = contract.allocatable.get(resource)
+    if resource == "cpu":
+        return f"{int(per_node * 1000) * contract.vms}m"
+    return f"{int(per_node // _MIB) * contract.vms}Mi"
+
+
+def cluster_queue(flavors: Sequence[SchedulingContract], namespace: str = RUNS_NAMESPACE) -> dict:
+    covered = covered_resources(flavors)
+    spec: dict = {
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
+        "queueingStrategy": "BestEffortFIFO",
+        # Kueue's defaults, declared: try the next flavor before preempting in this one.
+        "flavorFungibility": {"whenCanBorrow": "MayStopSearch", "whenCanPreempt": "TryNextFlavor"},
+        "preemption": {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Never"},
+        "resourceGroups": [{
+            "coveredResources": covered,
+            "flavors": [
+                {"name": c.pool, "resources": [{"name": r, "nominalQuota": quota(c, r)} for r in covered]}
+                for c in flavors
+            ],
+        }],
+    }
+    checks = [{"name": check_name(c.pool), "onFlavors": [c.pool]} for c in flavors if c.queued]
+    if checks:
+        spec["admissionChecksStrategy"] = {"admissionChecks": checks}
+    return _object("ClusterQueue", CLUSTER_QUEUE, spec)
+
+
+def local_queue(namespace: str = RUNS_NAMESPACE) -> dict:
+    return _object("LocalQueue", LOCAL_QUEUE, {"clusterQueue": CLUSTER_QUEUE}, namespace)
+
+
+def workload_priority_class(name: str, value: int) -> dict:
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "WorkloadPriorityClass",
+        "metadata": {"name": name},
+        "value": value,
+        "description": f"gke-finetune runs with `priority: {name}`; a higher value preempts a lower one",
+    }
+
+
+def manifest_key(manifest: Mapping) -> str:
+    """`<kind>-<name>`, lower case: the object's file name in the plan and the goldens."""
+    return f"{manifest['kind'].lower()}-{manifest['metadata']['name']}"
+
+
+def kueue_manifests(
+    flavors: Sequence[SchedulingContract], namespace: str = RUNS_NAMESPACE
+) -> dict[str, dict]:
+    """Every Kueue object of a stack whose flavors, in order, are `flavors`; none without flavors."""
+    if not flavors:
+        return {}
+    objects = [resource_flavor(c) for c in flavors]
+    for contract in (c for c in flavors if c.queued):
+        objects += [provisioning_request_config(contract), admission_check(contract)]
+    objects += [cluster_queue(flavors, namespace), local_queue(namespace)]
+    objects += [workload_priority_class(n, v) for n, v in WORKLOAD_PRIORITIES.items()]
+    return {manifest_key(m): m for m in objects}

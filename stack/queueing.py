@@ -1,0 +1,156 @@
+"""Which runs Kueue admits, on which pools, in which order; and the rules of ladders and priorities.
+
+A run goes through Kueue when it needs it: it names a capacity ladder
+(`ladder:`, pools tried in order after `pool`), a `priority`, or a queued
+pool (GKE provisions a queued pool only through a ProvisioningRequest, which
+Kueue's provisioning admission check creates). Every pool such a run may use
+becomes a Kueue flavor, and every other run on a flavor goes through Kueue
+too, so that Kueue accounts for every node it hands out; runs on the other
+pools are applied as before. A stack with no such run and no queued pool
+installs no Kueue.
+
+The flavors are tried in one order (the ClusterQueue's), so the ladders of a
+stack must agree on the order of the pools they share.
+https://kueue.sigs.k8s.io/docs/concepts/cluster_queue/#flavorfungibility
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping, Sequence
+
+from core.contract import SchedulingContract
+from core.names import LOCAL_QUEUE, WORKLOAD_PRIORITIES
+from stack.problems import Problem
+from stack.runs import RunConfig
+
+
+def rungs(run: RunConfig) -> tuple[str, ...]:
+    """The pools a run may land on, in order of preference (a pool named twice counts once)."""
+    return tuple(dict.fromkeys((run.pool, *run.ladder)))
+
+
+def _needs_queue(run: RunConfig, contracts: Mapping[str, SchedulingContract]) -> bool:
+    return bool(run.ladder or run.priority) or any(contracts[p].queued for p in rungs(run) if p in contracts)
+
+
+def kueue_pools(runs: Sequence[RunConfig], contracts: Mapping[str, SchedulingContract]) -> set[str]:
+    """The pools that are Kueue flavors: queued pools, and every rung of a run that goes through Kueue."""
+    pools = {name for name, c in contracts.items() if c.queued}
+    pools |= {p for run in runs if _needs_queue(run, contracts) for p in rungs(run) if p in contracts}
+    grown = True
+    while grown:  # a run sharing a pool with a queued run is queued too, with all its rungs
+        more = {p for run in runs if set(rungs(run)) & pools for p in rungs(run) if p in contracts}
+        grown, pools = not more <= pools, pools | more
+    return pools
+
+
+def queued_runs(runs: Sequence[RunConfig], contracts: Mapping[str, SchedulingContract]) -> list[RunConfig]:
+    """The runs Kueue admits."""
+    pools = kueue_pools(runs, contracts)
+    return [run for run in runs if run.pool in pools]
+
+
+def with_queues(
+    contracts: Mapping[str, SchedulingContract], runs: Sequence[RunConfig], autopilot: bool
+) -> dict[str, SchedulingContract]:
+    """The contracts, those of Kueue's flavors naming the LocalQueue (none on Autopilot)."""
+    pools = set() if autopilot else kueue_pools(runs, contracts)
+    return {n: dataclasses.replace(c, queue=LOCAL_QUEUE) if n in pools else c for n, c in contracts.items()}
+
+
+def flavor_order(runs: Sequence[RunConfig], contracts: Mapping[str, SchedulingContract]) -> list[str]:
+    """The Kueue flavors in the order Kueue tries them: each ladder's order, else the pools' order."""
+    pools = [p for p in contracts if p in kueue_pools(runs, contracts)]
+    before = {(a, b) for a, b in _pairs(runs) if a in pools and b in pools}
+    order: list[str] = []
+    while len(order) < len(pools):
+        left = [p for p in pools if p not in order]
+        ready = [p for p in left if not any((q, p) in before for q in left if q != p)]
+        order.append((ready or left)[0])  # a conflict (reported by the rules) falls back to the pools' order
+    return order
+
+
+def _pairs(runs: Iterable[RunConfig]) -> set[tuple[str, str]]:
+    """(a, b) for every run that prefers pool a to pool b."""
+    return {(r[i], r[j]) for run in runs for r in [rungs(run)] for i in range(len(r)) for j in range(i + 1, len(r))}
+
+
+# --- the rules -----------------------------------------------------------------------
+
+
+def queueing_problems(
+    runs: Sequence[RunConfig], contracts: Mapping[str, SchedulingContract], autopilot: bool
+) -> list[Problem]:
+    """Every problem of the runs' ladders and priorities, keyed `runs[<i>].<key>`."""
+    problems = []
+    for i, run in enumerate(runs):
+        problems += [p.under(f"runs[{i}]") for p in _run_problems(run, contracts, autopilot)]
+    queued = {r.name for r in queued_runs(runs, contracts)}
+    problems += [
+        Problem(f"runs[{i}].suspend", True, f"on run {run.name!r}, which Kueue admits: Kueue owns spec.suspend",
+                "false (stop a queued run by removing it, or hold it with a lower priority)")
+        for i, run in enumerate(runs) if run.suspend and run.name in queued and not autopilot
+    ]
+    return problems + _order_problems(runs)
+
+
+def _run_problems(run: RunConfig, contracts: Mapping[str, SchedulingContract], autopilot: bool) -> list[Problem]:
+    where = f"on run {run.name!r}"
+    problems = []
+    if run.priority is not None and run.priority not in WORKLOAD_PRIORITIES:
+        problems.append(Problem("priority", run.priority, f"{where} is not a priority class",
+                                ", ".join(WORKLOAD_PRIORITIES)))
+    if autopilot and (run.ladder or run.priority):
+        key, value = ("ladder", list(run.ladder)) if run.ladder else ("priority", run.priority)
+        problems.append(Problem(key, value, f"{where}: Kueue is not installed on Autopilot",
+                                "a single shape and no priority on Autopilot (a Standard cluster's pools)"))
+    seen = {run.pool}
+    for j, pool in enumerate(run.ladder):
+        if pool not in contracts:
+            problems.append(Problem(f"ladder[{j}]", pool, f"does not exist {where}",
+                                    ", ".join(map(repr, sorted(contracts)))))
+        elif pool in seen:
+            problems.append(Problem(f"ladder[{j}]", pool, f"{where} is already a rung of the ladder",
+                                    "each pool once"))
+        elif run.pool in contracts:
+            problems += _rung_problems(f"ladder[{j}]", contracts[run.pool], contracts[pool], where)
+        seen.add(pool)
+    return problems
+
+
+def _rung_problems(key: str, first: SchedulingContract, rung: SchedulingContract, where: str) -> list[Problem]:
+    """A rung must have its first pool's shape: one manifest (chips, hosts, slices) fits every rung."""
+    checks = (
+        ("accelerator", first.shape.accelerator.name, rung.shape.accelerator.name),
+        ("chips per host", first.chips_per_host, rung.chips_per_host),
+        ("topology", first.shape.topology, rung.shape.topology),
+        ("hosts per slice", first.hosts_per_slice, rung.hosts_per_slice),
+        ("slices", first.slices, rung.slices),
+    )
+    for what, want, got in checks:
+        if want != got:
+            return [Problem(key, rung.pool, f"{where} has {what} {got!r}, but pool {first.pool!r} has {want!r}",
+                            f"pools of {first.shape.description} x{first.slices} slice(s)")]
+    return []
+
+
+def _order_problems(runs: Sequence[RunConfig]) -> list[Problem]:
+    problems, prefers = [], {}
+    for i, run in enumerate(runs):
+        r = rungs(run)
+        for a, b in ((r[x], r[y]) for x in range(len(r)) for y in range(x + 1, len(r))):
+            other = prefers.get((b, a))
+            if other is not None:
+                problems.append(Problem(
+                    f"runs[{i}].ladder", list(run.ladder),
+                    f"on run {run.name!r} tries pool {a!r} before {b!r}, and run {other!r} the other way; "
+                    "Kueue tries a stack's flavors in one order", f"ladders that agree on the order of {a!r} and {b!r}",
+                ))
+            prefers.setdefault((a, b), run.name)
+    return problems
+
+
+def kueue_flavors(runs: Sequence[RunConfig], contracts: Mapping[str, SchedulingContract]) -> list[SchedulingContract]:
+    """The contracts of Kueue's flavors, in the order Kueue tries them; empty: no Kueue."""
+    return [contracts[p] for p in flavor_order(runs, contracts)]

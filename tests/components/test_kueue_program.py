@@ -1,0 +1,79 @@
+"""Which runs of each shipped stack go through Kueue, and what the program declares for it."""
+
+from __future__ import annotations
+
+import pytest
+
+from manifests.kueue import PRIORITY_LABEL, QUEUE_LABEL
+from tests.support.pulumi_harness import SHIPPED_STACKS, run_stack
+from tools import render
+
+JOBSET = "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"
+RELEASE = "kubernetes:helm.sh/v3:Release"
+KUEUE_TYPES = ("ResourceFlavor", "ClusterQueue", "LocalQueue", "AdmissionCheck",
+               "ProvisioningRequestConfig", "WorkloadPriorityClass")  # fmt: skip
+
+# Per shipped stack: the runs Kueue admits, and those applied as plain JobSets.
+THROUGH_KUEUE = {
+    "dev": ((), ("gemma3-single-host",)),
+    "tpu-multihost": ((), ("gemma3-multi-host",)),
+    "tpu-multislice": ((), ("gemma3-multislice",)),
+    "tpu-queued": (("gemma3-ladder",), ("gemma3-single-host",)),
+    "a4": ((), ("gemma4-sql",)),
+    "autopilot": ((), ("gemma3-single-host",)),
+}
+
+
+def test_every_shipped_stack_is_listed():
+    assert set(THROUGH_KUEUE) == set(SHIPPED_STACKS)
+
+
+def _kueue_objects(deployment) -> list:
+    return [r for r in deployment.resources if r.type.startswith("kubernetes:kueue.x-k8s.io/")]
+
+
+@pytest.mark.parametrize("stack", SHIPPED_STACKS)
+def test_which_runs_go_through_kueue(stack):
+    queued, plain = THROUGH_KUEUE[stack]
+    jobsets = {r.inputs["metadata"]["name"]: r for r in run_stack(stack).of_type(JOBSET)}
+    assert set(jobsets) == set(queued) | set(plain)
+    for name in queued:
+        declared = jobsets[name]
+        assert declared.inputs["metadata"]["labels"][QUEUE_LABEL] == "finetune"
+        assert declared.inputs["spec"]["suspend"] is True  # Kueue unsuspends it on admission
+        assert declared.ignore_changes == ("spec.suspend",)  # and Pulumi does not fight it
+    for name in plain:
+        declared = jobsets[name]
+        assert QUEUE_LABEL not in declared.inputs["metadata"]["labels"]
+        assert PRIORITY_LABEL not in declared.inputs["metadata"]["labels"]
+        assert declared.ignore_changes == ()
+
+
+@pytest.mark.parametrize("stack", SHIPPED_STACKS)
+def test_kueue_is_installed_only_where_runs_need_it(stack):
+    deployment = run_stack(stack)
+    releases = {r.inputs["name"]: r for r in deployment.of_type(RELEASE)}
+    config_needs_it = bool(render.stack_kueue_manifests(stack))
+    assert ("kueue" in releases) == config_needs_it == bool(THROUGH_KUEUE[stack][0])
+    assert bool(_kueue_objects(deployment)) == config_needs_it
+    if not config_needs_it:  # no queued pool, no ladder, no priority
+        assert not any(QUEUE_LABEL in r.inputs["metadata"]["labels"] for r in deployment.of_type(JOBSET))
+
+
+def test_the_queued_stack_declares_every_kueue_object_after_the_chart():
+    deployment = run_stack("tpu-queued")
+    release = {r.inputs["name"]: r for r in deployment.of_type(RELEASE)}["kueue"]
+    assert release.inputs["chart"] == "oci://registry.k8s.io/kueue/charts/kueue"
+    assert release.inputs["version"] == "0.19.2"
+    assert release.inputs["namespace"] == "kueue-system"
+    objects = _kueue_objects(deployment)
+    assert {r.type.rsplit(":", 1)[1] for r in objects} == set(KUEUE_TYPES)
+    assert all(release.urn in r.dependencies for r in objects)
+    expected = render.stack_kueue_manifests("tpu-queued")
+    declared = {f"{r.type.rsplit(':', 1)[1].lower()}-{r.inputs['metadata']['name']}": r for r in objects}
+    assert set(declared) == set(expected)
+    for key, manifest in expected.items():
+        assert declared[key].inputs == manifest
+    [ladder] = [r for r in deployment.of_type(JOBSET) if r.inputs["metadata"]["name"] == "gemma3-ladder"]
+    assert all(r.urn in ladder.dependencies for r in objects)
+    assert ladder.inputs["metadata"]["labels"][PRIORITY_LABEL] == "normal"

@@ -1,0 +1,131 @@
+"""Ladders, priorities and queued pools: every bad input rejected with the key, before anything is declared."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from stack import reader
+from stack.problems import ConfigError
+from stack.queueing import flavor_order, kueue_pools, queued_runs
+from tests.support.pulumi_harness import declared_before_error
+from tools.render import ROOT
+
+A4 = {"name": "a4", "accelerator": "nvidia-b200", "capacity": "reservation", "reservation": "my-a4"}
+ONE_VM_2X4 = {"name": "v6e-2x4-1vm", "accelerator": "tpu-v6e", "topology": "2x4", "machineType": "ct6e-standard-8t"}
+TWO_SLICES = {"name": "v6e-2x4-x2", "accelerator": "tpu-v6e", "topology": "2x4",
+              "machineType": "ct6e-standard-4t", "slices": 2}  # fmt: skip
+
+
+def values(**changes) -> dict:
+    """The tpu-queued stack's mapping, with `changes` (pools, runs) applied."""
+    mapping = copy.deepcopy(reader.model_values(reader.file_values("tpu-queued", ROOT), "tpu-queued"))
+    mapping.update(changes)
+    return mapping
+
+
+def pools(*extra) -> list[dict]:
+    return values()["pools"] + list(extra)
+
+
+def ladder_run(**changes) -> dict:
+    return {**values()["runs"][0], **changes}
+
+
+def problems(**changes) -> list[str]:
+    with pytest.raises(ConfigError) as err:
+        reader.validate(values(**changes))
+    return err.value.problems
+
+
+def test_the_shipped_queued_stack_is_valid():
+    config = reader.validate(values())
+    assert [r.name for r in queued_runs(config.runs, config.contracts())] == ["gemma3-ladder"]
+    assert [c.pool for c in config.kueue_flavors()] == ["queued-v6e-2x4", "spot-v6e-2x4", "v6e-2x4"]
+
+
+@pytest.mark.parametrize("extra,what", [
+    (A4, "accelerator 'nvidia-b200', but pool 'queued-v6e-2x4' has 'tpu-v6e'"),
+    (ONE_VM_2X4, "chips per host 8, but pool 'queued-v6e-2x4' has 4"),
+    (TWO_SLICES, "slices 2, but pool 'queued-v6e-2x4' has 1"),
+])  # fmt: skip
+def test_a_ladder_over_another_shape_is_rejected_naming_the_rung(extra, what):
+    run = ladder_run(ladder=["spot-v6e-2x4", extra["name"]])
+    [message] = problems(pools=pools(extra), runs=[run])
+    assert message.startswith(f"runs[0].ladder[1]: '{extra['name']}' on run 'gemma3-ladder' has {what}")
+
+
+def test_a_ladder_rung_that_does_not_exist():
+    [message] = problems(runs=[ladder_run(ladder=["v5e"])])
+    assert message.startswith("runs[0].ladder[0]: 'v5e' does not exist on run 'gemma3-ladder'")
+
+
+def test_a_rung_named_twice():
+    [message] = problems(runs=[ladder_run(ladder=["spot-v6e-2x4", "queued-v6e-2x4"])])
+    assert message.startswith("runs[0].ladder[1]: 'queued-v6e-2x4' on run 'gemma3-ladder' is already a rung")
+
+
+def test_an_unknown_priority_names_the_classes():
+    [message] = problems(runs=[ladder_run(priority="urgent")])
+    assert message == "runs[0].priority: 'urgent' on run 'gemma3-ladder' is not a priority class; allowed: low, normal, high"
+
+
+def test_a_queued_pool_with_min_nodes_above_zero():
+    queued = {**values()["pools"][0], "autoscaling": {"minNodes": 2, "maxNodes": 2}}
+    found = problems(pools=[queued, *values()["pools"][1:]])
+    assert any(p.startswith("pools[0].autoscaling.minNodes: 2 with capacity 'queued'") for p in found), found
+
+
+@pytest.mark.parametrize("pool,seconds,why", [
+    (1, 3600, "pools[1].maxRunDurationSeconds: 3600 with capacity 'spot'"),
+    (0, 8 * 24 * 3600, "pools[0].maxRunDurationSeconds: 691200 input should be less than or equal to 604800"),
+])
+def test_max_run_duration_only_on_queued_pools_and_at_most_seven_days(pool, seconds, why):
+    changed = values()["pools"]
+    changed[pool] = {**changed[pool], "maxRunDurationSeconds": seconds}
+    found = problems(pools=changed)
+    assert any(p.startswith(why) for p in found), found
+
+
+def test_ladders_that_disagree_on_the_order_are_rejected():
+    other = {**ladder_run(), "name": "other", "pool": "spot-v6e-2x4", "ladder": ["queued-v6e-2x4"]}
+    found = problems(runs=[ladder_run(), other])
+    assert any(p.startswith("runs[1].ladder: ['queued-v6e-2x4'] on run 'other' tries pool 'spot-v6e-2x4' "
+                            "before 'queued-v6e-2x4', and run 'gemma3-ladder' the other way") for p in found), found
+
+
+def test_suspend_is_kueues_on_a_queued_run():
+    [message] = problems(runs=[ladder_run(suspend=True)])
+    assert message.startswith("runs[0].suspend: true on run 'gemma3-ladder', which Kueue admits")
+
+
+def test_no_ladder_or_priority_on_autopilot():
+    mapping = reader.model_values(reader.file_values("autopilot", ROOT), "autopilot")
+    run = {**mapping["runs"][0], "ladder": ["a4"], "priority": "high"}
+    with pytest.raises(ConfigError) as err:
+        reader.validate({**mapping, "runs": [run]})
+    assert any(p.startswith("runs[0].ladder: ['a4'] on run 'gemma3-single-host': Kueue is not installed on Autopilot")
+               for p in err.value.problems), err.value.problems
+
+
+def test_a_run_sharing_a_pool_with_a_ladder_goes_through_kueue_too():
+    plain = {**ladder_run(), "name": "plain", "ladder": [], "priority": None, "pool": "v6e-2x4"}
+    config = reader.validate(values(runs=[ladder_run(), plain, values()["runs"][1]]))
+    assert [r.name for r in queued_runs(config.runs, config.contracts())] == ["gemma3-ladder", "plain"]
+    assert "v6e-1x1" not in kueue_pools(config.runs, config.contracts())
+
+
+def test_the_flavor_order_follows_the_ladders_not_the_file():
+    config = reader.validate(values(runs=[ladder_run(ladder=["v6e-2x4", "spot-v6e-2x4"])]))
+    assert flavor_order(config.runs, config.contracts()) == ["queued-v6e-2x4", "v6e-2x4", "spot-v6e-2x4"]
+
+
+def test_a_bad_ladder_declares_nothing():
+    bad = ladder_run(ladder=["spot-v6e-2x4", "a4"])
+    deployment, error = declared_before_error(
+        "tpu-queued", overrides={"gke-finetune:pools": pools(A4), "gke-finetune:runs": [bad]}
+    )
+    assert isinstance(error, ConfigError)
+    assert any(p.startswith("runs[0].ladder[1]: 'a4'") for p in error.problems)
+    assert deployment.resources == []
