@@ -16,7 +16,9 @@ from admission import autopilot, fit, syntax
 from admission.findings import Finding
 from core.contract import SchedulingContract
 from manifests.kueue import kueue_manifests
+from core.trainers import TRAINERS
 from manifests.run import PlatformFacts, build_runs
+from manifests.staging import staging_job
 from stack.config import StackConfig
 from stack.images import offline_images
 from stack.problems import ConfigError, Problem
@@ -74,9 +76,24 @@ def admission_problems(config: StackConfig) -> list[Problem]:
     return problems
 
 
+def staging_problems(config: StackConfig) -> list[Problem]:
+    """The staging Jobs by Kubernetes' syntax rules (names, labels, volumes)."""
+    images, problems = offline_images(config), []
+    for i, dataset in enumerate(config.datasets):
+        trainer = config.staging_trainer(dataset)
+        job = staging_job(dataset, trainer=TRAINERS[trainer], image=images[trainer], bucket=config.data_bucket,
+                          autopilot=config.autopilot)
+        found = [*syntax.object_name_findings(job["metadata"], "metadata"),
+                 *syntax.metadata_findings(job["metadata"], "metadata"),
+                 *syntax.pod_findings(job["spec"]["template"], "spec.template")]
+        problems += [Problem(f"datasets[{i}]", dataset.name, f"would be refused by Kubernetes ({f.rule}): {f.where}: "
+                             f"{f.value} {f.why} ({f.source})") for f in found]
+    return problems
+
+
 def admit(config: StackConfig) -> StackConfig:
     """The config, once every run passes every rule; else a ConfigError listing each failure."""
-    problems = admission_problems(config)
+    problems = admission_problems(config) + staging_problems(config)
     if problems:
         raise ConfigError(problems)
     return config

@@ -71,6 +71,8 @@ class Declared:
     retain_on_delete: bool
     dependencies: tuple[str, ...]
     ignore_changes: tuple[str, ...] = ()
+    replace_on_changes: tuple[str, ...] = ()
+    create_timeout: str = ""
 
 
 @dataclass
@@ -157,6 +159,8 @@ class _RecordingMonitor(MockMonitor):
                     retain_on_delete=request.retainOnDelete,
                     dependencies=tuple(request.dependencies),
                     ignore_changes=tuple(request.ignoreChanges),
+                    replace_on_changes=tuple(request.replaceOnChanges),
+                    create_timeout=request.customTimeouts.create,
                 )
             )
         return response

@@ -1,0 +1,76 @@
+"""What the program declares for the stack's datasets: awaited staging Jobs, their identity, the order."""
+
+import functools
+
+import pytest
+
+from stack.problems import ConfigError
+from tests.support.pulumi_harness import SHIPPED_STACKS, declared_before_error, run_stack
+
+JOB = "kubernetes:batch/v1:Job"
+JOBSET = "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"
+GRANT = "gcp:storage/bucketIAMMember:BucketIAMMember"
+STAGER = ("principal://iam.googleapis.com/projects/123456789012/locations/global/"
+          "workloadIdentityPools/my-project-id.svc.id.goog/subject/ns/finetune/sa/stager")
+
+
+@functools.cache
+def deployed(stack):
+    return run_stack(stack, secrets=None)
+
+
+@pytest.mark.parametrize("stack", SHIPPED_STACKS)
+def test_each_dataset_is_staged_by_an_awaited_job_before_the_runs(stack):
+    d = deployed(stack)
+    jobs = d.of_type(JOB)
+    assert jobs and all(j.inputs["metadata"]["name"].startswith("stage-") for j in jobs)
+    for job in jobs:
+        assert "pulumi.com/skipAwait" not in job.inputs["metadata"].get("annotations", {})
+        assert job.replace_on_changes == ("spec",) and job.create_timeout == "21600s"
+    for run in d.of_type(JOBSET):
+        assert {j.urn for j in jobs} <= set(run.dependencies), run.name
+    assert set(d.outputs["datasets"]) == {j.inputs["metadata"]["name"].removeprefix("stage-") for j in jobs}
+
+
+@pytest.mark.parametrize("stack", SHIPPED_STACKS)
+def test_the_stager_writes_only_below_datasets(stack):
+    grants = [g.inputs for g in deployed(stack).of_type(GRANT) if g.inputs["member"] == STAGER]
+    assert {g["role"] for g in grants} == {"roles/storage.objectViewer", "roles/storage.objectUser"}
+    [write] = [g for g in grants if g["role"] == "roles/storage.objectUser"]
+    bucket = f"projects/_/buckets/my-project-id-{stack}-finetune"
+    assert write["condition"]["expression"] == (
+        f'resource.name.startsWith("{bucket}/objects/datasets/") || '
+        f'resource.name.startsWith("{bucket}/folders/datasets/")')
+    trainer_roles = {g.inputs["role"] for g in deployed(stack).of_type(GRANT) if g.inputs["member"].endswith("/sa/trainer")}
+    assert trainer_roles == {"roles/storage.objectViewer", "roles/storage.objectUser"}  # datasets read-only for it
+    [ksa] = [a for a in deployed(stack).of_type("kubernetes:core/v1:ServiceAccount") if a.name == "datasets-ksa"]
+    assert ksa.inputs["metadata"] == {"name": "stager", "namespace": "finetune"}
+
+
+def test_a_gcs_source_s_bucket_is_readable_by_the_stager():
+    datasets = [{"name": "corpus", "gcs": "gs://team-corpora/stories/v2"}]
+    runs = [{"name": "r", "trainer": "gemma-jax", "pool": "v6e-1x1", "data": "corpus/stories.txt"}]
+    d = run_stack("dev", overrides={"gke-finetune:datasets": datasets, "gke-finetune:runs": runs})
+    [source] = [g.inputs for g in d.of_type(GRANT) if g.inputs["bucket"] == "team-corpora"]
+    assert (source["role"], source["member"]) == ("roles/storage.objectViewer", STAGER)
+    [job] = d.of_type(JOB)
+    [volume] = [v for v in job.inputs["spec"]["template"]["spec"]["volumes"] if v["name"] == "source"]
+    assert volume["csi"]["volumeAttributes"] == {"bucketName": "team-corpora",
+                                                 "mountOptions": "implicit-dirs,only-dir=stories/v2"}
+
+
+def test_a_gated_hub_dataset_needs_the_token_and_mounts_it_as_a_file():
+    datasets = [{"name": "gated", "hub": {"id": "org/gated", "token": True}}]
+    overrides = {"gke-finetune:datasets": datasets, "gke-finetune:runs": []}
+    declared, err = declared_before_error("dev", overrides=overrides, secrets={})
+    assert isinstance(err, ConfigError) and declared.resources == []
+    assert any(p.startswith("hfToken: not set, and dataset 'gated' (datasets[0])") for p in err.problems)
+    d = run_stack("dev", overrides=overrides)
+    [job] = d.of_type(JOB)
+    spec = job.inputs["spec"]["template"]["spec"]
+    [stage] = spec["containers"]
+    assert stage["command"][-2:] == ["--token-file", "/var/run/secrets/huggingface/token"]
+    assert not [e for e in stage.get("env", []) if "TOKEN" in e["name"] and "value" in e and e["name"] != "HF_TOKEN_PATH"]
+    [secret_volume] = [v for v in spec["volumes"] if "secret" in v]
+    assert secret_volume["secret"]["secretName"] == "hf-token" and secret_volume["secret"]["defaultMode"] == 0o400
+    assert d.of_type("kubernetes:core/v1:Secret")

@@ -1,0 +1,80 @@
+"""The staging Jobs: valid batch/v1 Jobs on the system pool, writing only their dataset's prefix."""
+
+import json
+
+import kubernetes_validate
+import pytest
+
+from admission import syntax
+from core.names import KUBERNETES_VERSION
+from tests.support import goldens
+from tools.render import shipped_stacks, staging_manifests, to_yaml
+
+JOBS = [pytest.param(s, n, j, id=f"{s}/{n}") for s in shipped_stacks() for n, j in staging_manifests(s).items()]
+
+
+def pod(job):
+    return job["spec"]["template"]
+
+
+@pytest.mark.parametrize("stack", shipped_stacks())
+def test_every_shipped_stack_stages_its_datasets_and_the_goldens_match(stack):
+    jobs = staging_manifests(stack)
+    assert jobs, f"Pulumi.{stack}.yaml stages no dataset"
+    directory = goldens.GOLDEN_DIR / stack / goldens.DATASETS
+    assert {p.stem for p in directory.glob("*.yaml")} == set(jobs)
+    for name, job in jobs.items():
+        assert (directory / f"{name}.yaml").read_text() == to_yaml(job), f"{name}: run `make golden`"
+
+
+@pytest.mark.parametrize("stack, name, job", JOBS)
+def test_the_job_validates_strictly_and_by_kubernetes_syntax(stack, name, job):
+    kubernetes_validate.validate(job, KUBERNETES_VERSION, strict=True)
+    assert list(syntax.pod_findings(pod(job), "template")) == []
+    assert list(syntax.object_name_findings(job["metadata"], "metadata")) == []
+
+
+def test_a_typo_in_a_job_fails_strict_validation():
+    job = next(iter(staging_manifests("dev").values()))
+    job["spec"]["template"]["spec"]["containers"][0]["imagePullPolicey"] = "Always"
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(job, KUBERNETES_VERSION, strict=True)
+
+
+@pytest.mark.parametrize("stack, name, job", JOBS)
+def test_the_job_writes_only_its_dataset_and_runs_off_the_accelerators(stack, name, job):
+    spec = pod(job)["spec"]
+    dataset = name.removeprefix("stage-")
+    [volume] = [v for v in spec["volumes"] if v["name"] == "dataset"]
+    assert volume["csi"]["readOnly"] is False
+    assert volume["csi"]["volumeAttributes"]["mountOptions"].endswith(f"only-dir=datasets/{dataset}")
+    assert spec["serviceAccountName"] == "stager" and spec["automountServiceAccountToken"] is False
+    assert "tolerations" not in spec  # accelerator nodes are tainted: never there
+    if stack != "autopilot":
+        assert spec["nodeSelector"] == {"cloud.google.com/gke-nodepool": "system"}
+    containers = spec.get("initContainers", []) + spec["containers"]
+    assert all("@sha256:" in c["image"] for c in containers)
+    assert job["spec"]["podFailurePolicy"]["rules"][0]["onExitCodes"]["values"] == [78]
+    assert "pulumi.com/skipAwait" not in job["metadata"].get("annotations", {})  # awaited, unlike runs
+
+
+def test_a_tokenized_dataset_is_staged_then_tokenized_in_the_jax_image():
+    job = staging_manifests("dev")["stage-tinystories"]
+    spec = pod(job)["spec"]
+    [stage], [tokenize] = spec["initContainers"], spec["containers"]
+    assert stage["command"][:3] == ["python", "-m", "trainers.staging"]
+    source = json.loads(stage["command"][stage["command"].index("--source") + 1])
+    assert source == {"kind": "url", "file": "TinyStories-train.txt",
+                      "url": "https://huggingface.co/datasets/roneneldan/TinyStories/resolve/main/TinyStories-train.txt"}
+    assert tokenize["command"][:3] == ["python", "-m", "trainers.gemma_jax.token_shards"]
+    assert tokenize["command"][-2:] == ["--model", "gemma3-270m"]
+    assert stage["image"] == tokenize["image"]
+    assert "/gemma-jax@sha256:" in tokenize["image"]
+
+
+def test_the_a4_dataset_is_staged_in_the_gpu_image_as_its_user():
+    job = staging_manifests("a4")["stage-text-to-sql"]
+    spec = pod(job)["spec"]
+    assert "/trl-gpu@sha256:" in spec["containers"][0]["image"]
+    assert spec["securityContext"]["runAsUser"] == 1000
+    assert "uid=1000" in spec["volumes"][0]["csi"]["volumeAttributes"]["mountOptions"]
