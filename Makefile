@@ -146,4 +146,5 @@ scan: $(VENV)/.installed $(VENV_SCAN)/.installed
 .PHONY: bench
 bench: $(VENV_JAX)/.installed $(VENV_GPU)/.installed
 	$(VENV_JAX)/bin/python -m bench.packing
+	$(VENV_JAX)/bin/python -m bench.startup
 	$(VENV_GPU)/bin/python -m bench.sql_packing

@@ -45,7 +45,7 @@ def key_inputs(inputs: Mapping) -> str:
         leaf = path.rsplit(".", 1)[-1]
         if leaf not in KEY_INPUTS or value in (None, "", [], {}):
             continue
-        if path.startswith("spec.") and leaf not in ("image", "replicas", "parallelism", "name"):
+        if path.startswith("spec.") and leaf not in ("image", "replicas", "parallelism"):
             continue  # a manifest's own fields: the rendered YAML shows them all
         found.append((KEY_INPUTS.index(leaf), path, value))
     return " ".join(f"{path}={short(value)}" for _, path, value in sorted(found)[:8])
