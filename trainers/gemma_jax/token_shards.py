@@ -132,12 +132,17 @@ class TokenStories:
         return self._readers[name]
 
     def tokens(self, ids) -> list[np.ndarray]:
-        """The token arrays of stories `ids` (any order), read record by record."""
-        out = []
-        for story in ids:
-            shard = next(s for s in reversed(self.index["shards"]) if s["first"] <= story)
-            record = self._reader(shard["file"]).read([int(story) - shard["first"]])[0]
-            out.append(np.frombuffer(record, dtype=np.int32).copy())
+        """The token arrays of stories `ids` (any order): one batched read per shard file."""
+        ids = np.asarray(ids, dtype=np.int64)
+        firsts = np.asarray([s["first"] for s in self.index["shards"]])
+        which = np.searchsorted(firsts, ids, side="right") - 1
+        out: list[np.ndarray | None] = [None] * len(ids)
+        for shard_index in np.unique(which):
+            shard = self.index["shards"][shard_index]
+            positions = np.flatnonzero(which == shard_index)
+            records = self._reader(shard["file"]).read([int(i) - shard["first"] for i in ids[positions]])
+            for position, record in zip(positions, records):
+                out[position] = np.frombuffer(record, dtype=np.int32).copy()
         return out
 
 
