@@ -57,13 +57,15 @@ def test_loss_falls_from_pretrained_with_workers(
     assert any(f.startswith("events.out.tfevents") for f in os.listdir(tmp_path / "logs"))
 
 
-def test_lora_fsdp_with_mfu(tmp_path, stories_file, tokenizer_file, pretrained_dir):
+def test_lora_fsdp_with_mfu(tmp_path, stories_file, tokenizer_file, stacked_pretrained_dir):
+    """LoRA over a frozen base read from a stacked-layout checkpoint into
+    fsdp shards over 4 devices."""
     args = base_args(
         stories_file,
         tokenizer_file,
         tmp_path / "ckpt",
         tmp_path / "logs",
-        pretrained=pretrained_dir,
+        pretrained=stacked_pretrained_dir,
         steps=12,
         lora_rank=4,
         fsdp=True,

@@ -9,12 +9,12 @@ laptops run the production path end to end.
 from __future__ import annotations
 
 import dataclasses
-import os
-
 from gemma import gm
 from gemma import peft
 import jax
 import jax.numpy as jnp
+
+from trainers.gemma_jax import pretrained as pretrained_lib
 
 
 @dataclasses.dataclass(frozen=True)
@@ -145,19 +145,12 @@ def init_params(model, maxlen: int, seed: int, shardings, lora: bool, frozen_onl
     return out
 
 
-def load_pretrained(path: str, abstract_base, shardings, text_only: bool):
-    """Loads base params from an Orbax checkpoint through gemma's loader.
-
-    The target tree carries the model's dtypes and the wanted shardings, so
-    Orbax reads every array straight into its shards (a model that only fits
-    sharded is never materialised on one device) and casts on the way.
-    """
-    if "://" not in path:
-        path = os.path.abspath(path)
-    target = jax.tree.map(
-        lambda a, s: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s), abstract_base, shardings
-    )
-    return gm.ckpts.load_params(path, params=target, donate=False, text_only=text_only)
+def load_pretrained(path: str, abstract_base, shardings):
+    """Base params from a gemma Orbax checkpoint (any of gemma's layouts),
+    read straight into their shards and cast to the model's dtypes; a
+    vision/audio tower the text-only model lacks is never read
+    (pretrained.py)."""
+    return pretrained_lib.load(path, abstract_base, shardings)
 
 
 def load_hf(path: str, model, abstract_base, shardings):
