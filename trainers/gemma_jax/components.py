@@ -149,10 +149,10 @@ def make_model(cfg: cli.Config, layout: Layout) -> ModelParts:
     abs_params = model_lib.abstract_params(model, cfg.maxlen)
     abs_trainable, abs_frozen = model_lib.split_trainable(abs_params, lora)
     if lora and not jax.tree.leaves(abs_trainable):
-        # gm.nn.LoRA only wraps the Gemma 2/3 layer classes (gemma==4.0.1).
+        # A model class neither gm.nn.LoRA nor lora.Gemma4LoRA adapts.
         raise cli.ConfigError(
-            f"--lora_rank={cfg.lora_rank}: gm.nn.LoRA adds no adapter to "
-            f"--model={cfg.model}; use a full fine-tune (--lora_rank 0) with --fsdp"
+            f"--lora_rank={cfg.lora_rank}: no LoRA adapter fits --model={cfg.model}; "
+            "use a full fine-tune (--lora_rank 0) with --fsdp"
         )
     abs_state = steps.abstract_state(
         model_lib.with_dtype(abs_trainable, cfg.master_dtype), optimizer
