@@ -6,8 +6,8 @@ OUT gets config.json, model.safetensors (float32, or --dtype bfloat16) and
 the tokenizer: the files of the Hugging Face directory the run started from
 (--init_from_hf), else the run's SentencePiece model as tokenizer.model. The
 step is the newest complete one unless --step is given; a LoRA step is merged
-into its base first. Gemma 3 text models only; other checkpoints exit 78
-with the reason.
+into its base first. Gemma 3 and dense Gemma 4 text models without KV-shared
+layers (hf_gemma4.py); other checkpoints exit 78 with the reason.
 """
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ def _lora_base(meta: dict, model) -> dict:
         raise ExportError("a LoRA run on a random base (--pretrained none): no base to merge into")
     if base == (meta.get("export") or {}).get("init_from_hf"):
         _, tensors = hf.read_dir(base)
-        return hf.to_gemma(tensors, model.config, np.float32)
+        return hf.codec(model.config).to_gemma(tensors, model.config, np.float32)
     abstract = model_lib.with_dtype(model_lib.abstract_params(model, 8), "float32")
     one = jax.sharding.SingleDeviceSharding(jax.devices()[0])
     params = pretrained.load(base, abstract, jax.tree.map(lambda _: one, abstract))
@@ -112,19 +112,22 @@ def export(checkpoint_dir: str, out: str, step: int | None = None, dtype: str = 
 
     step, params, meta = read_step(checkpoint_dir, step)
     name = meta.get("model")
-    if model_lib.MODELS[name].model_cls.startswith("Gemma4") or model_lib.MODELS[name].tokenizer_cls != "Gemma3Tokenizer":
-        raise ExportError(f"--model {name}: export supports the Gemma 3 classes")
     vocab = _vocab_size(meta, params)
     model = model_lib.build_model(name, vocab, "float32", 0)
+    codec = hf.codec(model.config)
+    if codec is not hf and model.config.kv_cache_sharing_config is not None:
+        raise ExportError(f"--model {name}: KV-shared layers (Gemma 4 E2B/E4B) are not mapped")
+    if getattr(model.config, "enable_moe", False):
+        raise ExportError(f"--model {name}: mixture-of-experts blocks are not mapped")
     if meta.get("lora_rank"):
         params = lora.merge(_lora_base(meta, model), params)
-    tensors = hf.from_gemma(params, model.config)
+    tensors = codec.from_gemma(params, model.config)
     if dtype == "bfloat16":
         tensors = {k: v.astype(ml_dtypes.bfloat16) for k, v in tensors.items()}
     os.makedirs(out, exist_ok=True)
     hf.write_safetensors(os.path.join(out, "model.safetensors"), tensors)
     with open(os.path.join(out, "config.json"), "w", encoding="utf-8") as f:
-        json.dump(hf.hf_config(model.config, dtype), f, indent=2)
+        json.dump(codec.hf_config(model.config, dtype), f, indent=2)
     _copy_tokenizer(meta, out)
     print(f"[export] step {step} of {checkpoint_dir} -> {out}", flush=True)
     return step

@@ -195,11 +195,12 @@ def load_hf(path: str, model, abstract_base, shardings):
 
     config = getattr(model, "model", model).config
     hf_config, tensors = hf.read_dir(path)
-    problems = hf.config_problems(hf_config, config)
+    codec = hf.codec(config)
+    problems = codec.config_problems(hf_config, config)
     if problems:
         raise ValueError("; ".join(problems))
     dtypes = jax.tree.leaves(abstract_base)[0].dtype
-    tree = hf.to_gemma(tensors, config, dtypes)
+    tree = codec.to_gemma(tensors, config, dtypes)
     return jax.tree.map(
         lambda a, s, x: jax.make_array_from_callback(a.shape, s, lambda idx: x[idx]),
         abstract_base,
