@@ -51,7 +51,8 @@ def tokenizer_file(workdir) -> str:
 
 @pytest.fixture(scope="session")
 def pretrained_dir(workdir, tokenizer_file) -> str:
-    """A tiny random Gemma 3 saved with gemma's own save_params."""
+    """A tiny random Gemma 3 saved with gemma's own save_params (nested
+    layout); the same params in gemma's stacked layout beside it."""
     path = str(workdir / "tiny_pretrained")
     code = (
         "import jax, jax.numpy as jnp\n"
@@ -61,6 +62,9 @@ def pretrained_dir(workdir, tokenizer_file) -> str:
         "m = M.build_model('tiny', tok.vocab_size, 'bfloat16', 0)\n"
         "p = m.init(jax.random.key(7), jnp.zeros((1, 8), jnp.int32))['params']\n"
         f"gm.ckpts.save_params(p, {path!r}, wait_until_finished=True)\n"
+        "from gemma.gm.ckpts import _checkpoint as C\n"
+        f"gm.ckpts.save_params(C._nested_to_stacked(p, 1), {path + '_stacked'!r}, "
+        "wait_until_finished=True)\n"
     )
     subprocess.run(
         [sys.executable, "-c", code],
@@ -71,3 +75,10 @@ def pretrained_dir(workdir, tokenizer_file) -> str:
         timeout=300,
     )
     return path
+
+
+@pytest.fixture(scope="session")
+def stacked_pretrained_dir(pretrained_dir) -> str:
+    """The tiny Gemma 3 in gemma's stacked layout: both layers in one array
+    per weight (a layer axis of 2, fewer than the 4 devices of an fsdp run)."""
+    return pretrained_dir + "_stacked"

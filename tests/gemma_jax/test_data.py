@@ -12,6 +12,7 @@ import gemma_jax_helpers  # noqa: F401  (puts the repo on sys.path)
 from trainers.gemma_jax import data
 from trainers.gemma_jax import metrics
 from trainers.gemma_jax import model as model_lib
+from trainers.gemma_jax import packing
 from trainers.gemma_jax import steps
 
 
@@ -45,34 +46,35 @@ def test_packing_hand_checked_example():
     rows = list(data.batches([sh], maxlen=6, rows_per_shard=1, seed=0, epochs=1, shuffle=False))
     # Story 12 is longer than a row: its first 6 tokens fill a row (closed at
     # once), the rest goes on after a BOS of its own. Story 13 best-fits the
-    # row with exactly 3 free slots; the open rows follow in creation order.
+    # row with exactly 3 free slots; the rows still open at the end are
+    # repacked by first fit decreasing: the 5-slot piece, then the 4-slot one.
     assert [r["tokens"].tolist()[0] for r in rows] == [
         [2, 8, 9, 10, 11, 12],
         [2, 7, 1, 2, 16, 1],
-        [2, 5, 6, 1, 0, 0],
         [2, 13, 14, 15, 1, 0],
+        [2, 5, 6, 1, 0, 0],
     ]
     assert [r["segment_ids"].tolist()[0] for r in rows] == [
         [1, 1, 1, 1, 1, 1],
         [1, 1, 1, 2, 2, 2],
-        [1, 1, 1, 1, 0, 0],
         [1, 1, 1, 1, 1, 0],
+        [1, 1, 1, 1, 0, 0],
     ]
     assert [r["positions"].tolist()[0] for r in rows] == [
         [0, 1, 2, 3, 4, 5],
         [0, 1, 2, 0, 1, 2],
-        [0, 1, 2, 3, 0, 0],
         [0, 1, 2, 3, 4, 0],
+        [0, 1, 2, 3, 0, 0],
     ]
-    assert [r["continued"].tolist()[0] for r in rows][3] == [1, 1, 1, 1, 1, 0]
-    assert [data.consumed_stories(r) for r in rows] == [[[12]], [[11, 13]], [[10]], [[12]]]
+    assert [r["continued"].tolist()[0] for r in rows][2] == [1, 1, 1, 1, 1, 0]
+    assert [data.consumed_stories(r) for r in rows] == [[[12]], [[11, 13]], [[12]], [[10]]]
     assert data.full_batches(sh, maxlen=6, rows_per_shard=1, epochs=1) == 4
 
     # Targets: token t predicts t+1 only inside its piece.
     r2 = rows[1]
     w2 = np.asarray(steps.target_weights(r2["segment_ids"]))
     assert w2.tolist() == [[1, 1, 0, 1, 1]]
-    w3 = np.asarray(steps.target_weights(rows[2]["segment_ids"]))
+    w3 = np.asarray(steps.target_weights(rows[3]["segment_ids"]))
     assert w3.tolist() == [[1, 1, 1, 0, 0]]
 
     # Attention: causal and never across stories.
@@ -85,6 +87,22 @@ def test_packing_hand_checked_example():
         [0, 0, 0, 1, 1, 0],
         [0, 0, 0, 1, 1, 1],
     ]
+
+
+def test_tail_of_a_long_story_fills_a_small_gap_hand_checked():
+    """Rows of 64; stories of 40, 100 and 50 tokens. The 100-token story's
+    first 64 tokens fill a row; its tail (BOS + 36) is cut again: BOS + 23
+    tokens fill the 24-slot gap story 0 left (too small for most stories),
+    BOS + the last 13 open a row that story 2 (50) then fills exactly. The
+    stories that fit are whole."""
+    rows = packing.plan_rows([0, 1, 2], [40, 100, 50], 64)
+    P = packing.Piece
+    assert rows == [
+        [P(1, 0, 64, False)],
+        [P(0, 0, 40, False), P(1, 64, 87, True)],
+        [P(1, 87, 100, True), P(2, 0, 50, False)],
+    ]
+    assert all(sum(p.length for p in r) == 64 for r in rows)
 
 
 def test_padding_is_masked():
@@ -116,7 +134,7 @@ def test_packing_keeps_stories_whole_and_every_piece_starts_with_bos():
     assert len(batches) == min(data.full_batches(s, **kw) for s in shards) > 0
     fraction = np.mean([data.useful_fraction(b) for b in batches])
     print(f"useful-token fraction {fraction:.4f} over {len(batches)} batches")
-    assert fraction >= 0.95
+    assert fraction >= 0.97
     lengths = {i: len(t) for s in shards for i, t in zip(s.story_ids, s.tokens)}
     pieces = {}  # story -> its pieces (token arrays, BOS included)
     for b in batches:
@@ -152,7 +170,7 @@ def test_every_story_is_planned_once_per_epoch_and_epochs_differ():
     assert big_seed != plan[: len(big_seed)]
 
 
-@pytest.mark.parametrize("name", [n for n in model_lib.MODELS if n != "tiny"])
+@pytest.mark.parametrize("name", [n for n in model_lib.MODELS if not n.startswith("tiny")])
 def test_every_model_builds_with_its_checkpoint_and_tokenizer(name):
     """Shapes only (jax.eval_shape): nothing is allocated or downloaded."""
     m = model_lib.build_model(name, 0, "bfloat16", 0)

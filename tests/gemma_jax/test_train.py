@@ -57,22 +57,28 @@ def test_loss_falls_from_pretrained_with_workers(
     assert any(f.startswith("events.out.tfevents") for f in os.listdir(tmp_path / "logs"))
 
 
-def test_lora_fsdp_with_mfu(tmp_path, stories_file, tokenizer_file, pretrained_dir):
+def test_lora_fsdp_with_mfu_and_merged_export(
+    tmp_path, stories_file, tokenizer_file, pretrained_dir, stacked_pretrained_dir
+):
+    """LoRA over a frozen base read from a stacked-layout checkpoint into
+    fsdp shards over 4 devices; --export_hf merges the adapters into it."""
     args = base_args(
         stories_file,
         tokenizer_file,
         tmp_path / "ckpt",
         tmp_path / "logs",
-        pretrained=pretrained_dir,
+        pretrained=stacked_pretrained_dir,
         steps=12,
         lora_rank=4,
         fsdp=True,
         peak_flops_per_device=1e11,
         log_every=4,
         profile_steps="5:6",
+        export_hf=tmp_path / "export",
     )
     res = run_train(args, devices=4)
     assert res.returncode == 0, res.stdout + res.stderr
+    _assert_export_is_base_plus_adapters(tmp_path, pretrained_dir, tokenizer_file)
     assert "mesh {'data': 1, 'fsdp': 4}" in res.stdout
     assert "mfu=" in res.stdout
     trainable = re.search(r"([0-9.]+)M trainable", res.stdout).group(1)
@@ -91,7 +97,6 @@ def test_lora_fsdp_with_mfu(tmp_path, stories_file, tokenizer_file, pretrained_d
         ({"maxlen": 0}, "--maxlen"),
         ({"profile_steps": "7"}, "--profile_steps"),
         ({"batch_size": 6}, "--batch_size"),  # not a multiple of 4 devices
-        ({"model": "gemma4-e2b", "lora_rank": 4}, "--lora_rank"),  # no adapter
     ],
 )
 def test_config_errors_exit_78(tmp_path, stories_file, tokenizer_file, override, flag):
@@ -116,3 +121,27 @@ def test_changed_settings_on_resume_exit_78_and_keep_the_checkpoints(
     assert res.returncode == exit_codes.CONFIG_ERROR, res.stdout + res.stderr
     assert named in res.stderr
     assert sorted(os.listdir(ckpt)) == before  # nothing quarantined, nothing restarted
+
+
+def _assert_export_is_base_plus_adapters(tmp_path, base_dir, tokenizer_file):
+    import numpy as np  # pylint: disable=g-import-not-at-top
+    import orbax.checkpoint as ocp  # pylint: disable=g-import-not-at-top
+
+    from gemma_jax_helpers import load_params  # pylint: disable=g-import-not-at-top
+    from trainers.gemma_jax import hf, lora  # pylint: disable=g-import-not-at-top
+    from trainers.gemma_jax import model as model_lib  # pylint: disable=g-import-not-at-top
+
+    adapters = load_params(str(tmp_path / "ckpt"), 12)
+    with ocp.StandardCheckpointer() as ckptr:  # the same base, nested layout
+        base = ckptr.restore(base_dir)
+    vocab = model_lib.load_tokenizer("tiny", tokenizer_file).vocab_size
+    cfg = model_lib.build_model("tiny", vocab, "float32", 0).config
+    expected = hf.from_gemma(lora.merge(base, adapters), cfg)
+    unmerged = hf.from_gemma(lora.merge(base, {}), cfg)
+    config, exported = hf.read_dir(str(tmp_path / "export"))
+    assert config["model_type"] == "gemma3_text" and set(exported) == set(expected)
+    for k in expected:
+        np.testing.assert_allclose(exported[k], expected[k], rtol=1e-6, atol=1e-7, err_msg=k)
+    changed = [k for k in expected if not np.array_equal(expected[k], unmerged[k])]
+    assert any("q_proj" in k for k in changed) and any("down_proj" in k for k in changed)
+    assert os.path.isfile(tmp_path / "export" / "tokenizer.model")

@@ -50,8 +50,10 @@ def _check_hf_dir(path: str) -> None:
 
 
 def _check_combinations(cfg: Config) -> None:
-    if cfg.tokenizer is None and cfg.model == "tiny":
-        raise ConfigError("--tokenizer: required with --model=tiny (a local SentencePiece .model)")
+    if cfg.tokenizer is None and cfg.model.startswith("tiny"):
+        raise ConfigError(
+            f"--tokenizer: required with --model={cfg.model} (a local SentencePiece .model)"
+        )
     if cfg.inspect_batches and not cfg.inspect_out:
         raise ConfigError(f"--inspect_batches={cfg.inspect_batches}: needs --inspect_out FILE.npz")
     if cfg.num_processes is not None and cfg.process_id is not None:

@@ -17,6 +17,7 @@ from trainers.gemma_jax import checkpointing
 from trainers.gemma_jax import cli
 from trainers.gemma_jax import data
 from trainers.gemma_jax import model as model_lib
+from trainers.gemma_jax import pretrained as pretrained_lib
 from trainers.gemma_jax import sharding
 from trainers.gemma_jax import steps
 from trainers.gemma_jax import token_shards
@@ -163,10 +164,10 @@ def make_model(cfg: cli.Config, layout: Layout) -> ModelParts:
     abs_params = model_lib.abstract_params(model, cfg.maxlen)
     abs_trainable, abs_frozen = model_lib.split_trainable(abs_params, lora)
     if lora and not jax.tree.leaves(abs_trainable):
-        # gm.nn.LoRA only wraps the Gemma 2/3 layer classes (gemma==4.0.1).
+        # A model class neither gm.nn.LoRA nor lora.Gemma4LoRA adapts.
         raise cli.ConfigError(
-            f"--lora_rank={cfg.lora_rank}: gm.nn.LoRA adds no adapter to "
-            f"--model={cfg.model}; use a full fine-tune (--lora_rank 0) with --fsdp"
+            f"--lora_rank={cfg.lora_rank}: no LoRA adapter fits --model={cfg.model}; "
+            "use a full fine-tune (--lora_rank 0) with --fsdp"
         )
     abs_state = steps.abstract_state(
         model_lib.with_dtype(abs_trainable, cfg.master_dtype), optimizer
@@ -186,15 +187,17 @@ def frozen_params(cfg: cli.Config, parts: ModelParts):
     if cfg.init_from_hf:
         return _load_hf(cfg, parts, parts.abstract_frozen, parts.frozen_shardings)
     if cfg.pretrained:
-        return model_lib.load_pretrained(
-            cfg.pretrained,
-            parts.abstract_frozen,
-            parts.frozen_shardings,
-            model_lib.MODELS[cfg.model].text_only,
-        )
+        return _load_pretrained(cfg, parts.abstract_frozen, parts.frozen_shardings)
     return model_lib.init_params(
         parts.model, cfg.maxlen, cfg.seed, parts.frozen_shardings, True, frozen_only=True
     )
+
+
+def _load_pretrained(cfg: cli.Config, abstract, shardings):
+    try:
+        return model_lib.load_pretrained(cfg.pretrained, abstract, shardings)
+    except pretrained_lib.Mismatch as e:
+        raise cli.ConfigError(f"--pretrained={cfg.pretrained}: {e}") from None
 
 
 def _load_hf(cfg: cli.Config, parts: ModelParts, abstract, shardings):
@@ -213,12 +216,7 @@ def fresh_state(cfg: cli.Config, parts: ModelParts):
         params = _load_hf(cfg, parts, base, params_sh)
     elif cfg.pretrained and not parts.lora:
         log(f"[model] loading {cfg.pretrained}")
-        params = model_lib.load_pretrained(
-            cfg.pretrained,
-            parts.abstract_state["params"],
-            params_sh,
-            model_lib.MODELS[cfg.model].text_only,
-        )
+        params = _load_pretrained(cfg, parts.abstract_state["params"], params_sh)
     else:
         params = model_lib.init_params(parts.model, cfg.maxlen, cfg.seed, params_sh, parts.lora)
     return steps.init_state(params, parts.optimizer, parts.state_shardings, cfg.master_dtype)

@@ -5,8 +5,9 @@
 OUT gets config.json, model.safetensors (float32, or --dtype bfloat16) and
 the tokenizer: the files of the Hugging Face directory the run started from
 (--init_from_hf), else the run's SentencePiece model as tokenizer.model. The
-step is the newest complete one unless --step is given. Gemma 3 text models
-(full fine-tunes) only; other checkpoints exit 78 with the reason.
+step is the newest complete one unless --step is given; a LoRA step is merged
+into its base first. Gemma 3 and dense Gemma 4 text models without KV-shared
+layers (hf_gemma4.py); other checkpoints exit 78 with the reason.
 """
 
 from __future__ import annotations
@@ -78,30 +79,67 @@ def _copy_tokenizer(meta: dict, out: str) -> None:
         raise ExportError("no tokenizer to ship: the run had neither --init_from_hf nor a local --tokenizer")
 
 
-def export(checkpoint_dir: str, out: str, step: int | None = None, dtype: str = "float32") -> int:
-    """Writes OUT; returns the exported step."""
-    import ml_dtypes  # pylint: disable=g-import-not-at-top
+def _lora_base(meta: dict, model) -> dict:
+    """The frozen base a LoRA step's adapters belong to, as numpy float32."""
+    import jax  # pylint: disable=g-import-not-at-top
+    import numpy as np  # pylint: disable=g-import-not-at-top
 
     from trainers.gemma_jax import hf  # pylint: disable=g-import-not-at-top
     from trainers.gemma_jax import model as model_lib  # pylint: disable=g-import-not-at-top
+    from trainers.gemma_jax import pretrained  # pylint: disable=g-import-not-at-top
+
+    base = meta.get("base")
+    if not base:
+        raise ExportError("a LoRA run on a random base (--pretrained none): no base to merge into")
+    if base == (meta.get("export") or {}).get("init_from_hf"):
+        _, tensors = hf.read_dir(base)
+        return hf.codec(model.config).to_gemma(tensors, model.config, np.float32)
+    abstract = model_lib.with_dtype(model_lib.abstract_params(model, 8), "float32")
+    one = jax.sharding.SingleDeviceSharding(jax.devices()[0])
+    params = pretrained.load(base, abstract, jax.tree.map(lambda _: one, abstract))
+    return jax.tree.map(np.asarray, params)
+
+
+def export(checkpoint_dir: str, out: str, step: int | None = None, dtype: str = "float32") -> int:
+    """Writes OUT; returns the exported step. A LoRA step is merged into
+    the base it was trained on (the run's recorded --pretrained or
+    --init_from_hf)."""
+    import ml_dtypes  # pylint: disable=g-import-not-at-top
+
+    from trainers.gemma_jax import hf  # pylint: disable=g-import-not-at-top
+    from trainers.gemma_jax import lora  # pylint: disable=g-import-not-at-top
+    from trainers.gemma_jax import model as model_lib  # pylint: disable=g-import-not-at-top
 
     step, params, meta = read_step(checkpoint_dir, step)
-    if meta.get("lora_rank"):
-        raise ExportError(f"step {step}: a LoRA checkpoint (adapters only); merging is not supported")
     name = meta.get("model")
-    if name == "tiny" or model_lib.MODELS[name].tokenizer_cls != "Gemma3Tokenizer":
-        raise ExportError(f"--model {name}: export supports the Gemma 3 sizes")
-    config = getattr(model_lib.build_model(name, 0, "float32", 0), "config")
-    tensors = hf.from_gemma(params, config)
+    vocab = _vocab_size(meta, params)
+    model = model_lib.build_model(name, vocab, "float32", 0)
+    codec = hf.codec(model.config)
+    if codec is not hf and model.config.kv_cache_sharing_config is not None:
+        raise ExportError(f"--model {name}: KV-shared layers (Gemma 4 E2B/E4B) are not mapped")
+    if getattr(model.config, "enable_moe", False):
+        raise ExportError(f"--model {name}: mixture-of-experts blocks are not mapped")
+    if meta.get("lora_rank"):
+        params = lora.merge(_lora_base(meta, model), params)
+    tensors = codec.from_gemma(params, model.config)
     if dtype == "bfloat16":
         tensors = {k: v.astype(ml_dtypes.bfloat16) for k, v in tensors.items()}
     os.makedirs(out, exist_ok=True)
     hf.write_safetensors(os.path.join(out, "model.safetensors"), tensors)
     with open(os.path.join(out, "config.json"), "w", encoding="utf-8") as f:
-        json.dump(hf.hf_config(config, dtype), f, indent=2)
+        json.dump(codec.hf_config(model.config, dtype), f, indent=2)
     _copy_tokenizer(meta, out)
     print(f"[export] step {step} of {checkpoint_dir} -> {out}", flush=True)
     return step
+
+
+def _vocab_size(meta: dict, params: dict) -> int:
+    """`tiny` models take their vocabulary from the run's tokenizer."""
+    if "embedder" in params:
+        return params["embedder"]["input_embedding"].shape[0]
+    from trainers.gemma_jax import model as model_lib  # pylint: disable=g-import-not-at-top
+
+    return model_lib.load_tokenizer(meta["model"], (meta.get("export") or {}).get("tokenizer")).vocab_size
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -31,6 +31,7 @@ MODEL_NAMES = (
     "gemma4-31b",
     "gemma4-26b-a4b",
     "tiny",
+    "tiny-gemma4",
 )
 SEED_MAX = 2**63 - 1  # jax.random.key takes a 64-bit seed
 

@@ -1,4 +1,5 @@
-"""Hugging Face Gemma 3 text checkpoints <-> gemma's parameter tree.
+"""Hugging Face Gemma 3 text checkpoints <-> gemma's parameter tree
+(Gemma 4: hf_gemma4.py, chosen by `codec`).
 
 A Hugging Face directory holds config.json and *.safetensors. The
 safetensors format (https://huggingface.co/docs/safetensors) is an 8-byte
@@ -29,6 +30,7 @@ from __future__ import annotations
 import json
 import os
 import struct
+import sys
 
 import ml_dtypes
 import numpy as np
@@ -48,6 +50,16 @@ NORMS = {
     "post_feedforward_layernorm": "post_ffw_norm",
 }
 TEXT_MODEL_TYPES = ("gemma3_text",)
+
+
+def codec(cfg):
+    """This module for gemma's Gemma 3 configs, hf_gemma4 for Gemma 4's:
+    both expose config_problems, to_gemma, from_gemma and hf_config."""
+    if type(cfg).__module__.startswith("gemma.gm.nn.gemma4"):
+        from trainers.gemma_jax import hf_gemma4  # pylint: disable=g-import-not-at-top
+
+        return hf_gemma4
+    return sys.modules[__name__]
 
 
 def read_safetensors(path: str) -> dict[str, np.ndarray]:

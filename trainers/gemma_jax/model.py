@@ -9,12 +9,15 @@ laptops run the production path end to end.
 from __future__ import annotations
 
 import dataclasses
-import os
-
 from gemma import gm
 from gemma import peft
 import jax
 import jax.numpy as jnp
+
+from gemma.gm.nn.gemma4 import _modules as gemma4_modules
+
+from trainers.gemma_jax import lora as lora_lib
+from trainers.gemma_jax import pretrained as pretrained_lib
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,6 +42,7 @@ MODELS: dict[str, ModelSpec] = {  # keys: flags.MODEL_NAMES
     "gemma4-31b": ModelSpec("Gemma4_31B", "GEMMA4_31B_PT", "Gemma4Tokenizer", True),
     "gemma4-26b-a4b": ModelSpec("Gemma4_26B_A4B", "GEMMA4_26B_A4B_PT", "Gemma4Tokenizer", True),
     "tiny": ModelSpec("Gemma3_270M", None, "Gemma3Tokenizer"),
+    "tiny-gemma4": ModelSpec("Gemma4_E2B", None, "Gemma3Tokenizer", True),
 }
 
 
@@ -75,6 +79,34 @@ def tiny_config(vocab_size: int) -> gm.nn.config.TransformerConfig:
     )
 
 
+def tiny_gemma4_config(vocab_size: int):
+    """Two layers of the Gemma 4 E2B layout (sliding + global with its own
+    key size, per-layer input embeddings), no KV sharing, text only."""
+    base = gm.nn.Gemma4_E2B.config
+    local, global_ = gemma4_modules.AttentionType.LOCAL_SLIDING, gemma4_modules.AttentionType.GLOBAL
+    return dataclasses.replace(
+        base,
+        num_embed=vocab_size,
+        embed_dim=64,
+        hidden_dim=128,
+        num_heads=2,
+        head_dim=32,
+        num_kv_heads=1,
+        global_key_size=48,
+        attention_types=(local, global_),
+        sliding_window_size=32,
+        per_layer_input_dim=8,
+        kv_cache_sharing_config=None,
+        override_kv_shared_ffw_hidden=None,
+        vision_encoder=None,
+        audio_encoder=None,
+    )
+
+
+def is_gemma4(name: str) -> bool:
+    return MODELS[name].model_cls.startswith("Gemma4")
+
+
 def build_model(name: str, vocab_size: int, param_dtype: str, lora_rank: int):
     """Instantiates the flax module (LoRA-wrapped when lora_rank > 0)."""
     spec = MODELS[name]
@@ -82,11 +114,14 @@ def build_model(name: str, vocab_size: int, param_dtype: str, lora_rank: int):
     kwargs = {"dtype": dtype}
     if name == "tiny":
         kwargs["config"] = tiny_config(vocab_size)
+    if name == "tiny-gemma4":
+        kwargs["config"] = tiny_gemma4_config(vocab_size)
     if spec.text_only:
         kwargs["text_only"] = True
     model = getattr(gm.nn, spec.model_cls)(**kwargs)
     if lora_rank:
-        model = gm.nn.LoRA(rank=lora_rank, model=model, dtype=dtype)
+        wrapper = lora_lib.Gemma4LoRA if is_gemma4(name) else gm.nn.LoRA
+        model = wrapper(rank=lora_rank, model=model, dtype=dtype)
     return model
 
 
@@ -145,19 +180,12 @@ def init_params(model, maxlen: int, seed: int, shardings, lora: bool, frozen_onl
     return out
 
 
-def load_pretrained(path: str, abstract_base, shardings, text_only: bool):
-    """Loads base params from an Orbax checkpoint through gemma's loader.
-
-    The target tree carries the model's dtypes and the wanted shardings, so
-    Orbax reads every array straight into its shards (a model that only fits
-    sharded is never materialised on one device) and casts on the way.
-    """
-    if "://" not in path:
-        path = os.path.abspath(path)
-    target = jax.tree.map(
-        lambda a, s: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s), abstract_base, shardings
-    )
-    return gm.ckpts.load_params(path, params=target, donate=False, text_only=text_only)
+def load_pretrained(path: str, abstract_base, shardings):
+    """Base params from a gemma Orbax checkpoint (any of gemma's layouts),
+    read straight into their shards and cast to the model's dtypes; a
+    vision/audio tower the text-only model lacks is never read
+    (pretrained.py)."""
+    return pretrained_lib.load(path, abstract_base, shardings)
 
 
 def load_hf(path: str, model, abstract_base, shardings):
@@ -167,11 +195,12 @@ def load_hf(path: str, model, abstract_base, shardings):
 
     config = getattr(model, "model", model).config
     hf_config, tensors = hf.read_dir(path)
-    problems = hf.config_problems(hf_config, config)
+    codec = hf.codec(config)
+    problems = codec.config_problems(hf_config, config)
     if problems:
         raise ValueError("; ".join(problems))
     dtypes = jax.tree.leaves(abstract_base)[0].dtype
-    tree = hf.to_gemma(tensors, config, dtypes)
+    tree = codec.to_gemma(tensors, config, dtypes)
     return jax.tree.map(
         lambda a, s, x: jax.make_array_from_callback(a.shape, s, lambda idx: x[idx]),
         abstract_base,

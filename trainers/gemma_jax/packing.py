@@ -10,7 +10,11 @@ generation time does.
 Pieces are placed by best fit over a window of open rows: each piece goes to
 the open row with the least free space that still holds it (a new row if
 none does); a full row is closed at once, and when more than `open_rows` are
-open the fullest one is closed. Rows come out in the order they are closed.
+open the fullest one is closed. Gaps too small for most stories are filled
+with fragments of the continuation pieces of over-long stories (those are
+split anyway; a story that fits is never cut to fill a gap). Rows come out
+in the order they are closed; the rows still open at the end are repacked,
+their pieces whole, by first fit decreasing.
 The plan is a pure function of the story lengths and their order, so a data
 position is just a row index (exact resume), and the number of rows is known
 before training.
@@ -25,6 +29,11 @@ import itertools
 import numpy as np
 
 OPEN_ROWS = 1024
+# Gaps under SMALL_GAP slots are mostly too small for a whole story; the
+# tail of a story longer than a row (already cut from its start) is cut
+# again to fill them exactly, in fragments of at least MIN_FRAGMENT slots.
+SMALL_GAP = 48
+MIN_FRAGMENT = 16
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,34 +61,86 @@ def story_pieces(story: int, length: int, maxlen: int) -> list[Piece]:
     return pieces
 
 
+class _OpenRows:
+    """Open rows by free space (best fit), closed rows in closing order."""
+
+    def __init__(self, maxlen: int, open_rows: int):
+        self.maxlen, self.limit = maxlen, open_rows
+        self.rows: list[list[Piece]] = []
+        self.free: list[tuple[int, int]] = []  # sorted (free slots, open row id)
+        self.open: dict[int, list[Piece]] = {}
+        self._ids = itertools.count()
+
+    def _close(self, entry) -> None:
+        self.free.remove(entry)
+        self.rows.append(self.open.pop(entry[1]))
+
+    def put(self, piece: Piece, entry=None) -> None:
+        """Into `entry`'s row, else the best-fitting open row, else a new one."""
+        if entry is None:
+            i = bisect.bisect_left(self.free, (piece.length, -1))
+            entry = self.free[i] if i < len(self.free) else None
+        if entry is None:
+            room, row = self.maxlen, next(self._ids)
+            self.open[row] = []
+        else:
+            self.free.remove(entry)
+            room, row = entry
+        self.open[row].append(piece)
+        entry = (room - piece.length, row)
+        bisect.insort(self.free, entry)
+        if entry[0] == 0:
+            self._close(entry)
+        elif len(self.free) > self.limit:
+            self._close(self.free[0])
+
+    def small_gap(self, below: int):
+        """The smallest gap of at least MIN_FRAGMENT slots and under `below`."""
+        i = bisect.bisect_left(self.free, (MIN_FRAGMENT, -1))
+        return self.free[i] if i < len(self.free) and self.free[i][0] < below else None
+
+    def finish(self) -> list[list[Piece]]:
+        """The closed rows, then the pieces of the rows still open repacked
+        whole by first fit decreasing (fewer, fuller last rows)."""
+        left = sorted((p for row in self.open.values() for p in row), key=lambda p: -p.length)
+        bins: list[list] = []
+        for piece in left:
+            target = next((b for b in bins if b[0] >= piece.length), None)
+            if target is None:
+                target = [self.maxlen, []]
+                bins.append(target)
+            target[0] -= piece.length
+            target[1].append(piece)
+        return self.rows + [b[1] for b in bins]
+
+
+def _put_tail(rows: _OpenRows, piece: Piece) -> None:
+    """A continuation piece (the tail of a story longer than a row): while a
+    gap too small for most stories is open, fill it exactly with the next
+    fragment of the tail (each a BOS + the following tokens); the rest goes
+    by best fit."""
+    start = piece.start
+    while True:
+        remaining = Piece(piece.story, start, piece.end, True)
+        gap = rows.small_gap(below=min(remaining.length, SMALL_GAP))
+        if gap is None:
+            rows.put(remaining)
+            return
+        take = gap[0] - 1  # slots minus the fragment's BOS
+        rows.put(Piece(piece.story, start, start + take, True), entry=gap)
+        start += take
+
+
 def plan_rows(order, lengths, maxlen: int, open_rows: int = OPEN_ROWS) -> list[list[Piece]]:
     """Rows of pieces for the stories `order` (indices into `lengths`)."""
-    rows: list[list[Piece]] = []
-    free: list[tuple[int, int]] = []  # sorted (free slots, open row id)
-    open_: dict[int, list[Piece]] = {}
-    ids = itertools.count()
-
-    def close(entry):
-        free.remove(entry)
-        rows.append(open_.pop(entry[1]))
-
+    rows = _OpenRows(maxlen, open_rows)
     for story in order:
         for piece in story_pieces(int(story), int(lengths[story]), maxlen):
-            i = bisect.bisect_left(free, (piece.length, -1))
-            if i < len(free):
-                room, row = free.pop(i)
+            if piece.bos:
+                _put_tail(rows, piece)
             else:
-                room, row = maxlen, next(ids)
-                open_[row] = []
-            open_[row].append(piece)
-            entry = (room - piece.length, row)
-            bisect.insort(free, entry)
-            if entry[0] == 0:
-                close(entry)
-            elif len(free) > open_rows:
-                close(free[0])
-    rows.extend(open_[row] for _, row in sorted(free, key=lambda e: e[1]))
-    return rows
+                rows.put(piece)
+    return rows.finish()
 
 
 def epoch_order(num_stories: int, seed: int, shard: int, epoch: int, shuffle: bool) -> np.ndarray:
