@@ -11,7 +11,9 @@ start until its first batches are ready (`--inspect_batches 1`: everything
 a run does before its first step but the model), with `--data_path` the
 text file (the trainer tokenizes every story itself) and the token-shard
 directory (`trainers/gemma_jax/token_shards.py`, written once, as the
-staging Job does; that one-off cost is reported too). Repetitions alternate
+staging Job does; that one-off cost is reported too), and, in-process, the
+part of it that differs: getting every story's tokens (tokenizing the text,
+or reading the shards). Repetitions alternate
 the order; reported are the medians and their ratio. Timings vary with the
 machine; they are not asserted anywhere.
 """
@@ -53,6 +55,21 @@ def _startup_seconds(data_path: str, tokenizer: str, stories: int, work: Path) -
     return elapsed
 
 
+def _data_seconds(data_path: str, tokenizer: str, stories: int) -> float:
+    """In this process: the stories' tokens as a run gets them, from the text file or the shards."""
+    from trainers.gemma_jax import data
+    from trainers.gemma_jax import model as model_lib
+
+    started = time.monotonic()
+    if token_shards.is_token_dir(data_path):
+        source = token_shards.TokenStories(data_path)
+        source.check_tokenizer(model_lib.load_tokenizer("tiny", tokenizer))
+        source.tokens(range(min(stories, source.count)))
+    else:
+        data.tokenize(data.read_stories(data_path, stories), lambda: model_lib.load_tokenizer("tiny", tokenizer), 0)
+    return time.monotonic() - started
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.startup", description=__doc__.splitlines()[0])
     parser.add_argument("--stories", type=int, default=100_000)
@@ -69,21 +86,27 @@ def main(argv: list[str] | None = None) -> int:
         index = token_shards.write(text, str(work / "tokens"), "tiny", tokenizer)
         staging_seconds = time.monotonic() - started
         times: dict[str, list[float]] = {"text": [], "shards": []}
+        data_times: dict[str, list[float]] = {"text": [], "shards": []}
         for rep in range(args.reps):
             order = ("text", "shards") if rep % 2 == 0 else ("shards", "text")
             for name in order:
                 path = text if name == "text" else str(work / "tokens")
                 times[name].append(_startup_seconds(path, tokenizer, args.stories, work))
+                data_times[name].append(_data_seconds(path, tokenizer, args.stories))
     text_s, shards_s = statistics.median(times["text"]), statistics.median(times["shards"])
+    text_d, shards_d = statistics.median(data_times["text"]), statistics.median(data_times["shards"])
     result = {
         "stories": args.stories, "tokens": index["tokens"], "reps": args.reps,
         "startup_seconds": {"text": text_s, "shards": shards_s}, "all_seconds": times,
         "text_over_shards": text_s / shards_s, "one_off_tokenize_seconds": staging_seconds,
+        "data_seconds": {"text": text_d, "shards": shards_d}, "data_text_over_shards": text_d / shards_d,
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
     }
     print(f"start-up to the first batch, {args.stories} stories ({index['tokens']} tokens), median of {args.reps}:")
     print(f"  text file (tokenized at start-up): {text_s:8.1f} s")
     print(f"  token shards (staged once):        {shards_s:8.1f} s   ratio text/shards {text_s / shards_s:.2f}x")
+    print(f"  of which the stories' tokens (in-process): text {text_d:.2f} s, shards {shards_d:.2f} s, "
+          f"ratio {text_d / shards_d:.1f}x")
     print(f"  writing the shards once (the staging Job's tokenize step): {staging_seconds:.1f} s")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2))
