@@ -90,9 +90,11 @@ class DatasetConfig(StackModel):
 
 def dataset_problems(d: DatasetConfig) -> list[Problem]:
     sources = [k for k, v in (("url", d.url), ("hub", d.hub), ("gcs", d.gcs)) if v]
-    if len(sources) != 1:
-        return [Problem("url", MISSING if not sources else sources, "— a dataset needs exactly one source",
-                        "one of url, hub, gcs")]
+    if not sources:
+        return [Problem("url", MISSING, "and no hub or gcs either: a dataset needs a source", "one of url, hub, gcs")]
+    if len(sources) > 1:
+        return [Problem(sources[1], getattr(d, sources[1]), f"is a second source beside {sources[0]}",
+                        "exactly one of url, hub, gcs")]
     problems = []
     if d.url and urllib.parse.urlparse(d.url).scheme not in ("https", "http"):
         problems.append(Problem("url", d.url, "is not an http(s) URL", "https://<host>/<path>/<file>"))
