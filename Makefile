@@ -65,7 +65,8 @@ test-infra: $(VENV)/.installed
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/python -m pytest $(PLATFORM_TESTS) $(PYTEST_ARGS)
 
-test-jax: $(VENV_JAX)/.installed
+# The JAX tests check against transformers in the GPU trainer's environment too.
+test-jax: $(VENV_JAX)/.installed $(VENV_GPU)/.installed
 	$(VENV_JAX)/bin/python -m pytest tests/gemma_jax $(PYTEST_ARGS)
 
 test-gpu: $(VENV_GPU)/.installed
