@@ -141,11 +141,18 @@ scan: $(VENV)/.installed $(VENV_SCAN)/.installed
 	    --skip-download --skip-check "$$skips" --output cli --output json --output-file-path console,$(SCAN_DIR)/results.json
 	$(VENV)/bin/python -m tools.scan summary $(SCAN_DIR)/results.json
 
-# Packed rows vs one padded story per row: useful-token fraction and CPU
-# train-step throughput (not part of `make test`; prints a table and writes
-# bench/results/packing.json).
+# JAX trainer benchmarks, each with its ratio side by side in one run (not
+# part of `make test`; each prints a table and writes bench/results/*.json):
+# packed rows vs one padded story per row (useful and context-complete
+# fractions, CPU train-step throughput); the data pipeline vs the tutorial's
+# per-item loader on the real 262k tokenizer; time blocked per async
+# checkpoint save of the 270M state vs the save interval (about 10 GB); start-up
+# on the staging Job's token shards vs the text file; and the GPU trainer's
+# packed vs padded text-to-SQL rows.
 .PHONY: bench
 bench: $(VENV_JAX)/.installed $(VENV_GPU)/.installed
-	$(VENV_JAX)/bin/python -m bench.packing
-	$(VENV_JAX)/bin/python -m bench.startup
+	JAX_PLATFORMS=cpu $(VENV_JAX)/bin/python -m bench.packing
+	JAX_PLATFORMS=cpu $(VENV_JAX)/bin/python -m bench.pipeline
+	JAX_PLATFORMS=cpu $(VENV_JAX)/bin/python -m bench.checkpoint
+	JAX_PLATFORMS=cpu $(VENV_JAX)/bin/python -m bench.startup
 	$(VENV_GPU)/bin/python -m bench.sql_packing

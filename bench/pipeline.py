@@ -125,7 +125,7 @@ def main(argv=None) -> int:
     p.add_argument("--maxlen", type=int, default=256)
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--epochs", type=int, default=2)
-    p.add_argument("--tokenizer_dir", default=os.path.expanduser("~/.cache/gke-finetune"))
+    p.add_argument("--tokenizer_dir", default=os.path.expanduser("~/.cache/gke-finetune/tokenizer"))
     args = p.parse_args(argv)
     tok_path = real_tokenizer.path(args.tokenizer_dir)
     tokenizer = model_lib.load_tokenizer("gemma3-270m", tok_path)

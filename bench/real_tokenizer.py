@@ -13,7 +13,9 @@ def path(directory: str) -> str:
     out = os.path.join(directory, "gemma3-gguf.model")
     if not os.path.exists(out):
         os.makedirs(directory, exist_ok=True)
-        write_sentencepiece(out)
+        tmp = f"{out}.tmp-{os.getpid()}"
+        write_sentencepiece(tmp)
+        os.replace(tmp, out)  # never a half-written model under the final name
     return out
 
 

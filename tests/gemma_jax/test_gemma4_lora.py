@@ -57,6 +57,12 @@ def reference(tmp_path_factory, stories_file, tokenizer_file, gemma4_base):
     return d, res.stdout
 
 
+def _leaf_paths(tree):
+    import jax  # pylint: disable=g-import-not-at-top
+
+    return [(jax.tree_util.keystr(k), v) for k, v in jax.tree_util.tree_leaves_with_path(tree)]
+
+
 def _adapter_and_other_leaves(params) -> tuple[dict, dict]:
     import jax  # pylint: disable=g-import-not-at-top
 
@@ -71,6 +77,13 @@ def test_adapters_on_every_gemma4_block_and_only_they_are_trained(reference):
     lora, other = _adapter_and_other_leaves(params)
     # Checkpoint and optimizer hold adapters only: the frozen base is not there.
     assert other == {}, sorted(other)[:5]
+    import orbax.checkpoint as ocp  # pylint: disable=g-import-not-at-top
+
+    with ocp.StandardCheckpointer() as ckptr:
+        saved = ckptr.metadata(str(d / "ckpt" / str(STEPS) / "state")).item_metadata.tree
+    weights = [(p, x) for p, x in _leaf_paths(saved) if len(x.shape) >= 2]
+    assert weights and all("lora" in p for p, _ in weights), [p for p, _ in weights if "lora" not in p][:5]
+    assert sum(1 for p, _ in weights if "opt_state" in p) == 2 * len(lora)  # Adam mu and nu
     for layer in ("layer_0", "layer_1"):
         for proj in ("q_einsum", "kv_einsum", "attn_vec_einsum", "gating_einsum", "linear"):
             keys = [k for k in lora if f"['{layer}']" in k and proj in k]

@@ -38,8 +38,8 @@ def real(tmp_path_factory):
     return {
         "dir": d,
         "stories": str(d / "stories.txt"),
-        "hf": real_weights.write_hf_dir(str(d / "hf")),
-        "spm": real_weights.write_sentencepiece(str(d / "gemma3.model")),
+        "hf": real_weights.cached_hf_dir(),
+        "spm": real_weights.cached_sentencepiece(),
     }
 
 

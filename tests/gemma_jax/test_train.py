@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 
 import pytest
 
@@ -106,16 +107,24 @@ def test_config_errors_exit_78(tmp_path, stories_file, tokenizer_file, override,
     assert "configuration error" in res.stderr and flag in res.stderr
 
 
+@pytest.fixture(scope="module")
+def four_steps(tmp_path_factory, stories_file, tokenizer_file):
+    """The checkpoints of a finished 4-step run (each test resumes a copy)."""
+    d = tmp_path_factory.mktemp("four_steps")
+    res = run_train(base_args(stories_file, tokenizer_file, d / "ckpt", d / "logs", steps=4))
+    assert res.returncode == 0, res.stdout + res.stderr
+    return d / "ckpt"
+
+
 @pytest.mark.parametrize(
     "override,named",
     [({"maxlen": 32}, "--maxlen"), ({"lora_rank": 4}, "--lora_rank"), ({"seed": 7}, "--seed")],
 )
 def test_changed_settings_on_resume_exit_78_and_keep_the_checkpoints(
-    tmp_path, stories_file, tokenizer_file, override, named
+    tmp_path, stories_file, tokenizer_file, four_steps, override, named
 ):
     ckpt, logs = tmp_path / "ckpt", tmp_path / "logs"
-    res = run_train(base_args(stories_file, tokenizer_file, ckpt, logs, steps=4))
-    assert res.returncode == 0, res.stdout + res.stderr
+    shutil.copytree(four_steps, ckpt)
     before = sorted(os.listdir(ckpt))
     res = run_train(base_args(stories_file, tokenizer_file, ckpt, logs, steps=8, **override))
     assert res.returncode == exit_codes.CONFIG_ERROR, res.stdout + res.stderr

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import difflib
+import functools
 import os
 import typing
 from collections.abc import Callable, Sequence
@@ -139,8 +140,13 @@ _PARSERS: dict[str, Callable[[str], object]] = {"fsdp": _fsdp, "span": _span}
 _TYPE_NAMES = {int: "an int", float: "a number", str: "a string"}
 
 
+@functools.cache
+def _hints() -> dict:
+    return typing.get_type_hints(Flags)
+
+
 def _base_type(field: dataclasses.Field) -> type:
-    hint = typing.get_type_hints(Flags)[field.name]
+    hint = _hints()[field.name]
     args = [a for a in typing.get_args(hint) if a is not type(None)]
     return args[0] if args and typing.get_origin(hint) is not tuple else hint
 
@@ -222,6 +228,12 @@ def build_parser(raise_errors: bool = False) -> argparse.ArgumentParser:
     return p
 
 
+@functools.cache
+def _strict_parser() -> argparse.ArgumentParser:
+    """One parser for argument_problems (parse_args keeps no state)."""
+    return build_parser(raise_errors=True)
+
+
 def parse(argv: Sequence[str] | None = None) -> Flags:
     """Flags from argv; ValueError with the parser's message on bad input."""
     ns = build_parser(raise_errors=True).parse_args(argv)
@@ -229,6 +241,8 @@ def parse(argv: Sequence[str] | None = None) -> Flags:
 
 
 _FIELDS = {f.name: f for f in dataclasses.fields(Flags)}
+# argparse's own test for a token that is a negative number, not a flag.
+_NEGATIVE_NUMBER = argparse.ArgumentParser()._negative_number_matcher  # pylint: disable=protected-access
 _OPTIONS = {f"--{name}" for name in _FIELDS}
 
 
@@ -244,7 +258,7 @@ def _looks_like_flag(token: str) -> bool:
         return False
     if token.partition("=")[0] in _OPTIONS:
         return True
-    negative = argparse.ArgumentParser()._negative_number_matcher  # pylint: disable=protected-access
+    negative = _NEGATIVE_NUMBER
     return not negative.match(token) and " " not in token
 
 
@@ -291,7 +305,7 @@ def argument_problems(argv: Sequence[str]) -> list[str]:
             problems.append(f"{name}: {e}")
     if not problems:  # anything argparse refuses that the walk above missed
         try:
-            build_parser(raise_errors=True).parse_args(argv)
+            _strict_parser().parse_args(argv)
         except ValueError as e:
             problems.append(str(e))
     return problems

@@ -23,9 +23,11 @@ import functools
 from flax import linen as nn
 from gemma import gm
 from gemma import peft
+from gemma.peft import _einsum_utils
 from gemma.gm.nn import _lora as gemma_lora
 from gemma.gm.nn.gemma4 import _layers as gemma4_layers
 from gemma.gm.nn.gemma4 import _modules as gemma4_modules
+import numpy as np
 
 _ADAPTED_PARENTS = (gemma4_modules.Attention, gemma4_modules.FeedForward)
 
@@ -60,6 +62,7 @@ class Gemma4LoRA(gm.nn.LoRA):
 # for Gemma 3, gm/nn/gemma4/_modules.py for Gemma 4; the same strings).
 EINSUMS = {
     "q_einsum": "BTD,NDH->BTNH",
+    "qkv_einsum": "BTD,SNDH->SBTNH",
     "kv_einsum": "BSD,CKDH->CBSKH",
     "k_einsum": "BSD,KDH->BSKH",
     "attn_vec_einsum": "BTNH,NHD->BTD",
@@ -72,9 +75,6 @@ def _delta(weight_name: str, a, b):
     """A·B in the layout of the wrapped weight: the adapter computes
     x·A·B with A's axes the weight's input axes + rank and B's rank +
     output axes (peft._einsum_utils.get_lora_einsum_str_and_shapes)."""
-    import numpy as np  # pylint: disable=g-import-not-at-top
-    from gemma.peft import _einsum_utils  # pylint: disable=g-import-not-at-top
-
     eqn = EINSUMS[weight_name]
     weights = eqn.split(",")[1].split("->")[0]
     lora_eqn, _, _ = _einsum_utils.get_lora_einsum_str_and_shapes(
@@ -94,7 +94,7 @@ def merge(base: dict, adapters: dict) -> dict:
     """
     used: list[str] = []
     out = _merge(base, adapters, "", used)
-    count = sum(1 for path in _lora_paths(adapters))
+    count = len(list(_lora_paths(adapters)))
     if len(used) != count:
         raise ValueError(f"{count - len(used)} adapters match no base weight")
     return out
@@ -109,8 +109,6 @@ def _lora_paths(tree, prefix=""):
 
 
 def _merge(base: dict, adapters: dict, name: str, used: list[str]) -> dict:
-    import numpy as np  # pylint: disable=g-import-not-at-top
-
     out = {}
     for key, value in base.items():
         if isinstance(value, dict):

@@ -100,14 +100,13 @@ def model_counts(name: str):
 MODES = (("full", False, False), ("full, --fsdp", False, True), ("LoRA 16", True, False), ("LoRA 16, --fsdp", True, True))
 
 
-def table(batch_size: int, maxlen: int) -> str:
+def table(batch_size: int, maxlen: int, names=None) -> str:
     from trainers.gemma_jax import model as model_lib  # pylint: disable=g-import-not-at-top
 
+    names = names or [n for n in model_lib.MODELS if not n.startswith("tiny")]
     lines = ["| model | params | " + " | ".join(m for m, _, _ in MODES) + " |",
              "| --- | --- |" + " --- |" * len(MODES)]
-    for name in model_lib.MODELS:
-        if name.startswith("tiny"):
-            continue
+    for name in names:
         total, adapters, config = model_counts(name)
         cells = []
         for _, lora, fsdp in MODES:
