@@ -109,3 +109,143 @@ def test_init_from_hf_loss_matches_transformers_and_the_export_loads(
     print(f"after one step: trainer {trained:.6f} transformers on the export {loaded['loss']:.6f}")
     assert abs(trained - loaded["loss"]) <= TOLERANCE
     assert abs(trained - first) > 1e-6  # the step changed the weights
+
+
+# Gemma 4 variants the trainer's tiny model lacks, checked in process (the
+# same codec --init_from_hf and --export_hf use, model.load_hf included):
+# E2B's KV-shared last layers with their double-wide MLP, and 31B's global
+# layers whose values are their keys, with fewer key/value heads.
+_MAKE_VARIANT = """
+import json, sys, torch
+from transformers import Gemma4ForCausalLM, Gemma4TextConfig
+torch.manual_seed(0)
+cfg = Gemma4TextConfig(**json.loads(sys.argv[2]))
+m = Gemma4ForCausalLM(cfg).float().eval()
+with torch.no_grad():
+    for p in m.parameters():
+        p.add_(0.05 * torch.randn_like(p))
+    for layer in m.model.layers:
+        layer.layer_scalar.fill_(0.8)
+m.save_pretrained(sys.argv[1])
+"""
+_VOCAB = 256
+_COMMON = {
+    "vocab_size": _VOCAB, "vocab_size_per_layer_input": _VOCAB, "hidden_size": 64,
+    "intermediate_size": 128, "num_attention_heads": 2, "head_dim": 32, "global_head_dim": 48,
+    "sliding_window": 16, "final_logit_softcapping": 30.0, "tie_word_embeddings": True,
+}
+VARIANTS = {
+    "kv_shared": (
+        _COMMON | {
+            "num_hidden_layers": 4, "num_key_value_heads": 1, "hidden_size_per_layer_input": 8,
+            "layer_types": ["sliding_attention", "full_attention"] * 2,
+            "num_kv_shared_layers": 2, "use_double_wide_mlp": True,
+        },
+        {"num_layers": 4, "kv_shared": 0.5, "override_kv_shared_ffw_hidden": 256},
+    ),
+    "k_eq_v": (
+        _COMMON | {
+            "num_hidden_layers": 2, "num_key_value_heads": 2, "hidden_size_per_layer_input": 0,
+            "layer_types": ["sliding_attention", "full_attention"],
+            "attention_k_eq_v": True, "num_global_key_value_heads": 1,
+        },
+        {"num_layers": 2, "k_eq_v_global": True, "num_kv_heads": 2, "num_global_kv_heads": 1, "per_layer_input_dim": 0},
+    ),
+}
+
+
+def _variant_config(overrides: dict):
+    import dataclasses  # pylint: disable=g-import-not-at-top
+
+    from gemma.gm.nn.gemma4 import _config, _modules  # pylint: disable=g-import-not-at-top
+    from trainers.gemma_jax import model as model_lib  # pylint: disable=g-import-not-at-top
+
+    o = dict(overrides)
+    local, global_ = _modules.AttentionType.LOCAL_SLIDING, _modules.AttentionType.GLOBAL
+    o["attention_types"] = (local, global_) * (o.pop("num_layers") // 2)
+    if "kv_shared" in o:  # as _gemma4.py _gemma4_config builds E2B/E4B's
+        frac = o.pop("kv_shared")
+        o["kv_cache_sharing_config"] = _config.KVCacheSharingConfig(frac, share_global=True, share_local=True)
+    return dataclasses.replace(model_lib.tiny_gemma4_config(_VOCAB), sliding_window_size=16, **o)
+
+
+def _batch(path) -> dict:
+    """Two rows of 48 tokens, longer than the sliding window: three segments."""
+    rng = np.random.default_rng(0)
+    tokens = rng.integers(3, _VOCAB, (1, 2, 48)).astype(np.int32)
+    seg = np.array([[[1] * 30 + [2] * 18, [1] * 48]], np.int32)
+    positions = np.array([[list(range(30)) + list(range(18)), list(range(48))]], np.int32)
+    np.savez(path, input_tokens=tokens, segment_ids=seg, positions=positions, loss_weights=(seg > 0).astype(np.float32))
+    return {"tokens": tokens[0], "segment_ids": seg[0], "positions": positions[0]}
+
+
+@pytest.fixture(scope="module", params=sorted(VARIANTS))
+def variant(request, tmp_path_factory):
+    import json  # pylint: disable=g-import-not-at-top
+
+    hf_kwargs, overrides = VARIANTS[request.param]
+    d = tmp_path_factory.mktemp(f"hf4_{request.param}")
+    real_weights._run_gpu(_MAKE_VARIANT, str(d / "hf"), json.dumps(hf_kwargs))  # pylint: disable=protected-access
+    return {"name": request.param, "dir": d, "hf": str(d / "hf"), "cfg": _variant_config(overrides)}
+
+
+def test_variant_config_and_exact_round_trip(variant):
+    from trainers.gemma_jax import hf, hf_gemma4  # pylint: disable=g-import-not-at-top
+    from trainers.gemma_jax import model as model_lib  # pylint: disable=g-import-not-at-top
+
+    cfg = variant["cfg"]
+    config, tensors = hf.read_dir(variant["hf"])
+    assert hf_gemma4.config_problems(config, cfg) == []
+    assert hf_gemma4.config_problems(hf_gemma4.hf_config(cfg, "float32"), cfg) == []
+    # the trainer's tiny-gemma4 (no sharing, separate values) refuses it
+    plain = model_lib.tiny_gemma4_config(_VOCAB)
+    wrong = "num_kv_shared_layers" if variant["name"] == "kv_shared" else "attention_k_eq_v"
+    assert any(p.startswith(wrong) for p in hf_gemma4.config_problems(config, plain))
+    if variant["name"] == "kv_shared":
+        assert hf_gemma4.kv_sources(cfg) == [0, 1, 0, 1]
+        assert "model.layers.2.self_attn.k_proj.weight" not in tensors  # transformers stores none
+        assert hf_gemma4.config_problems(dict(config, use_double_wide_mlp=False), cfg)
+    else:
+        assert "model.layers.1.self_attn.v_proj.weight" not in tensors
+        assert "model.layers.0.self_attn.v_proj.weight" in tensors
+    back = hf_gemma4.from_gemma(hf_gemma4.to_gemma(tensors, cfg, np.float32), cfg)
+    assert set(back) == set(tensors)
+    assert all(np.array_equal(back[k], tensors[k]) for k in tensors)
+
+
+def test_variant_loss_matches_transformers_and_the_export_loads(variant):
+    import jax  # pylint: disable=g-import-not-at-top
+    import jax.numpy as jnp  # pylint: disable=g-import-not-at-top
+    from gemma import gm  # pylint: disable=g-import-not-at-top
+    from trainers.gemma_jax import hf, hf_gemma4, steps  # pylint: disable=g-import-not-at-top
+    from trainers.gemma_jax import model as model_lib  # pylint: disable=g-import-not-at-top
+
+    d, cfg = variant["dir"], variant["cfg"]
+    batch = _batch(d / "b.npz")
+    model = gm.nn.Gemma4_E2B(config=cfg, text_only=True, dtype=jnp.float32)
+    abstract = jax.eval_shape(lambda: model.init(jax.random.PRNGKey(0), batch["tokens"])["params"])
+    one = jax.sharding.SingleDeviceSharding(jax.devices()[0])
+    params = model_lib.load_hf(variant["hf"], model, abstract, jax.tree.map(lambda _: one, abstract))
+
+    def loss(p):
+        total, count = steps.loss_terms(model, p, batch)
+        return total / count
+
+    first, grads = jax.value_and_grad(loss)(params)
+    reference = real_weights.transformers_loss(variant["hf"], str(d / "b.npz"))
+    print(f"{variant['name']}: gemma {float(first):.6f} transformers {reference['loss']:.6f}")
+    assert abs(float(first) - reference["loss"]) <= TOLERANCE
+    if variant["name"] == "kv_shared":  # the zeros gemma declares there stay out of the loss
+        assert not np.any(np.asarray(grads["layer_2"]["attn"]["kv_einsum"]["w"]))
+        assert np.any(np.asarray(grads["layer_0"]["attn"]["kv_einsum"]["w"]))
+
+    stepped = jax.tree.map(lambda p, g: p - 0.5 * g, params, grads)
+    trained = float(loss(stepped))
+    out = d / "export"
+    out.mkdir()
+    hf.write_safetensors(str(out / "model.safetensors"), hf_gemma4.from_gemma(jax.tree.map(np.asarray, stepped), cfg))
+    (out / "config.json").write_text(__import__("json").dumps(hf_gemma4.hf_config(cfg, "float32")))
+    loaded = real_weights.transformers_loss(str(out), str(d / "b.npz"))
+    print(f"{variant['name']} after one step: gemma {trained:.6f} transformers on the export {loaded['loss']:.6f}")
+    assert abs(trained - loaded["loss"]) <= TOLERANCE
+    assert abs(trained - float(first)) > 1e-4  # the step changed the weights

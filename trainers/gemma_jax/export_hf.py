@@ -6,8 +6,8 @@ OUT gets config.json, model.safetensors (float32, or --dtype bfloat16) and
 the tokenizer: the files of the Hugging Face directory the run started from
 (--init_from_hf), else the run's SentencePiece model as tokenizer.model. The
 step is the newest complete one unless --step is given; a LoRA step is merged
-into its base first. Gemma 3 and dense Gemma 4 text models without KV-shared
-layers (hf_gemma4.py); other checkpoints exit 78 with the reason.
+into its base first. Gemma 3 and dense Gemma 4 text models (KV-shared layers
+included, hf_gemma4.py); other checkpoints exit 78 with the reason.
 """
 
 from __future__ import annotations
@@ -115,10 +115,8 @@ def export(checkpoint_dir: str, out: str, step: int | None = None, dtype: str = 
     vocab = _vocab_size(meta, params)
     model = model_lib.build_model(name, vocab, "float32", 0)
     codec = hf.codec(model.config)
-    if codec is not hf and model.config.kv_cache_sharing_config is not None:
-        raise ExportError(f"--model {name}: KV-shared layers (Gemma 4 E2B/E4B) are not mapped")
-    if getattr(model.config, "enable_moe", False):
-        raise ExportError(f"--model {name}: mixture-of-experts blocks are not mapped")
+    if codec is not hf and (problems := codec.config_problems(codec.hf_config(model.config, dtype), model.config)):
+        raise ExportError(f"--model {name}: no transformers config matches it: " + "; ".join(problems))
     if meta.get("lora_rank"):
         params = lora.merge(_lora_base(meta, model), params)
     tensors = codec.from_gemma(params, model.config)

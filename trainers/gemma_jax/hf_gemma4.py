@@ -21,18 +21,64 @@ Unlike Gemma 3, both sides store RMSNorm weights as the factor itself
 (x * w: transformers' Gemma4RMSNorm, gemma's gemma4._layers.RMSNorm), so
 norms copy as they are. transformers scales the per-layer projection by
 1/sqrt(D) before its RMSNorm and gemma does not; the norm cancels it.
-Mixture-of-experts blocks (26B-A4B) and KV-shared layers (E2B/E4B share
-the keys and values of their last layers; transformers stores none for
-them) are not mapped: config_problems names them.
+
+KV-shared layers (E2B/E4B): the last num_kv_shared_layers layers attend
+with the keys and values of the last unshared layer of their own type
+(configuration_gemma4.py Gemma4TextConfig.kv_sharing_modes), and
+transformers creates no k_proj/v_proj/k_norm for them (modeling_gemma4.py
+Gemma4TextAttention.__init__, "Layers sharing kv states don't need any
+weight matrices"). gemma expresses the same with
+_config.create_kv_cache_sharing_patterns (frac_shared_layers: shared global
+layers read layer num_unshared-1, local ones num_unshared-2) and still
+declares kv_einsum/key_norm in those layers (_modules.py Attention.setup),
+computing them and then replacing them by the shared cache's k/v
+(Attention.__call__, "if kv_shared_cache is not None"). Those unused
+tensors load as zeros (no gradient reaches them) and are not exported.
+Their MLP is twice as wide when use_double_wide_mlp (Gemma4TextMLP) as
+gemma's override_kv_shared_ffw_hidden (_transformer.py _get_hidden_dim).
+Mixture-of-experts blocks (26B-A4B) are not mapped: config_problems names
+them.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from gemma.gm.nn.gemma4 import _config as gemma4_config
+
 from trainers.gemma_jax import hf
 
 TEXT_MODEL_TYPES = ("gemma4_text",)
+
+
+def kv_sources(cfg) -> list[int]:
+    """The layer whose keys and values layer i attends with (i when it has
+    its own): gemma's pattern, built as _transformer.py Transformer.setup does."""
+    return gemma4_config.create_kv_cache_sharing_patterns(
+        cfg.kv_cache_sharing_config, cfg.num_layers, cfg.attention_types
+    )
+
+
+def _shared(cfg) -> set[int]:
+    return {i for i, source in enumerate(kv_sources(cfg)) if source != i}
+
+
+def _hf_kv_sources(layer_types: list[str], num_shared: int) -> list[int | None]:
+    """transformers' pattern for num_kv_shared_layers (kv_sharing_modes: the
+    last num_shared layers reuse the last earlier layer of their type)."""
+    first = len(layer_types) - num_shared
+    out = []
+    for i, kind in enumerate(layer_types):
+        producers = [j for j in range(first) if layer_types[j] == kind]
+        out.append(i if i < first else (producers[-1] if producers else None))
+    return out
+
+
+def _mlp_hidden(cfg, i: int) -> int:
+    """gemma's _transformer.py Transformer._get_hidden_dim."""
+    if i in _shared(cfg) and cfg.override_kv_shared_ffw_hidden is not None:
+        return cfg.override_kv_shared_ffw_hidden
+    return cfg.hidden_dim
 
 
 def _layer_shape(cfg, i: int) -> tuple[int, int]:
@@ -47,14 +93,9 @@ def config_problems(hf_cfg: dict, cfg) -> list[str]:
     if c.get("model_type") not in TEXT_MODEL_TYPES:
         return [f"model_type {c.get('model_type')!r}: supported: {', '.join(TEXT_MODEL_TYPES)}"]
     problems = []
-    if c.get("enable_moe_block"):
+    if c.get("enable_moe_block") or getattr(cfg, "enable_moe", False):
         problems.append("enable_moe_block: mixture-of-experts blocks are not mapped")
-    if c.get("num_kv_shared_layers"):
-        problems.append(f"num_kv_shared_layers {c['num_kv_shared_layers']}: KV-shared layers are not mapped")
     types = ["full_attention" if t.name == "GLOBAL" else "sliding_attention" for t in cfg.attention_types]
-    global_dims = {
-        int(i): v.get("head_dim") for i, v in (c.get("per_layer_config") or {}).items() if "head_dim" in v
-    }
     wanted = {
         "vocab_size": cfg.num_embed,
         "hidden_size": cfg.embed_dim,
@@ -67,11 +108,38 @@ def config_problems(hf_cfg: dict, cfg) -> list[str]:
         "layer_types": types,
         "hidden_size_per_layer_input": cfg.per_layer_input_dim,
         "attention_k_eq_v": cfg.k_eq_v_global,
+        "num_kv_shared_layers": len(_shared(cfg)),
     }
-    problems += [f"{k}: {c.get(k)!r}, the model has {v!r}" for k, v in wanted.items() if c.get(k) != v]
+    problems += [f"{k}: {c.get(k)!r}, the model has {v!r}" for k, v in wanted.items() if (c.get(k) or 0) != (v or 0)]
+    if problems:
+        return problems
+    return _layer_problems(c, cfg, types)
+
+
+def _layer_problems(c: dict, cfg, types: list[str]) -> list[str]:
+    """Per-layer key sizes, key/value heads, KV sources and MLP widths."""
+    problems, shared = [], _shared(cfg)
+    per_layer = {int(i): v for i, v in (c.get("per_layer_config") or {}).items()}
+    hf_sources = _hf_kv_sources(types, len(shared))
+    if hf_sources != kv_sources(cfg):
+        problems.append(
+            f"num_kv_shared_layers {len(shared)}: transformers' layers read the keys and values of layers "
+            f"{hf_sources}, the model's {kv_sources(cfg)}"
+        )
     for i, t in enumerate(types):
-        if t == "full_attention" and global_dims.get(i, c.get("head_dim")) != _layer_shape(cfg, i)[0]:
-            problems.append(f"per_layer_config[{i}].head_dim: {global_dims.get(i)!r}, the model has {_layer_shape(cfg, i)[0]}")
+        k, g = _layer_shape(cfg, i)
+        layer = per_layer.get(i, {}) if t == "full_attention" else {}
+        if layer.get("head_dim", c.get("head_dim")) != k:
+            problems.append(f"per_layer_config[{i}].head_dim: {layer.get('head_dim')!r}, the model has {k}")
+        if layer.get("num_key_value_heads", c.get("num_key_value_heads")) != g:
+            heads = layer.get("num_key_value_heads")
+            problems.append(f"per_layer_config[{i}].num_key_value_heads: {heads!r}, the model has {g}")
+        wide = 2 if c.get("use_double_wide_mlp") and i in shared else 1
+        if c["intermediate_size"] * wide != _mlp_hidden(cfg, i):
+            problems.append(
+                f"use_double_wide_mlp: {c.get('use_double_wide_mlp')!r} makes layer {i}'s MLP "
+                f"{c['intermediate_size'] * wide} wide, the model's is {_mlp_hidden(cfg, i)}"
+            )
     return problems
 
 
@@ -90,20 +158,15 @@ def to_gemma(tensors: dict[str, np.ndarray], cfg, dtype) -> dict:
         }
         embedder["per_layer_projection_norm"] = {"scale": get("per_layer_projection_norm.weight")}
     params = {"embedder": embedder, "final_norm": {"scale": get("norm.weight")}}
+    shared = _shared(cfg)
     for i in range(layers):
-        p, (k, g) = f"layers.{i}.", _layer_shape(cfg, i)
+        p, k = f"layers.{i}.", _layer_shape(cfg, i)[0]
         attn = {
             "q_einsum": {"w": get(p + "self_attn.q_proj.weight").reshape(h, k, d).transpose(0, 2, 1)},
             "attn_vec_einsum": {"w": get(p + "self_attn.o_proj.weight").T.reshape(h, k, d)},
             "query_norm": {"scale": get(p + "self_attn.q_norm.weight")},
-            "key_norm": {"scale": get(p + "self_attn.k_norm.weight")},
         }
-        key = get(p + "self_attn.k_proj.weight").reshape(g, k, d).transpose(0, 2, 1)
-        if cfg.k_eq_v_global and cfg.attention_types[i].name == "GLOBAL":
-            attn["k_einsum"] = {"w": key}
-        else:
-            value = get(p + "self_attn.v_proj.weight").reshape(g, k, d).transpose(0, 2, 1)
-            attn["kv_einsum"] = {"w": np.stack([key, value])}
+        attn.update(_key_value(get, p, cfg, i) if i not in shared else _unused_key_value(cfg, i))
         layer = {
             "attn": attn,
             "mlp": {
@@ -122,6 +185,30 @@ def to_gemma(tensors: dict[str, np.ndarray], cfg, dtype) -> dict:
     return hf._cast(params, dtype)  # pylint: disable=protected-access
 
 
+def _k_eq_v(cfg, i: int) -> bool:
+    return cfg.k_eq_v_global and cfg.attention_types[i].name == "GLOBAL"
+
+
+def _key_value(get, p: str, cfg, i: int) -> dict:
+    (k, g), d = _layer_shape(cfg, i), cfg.embed_dim
+    key = get(p + "self_attn.k_proj.weight").reshape(g, k, d).transpose(0, 2, 1)
+    out = {"key_norm": {"scale": get(p + "self_attn.k_norm.weight")}}
+    if _k_eq_v(cfg, i):  # transformers: v_proj None, values = keys (use_alternative_attention)
+        return out | {"k_einsum": {"w": key}}
+    value = get(p + "self_attn.v_proj.weight").reshape(g, k, d).transpose(0, 2, 1)
+    return out | {"kv_einsum": {"w": np.stack([key, value])}}
+
+
+def _unused_key_value(cfg, i: int) -> dict:
+    """Zeros for the key/value tensors gemma declares in a KV-shared layer
+    but replaces by the shared layer's keys and values."""
+    (k, g), d = _layer_shape(cfg, i), cfg.embed_dim
+    out = {"key_norm": {"scale": np.zeros((k,), np.float32)}}
+    if _k_eq_v(cfg, i):
+        return out | {"k_einsum": {"w": np.zeros((g, d, k), np.float32)}}
+    return out | {"kv_einsum": {"w": np.zeros((2, g, d, k), np.float32)}}
+
+
 def from_gemma(params: dict, cfg) -> dict[str, np.ndarray]:
     h, d, layers = cfg.num_heads, cfg.embed_dim, cfg.num_layers
     e = params["embedder"]
@@ -130,16 +217,18 @@ def from_gemma(params: dict, cfg) -> dict[str, np.ndarray]:
         out["model.embed_tokens_per_layer.weight"] = e["per_layer_embeddings"].reshape(e["per_layer_embeddings"].shape[0], -1)
         out["model.per_layer_model_projection.weight"] = e["per_layer_model_projection"]["w"].reshape(d, -1).T
         out["model.per_layer_projection_norm.weight"] = e["per_layer_projection_norm"]["scale"]
+    shared = _shared(cfg)
     for i in range(layers):
         layer, p, (k, _) = params[f"layer_{i}"], f"model.layers.{i}.", _layer_shape(cfg, i)
         attn = layer["attn"]
         out[p + "self_attn.q_proj.weight"] = attn["q_einsum"]["w"].transpose(0, 2, 1).reshape(h * k, d)
-        kv = [attn["k_einsum"]["w"]] if "k_einsum" in attn else list(attn["kv_einsum"]["w"])
-        for name, w in zip("kv", kv):
-            out[p + f"self_attn.{name}_proj.weight"] = w.transpose(0, 2, 1).reshape(-1, d)
         out[p + "self_attn.o_proj.weight"] = attn["attn_vec_einsum"]["w"].reshape(h * k, d).T
         out[p + "self_attn.q_norm.weight"] = attn["query_norm"]["scale"]
-        out[p + "self_attn.k_norm.weight"] = attn["key_norm"]["scale"]
+        if i not in shared:  # transformers has no k/v weights there
+            kv = [attn["k_einsum"]["w"]] if "k_einsum" in attn else list(attn["kv_einsum"]["w"])
+            for name, w in zip("kv", kv):
+                out[p + f"self_attn.{name}_proj.weight"] = w.transpose(0, 2, 1).reshape(-1, d)
+            out[p + "self_attn.k_norm.weight"] = attn["key_norm"]["scale"]
         out[p + "mlp.gate_proj.weight"] = layer["mlp"]["gating_einsum"][0]
         out[p + "mlp.up_proj.weight"] = layer["mlp"]["gating_einsum"][1]
         out[p + "mlp.down_proj.weight"] = layer["mlp"]["linear"].T
@@ -154,7 +243,8 @@ def from_gemma(params: dict, cfg) -> dict[str, np.ndarray]:
 
 
 def hf_config(cfg, dtype: str, bos: int = 2, eos: int = 1, pad: int = 0) -> dict:
-    """A transformers Gemma4TextConfig (config.json) for gemma's config."""
+    """A transformers Gemma4TextConfig (config.json) for gemma's config;
+    config_problems(hf_config(cfg), cfg) lists what it cannot express."""
     types = ["full_attention" if t.name == "GLOBAL" else "sliding_attention" for t in cfg.attention_types]
     per_layer = {}
     for i, t in enumerate(types):
@@ -175,7 +265,8 @@ def hf_config(cfg, dtype: str, bos: int = 2, eos: int = 1, pad: int = 0) -> dict
         "per_layer_config": per_layer,
         "hidden_size_per_layer_input": cfg.per_layer_input_dim,
         "attention_k_eq_v": cfg.k_eq_v_global,
-        "num_kv_shared_layers": 0,
+        "num_kv_shared_layers": len(_shared(cfg)),
+        "use_double_wide_mlp": cfg.override_kv_shared_ffw_hidden == 2 * cfg.hidden_dim,
         "enable_moe_block": False,
         "hidden_activation": "gelu_pytorch_tanh",
         "rms_norm_eps": 1e-6,
