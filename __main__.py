@@ -9,6 +9,7 @@ import pulumi
 
 from components.apis import ProjectApis, ProjectApisArgs
 from components.cluster import Cluster, ClusterArgs
+from components.compute_classes import ComputeClasses, ComputeClassesArgs
 from components.datasets import DatasetStaging, DatasetStagingArgs
 from components.identity import Identity, IdentityArgs, member_of
 from components.images import TrainerImages, TrainerImagesArgs
@@ -105,6 +106,14 @@ if cfg.kueue_flavors():
         ),
     )
     queue_ready = kueue.ready
+
+# Autopilot: one ComputeClass per capacity ladder, which the ladder's run selects.
+if cfg.compute_classes():
+    compute_classes = ComputeClasses(
+        "compute-classes",
+        ComputeClassesArgs(classes=cfg.compute_classes(), provider=kube.provider, depends_on=[cluster.cluster]),
+    )
+    queue_ready = [*queue_ready, *compute_classes.ready]
 
 pulumi.export("clusterName", cluster.name)
 pulumi.export("clusterLocation", cluster.location)

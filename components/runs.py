@@ -24,6 +24,7 @@ from core.names import RUNS_NAMESPACE, TRAINER_KSA
 from core.contract import SchedulingContract
 from manifests import jobset
 from manifests.run import PlatformFacts, build_run, check_runs, metadata
+from stack.queueing import run_contract
 from stack.runs import RunConfig
 
 # Where a run's image goes while the manifest is built; a valid digest
@@ -73,7 +74,8 @@ class Runs(pulumi.ComponentResource):
         )
 
     def _jobset(self, name: str, run: RunConfig, args: RunsArgs) -> k8s.apiextensions.CustomResource:
-        contract = args.contracts[run.pool]
+        # Its pool's contract, or on Autopilot its ladder's ComputeClass's (stack/queueing.py).
+        contract = run_contract(run, args.contracts)
         return k8s.apiextensions.CustomResource(
             f"{name}-{run.name}",
             api_version=jobset.API_VERSION,

@@ -152,6 +152,9 @@ GPU_DRIVER_VERSION_LABEL = "cloud.google.com/gke-gpu-driver-version"
 # The reservation key of a node pool's SPECIFIC_RESERVATION affinity.
 # https://cloud.google.com/kubernetes-engine/docs/how-to/consuming-reservations
 RESERVATION_AFFINITY_KEY = "compute.googleapis.com/reservation-name"
+# The label a pod selects a (custom) ComputeClass with; GKE creates that class's nodes for it.
+# https://cloud.google.com/kubernetes-engine/docs/concepts/about-custom-compute-classes
+COMPUTE_CLASS_LABEL = "cloud.google.com/compute-class"
 
 TPU_V6E = Accelerator(
     name="tpu-v6e",

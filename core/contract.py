@@ -39,6 +39,10 @@ class SchedulingContract:
     queue: str | None = None
     # Queued capacity: the longest a ProvisioningRequest's nodes may run.
     max_run_duration_seconds: int | None = None
+    # Autopilot: the ComputeClass of a run's capacity ladder, whose priorities are
+    # the ladder's rungs (stack/queueing.py); the selector then names it instead
+    # of one shape's capacity labels. None: the shape's own capacity.
+    compute_class: str | None = None
 
     @property
     def allocatable(self) -> Allocatable:

@@ -66,3 +66,9 @@ WORKLOAD_PRIORITIES = {"low": 100, "normal": 500, "high": 1000}
 # The most GKE lets queued (ProvisioningRequest) capacity run, and its default:
 # 7 days. https://cloud.google.com/kubernetes-engine/docs/how-to/provisioningrequest
 MAX_RUN_DURATION_SECONDS = 7 * 24 * 3600
+
+
+def compute_class_name(run: str) -> str:
+    """The ComputeClass of an Autopilot run's capacity ladder (cluster-scoped; `ladder-` keeps it
+    clear of GKE's own classes, such as `autopilot` and `autopilot-spot`)."""
+    return f"ladder-{run}"

@@ -15,7 +15,7 @@ from core.contract import SchedulingContract
 from core.images import require_digest
 from core.names import APP_LABEL, POOL_LABEL, PROJECT, RUN_LABEL, RUNS_NAMESPACE, TRAINER_KSA
 from manifests import jobset, kueue, pod, storage
-from stack.queueing import rungs
+from stack.queueing import run_contract, rungs
 from stack.problems import ConfigError, Problem
 from stack.runs import RunConfig, run_problems
 
@@ -47,7 +47,7 @@ def build_runs(
     """Every run's manifest by run name, after checking all runs together."""
     runs = list(runs)
     check_runs(runs, contracts, facts.images)
-    return {run.name: build_run(run, contracts[run.pool], facts) for run in runs}
+    return {run.name: build_run(run, run_contract(run, contracts), facts) for run in runs}
 
 
 def check_runs(

@@ -23,7 +23,7 @@ from stack.contracts import derive_contracts
 from stack.models import Images, PoolConfig, ShapeConfig, StackModel, TopLevelCount
 from stack.datasets import DatasetConfig
 from stack.network import NetworkConfig
-from stack.queueing import kueue_flavors, queueing_problems, with_queues
+from stack.queueing import compute_classes, kueue_flavors, queueing_problems, with_queues
 from stack.problems import ConfigError, Problem, from_validation_error, raise_problems
 from stack.rules import bucket_problems, dataset_stack_problems, mode_problems, unique_name_problems, zone_problems
 from stack.runs import RunConfig, run_problems
@@ -157,8 +157,13 @@ class StackConfig(StackModel):
         return with_queues(derive_contracts(self.accelerator_groups(), self.autopilot), self.runs, self.autopilot)
 
     def kueue_flavors(self) -> list[SchedulingContract]:
-        """The pools Kueue admits runs to, in the order it tries them; empty: the stack installs no Kueue."""
-        return kueue_flavors(self.runs, self.contracts())
+        """The pools Kueue admits runs to, in the order it tries them; empty: the stack installs no Kueue
+        (always on Autopilot, whose ladders are ComputeClasses)."""
+        return [] if self.autopilot else kueue_flavors(self.runs, self.contracts())
+
+    def compute_classes(self) -> dict[str, tuple[SchedulingContract, ...]]:
+        """Each Autopilot ladder's ComputeClass by name, with its rungs' contracts in order; none on Standard."""
+        return compute_classes(self.runs, self.contracts(), self.autopilot)
 
     def pool_zones(self, pool: PoolConfig) -> tuple[str, ...]:
         return pool.zones or self.zones

@@ -113,8 +113,14 @@ def reservation_selector(reservation: str) -> dict[str, str]:
     itself belongs only in a node pool's reservation affinity.
     https://cloud.google.com/kubernetes-engine/docs/how-to/consuming-reservations
     """
-    project, _, name = reservation.rpartition("/reservations/")
+    project, name = reservation_parts(reservation)
     selector = {RESERVATION_NAME_LABEL: name, RESERVATION_AFFINITY_LABEL: "specific"}
     if project:
-        selector[RESERVATION_PROJECT_LABEL] = project.removeprefix("projects/")
+        selector[RESERVATION_PROJECT_LABEL] = project
     return selector
+
+
+def reservation_parts(reservation: str) -> tuple[str | None, str]:
+    """(the owning project of a shared `projects/<p>/reservations/<r>`, else None; the short name)."""
+    project, _, name = reservation.rpartition("/reservations/")
+    return (project.removeprefix("projects/") or None), name

@@ -12,6 +12,14 @@ installs no Kueue.
 The flavors are tried in one order (the ClusterQueue's), so the ladders of a
 stack must agree on the order of the pools they share.
 https://kueue.sigs.k8s.io/docs/concepts/cluster_queue/#flavorfungibility
+
+Autopilot installs no Kueue: there a run's ladder over `shapes:` becomes a
+custom ComputeClass of its own (manifests/compute_class.py), whose
+priorities GKE tries in order when it creates the run's nodes, and the run's
+pods select that class instead of one shape's capacity labels. Each run has
+its own class, so Autopilot ladders need not agree on an order; `priority`
+(a Kueue WorkloadPriorityClass) stays refused there.
+https://cloud.google.com/kubernetes-engine/docs/concepts/about-custom-compute-classes
 """
 
 from __future__ import annotations
@@ -19,8 +27,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 
+from core.catalog import COMPUTE_CLASS_LABEL
 from core.contract import SchedulingContract
-from core.names import LOCAL_QUEUE, WORKLOAD_PRIORITIES
+from core.names import LOCAL_QUEUE, WORKLOAD_PRIORITIES, compute_class_name
 from stack.problems import Problem
 from stack.runs import RunConfig
 
@@ -92,7 +101,7 @@ def queueing_problems(
                 "false (stop a queued run by removing it, or hold it with a lower priority)")
         for i, run in enumerate(runs) if run.suspend and run.name in queued and not autopilot
     ]
-    return problems + _order_problems(runs)
+    return problems + ([] if autopilot else _order_problems(runs))
 
 
 def _run_problems(run: RunConfig, contracts: Mapping[str, SchedulingContract], autopilot: bool) -> list[Problem]:
@@ -101,10 +110,11 @@ def _run_problems(run: RunConfig, contracts: Mapping[str, SchedulingContract], a
     if run.priority is not None and run.priority not in WORKLOAD_PRIORITIES:
         problems.append(Problem("priority", run.priority, f"{where} is not a priority class",
                                 ", ".join(WORKLOAD_PRIORITIES)))
-    if autopilot and (run.ladder or run.priority):
-        key, value = ("ladder", list(run.ladder)) if run.ladder else ("priority", run.priority)
-        problems.append(Problem(key, value, f"{where}: Kueue is not installed on Autopilot",
-                                "a single shape and no priority on Autopilot (a Standard cluster's pools)"))
+    if autopilot and run.priority:
+        problems.append(Problem("priority", run.priority, f"{where}: Kueue is not installed on Autopilot",
+                                "no priority on Autopilot (a Standard cluster's pools)"))
+    if autopilot and run.ladder:
+        problems += _autopilot_capacity_problems(run, contracts, where)
     seen = {run.pool}
     for j, pool in enumerate(run.ladder):
         if pool not in contracts:
@@ -154,3 +164,59 @@ def _order_problems(runs: Sequence[RunConfig]) -> list[Problem]:
 def kueue_flavors(runs: Sequence[RunConfig], contracts: Mapping[str, SchedulingContract]) -> list[SchedulingContract]:
     """The contracts of Kueue's flavors, in the order Kueue tries them; empty: no Kueue."""
     return [contracts[p] for p in flavor_order(runs, contracts)]
+
+
+# --- Autopilot: a ladder is a ComputeClass ---------------------------------------------
+
+# The capacities a rung of an Autopilot ladder may have: each is a field of a
+# ComputeClass priority rule (manifests/compute_class.py). Queued capacity is
+# not offered on Autopilot at all (stack/rules.py).
+AUTOPILOT_LADDER_CAPACITIES = ("on-demand", "spot", "flex-start", "reservation")
+
+
+def _autopilot_capacity_problems(
+    run: RunConfig, contracts: Mapping[str, SchedulingContract], where: str
+) -> list[Problem]:
+    keys = {run.pool: "pool", **{p: f"ladder[{j}]" for j, p in reversed(list(enumerate(run.ladder)))}}
+    return [
+        Problem(keys[pool], pool, f"{where} has capacity {contracts[pool].capacity!r}, which no ComputeClass "
+                "priority of an Autopilot ladder expresses", ", ".join(AUTOPILOT_LADDER_CAPACITIES))
+        for pool in rungs(run)
+        if pool in contracts and contracts[pool].capacity not in AUTOPILOT_LADDER_CAPACITIES
+    ]
+
+
+def _ladder_contracts(run: RunConfig, contracts: Mapping[str, SchedulingContract]) -> tuple[SchedulingContract, ...]:
+    return tuple(contracts[p] for p in rungs(run) if p in contracts)
+
+
+def compute_classes(
+    runs: Sequence[RunConfig], contracts: Mapping[str, SchedulingContract], autopilot: bool
+) -> dict[str, tuple[SchedulingContract, ...]]:
+    """Each Autopilot ladder's ComputeClass, by name: the contracts of its rungs, in order; none on Standard."""
+    if not autopilot:
+        return {}
+    return {compute_class_name(run.name): _ladder_contracts(run, contracts) for run in runs if run.ladder}
+
+
+def run_contract(run: RunConfig, contracts: Mapping[str, SchedulingContract]) -> SchedulingContract:
+    """The contract a run's pods follow: its pool's; on Autopilot with a ladder, its ComputeClass's.
+
+    Every rung has the first one's shape (the ladder rules), so the pods keep
+    the shape's labels and select the class instead of a capacity's labels
+    (Spot, flex-start, a reservation): GKE picks the capacity, rung by rung.
+    They tolerate every rung's taints (a Spot rung's nodes carry Spot's).
+    """
+    first = contracts[run.pool]
+    if not (first.autopilot and run.ladder):
+        return first
+    name = compute_class_name(run.name)
+    tolerations: list[dict] = []
+    for rung in _ladder_contracts(run, contracts):
+        tolerations += [t for t in rung.tolerations if t not in tolerations]
+    return dataclasses.replace(
+        first,
+        node_selector={**first.shape.node_selector(), COMPUTE_CLASS_LABEL: name},
+        tolerations=tuple(tolerations),
+        compute_class=name,
+    )

@@ -63,9 +63,11 @@ def ladders(config, by_pool: Mapping[str, Mapping]) -> list[dict[str, Any]]:
     """Each capacity ladder: its rungs in order with their $/hour, and its worst case.
 
     The worst case is the dearest rung at list price (the last such, where
-    rungs tie): what the run costs when Kueue falls through to it.
+    rungs tie): what the run costs when Kueue (on Autopilot, GKE, by the run's
+    ComputeClass) falls through to it.
     """
     found = []
+    autopilot = bool(getattr(config, "autopilot", False))
     for run in getattr(config, "runs", ()):
         names = [run.pool, *getattr(run, "ladder", ())]
         if len(names) < 2 or not all(n in by_pool for n in names):
@@ -74,14 +76,15 @@ def ladders(config, by_pool: Mapping[str, Mapping]) -> list[dict[str, Any]]:
                  for n in names]
         worst = max(range(len(rungs)), key=lambda i: (rungs[i]["usd_per_hour"], i))
         found.append({"run": run.name, "rungs": rungs, "worst": rungs[worst]["pool"],
-                      "worst_usd_per_hour": rungs[worst]["usd_per_hour"]})
+                      "worst_usd_per_hour": rungs[worst]["usd_per_hour"],
+                      "tried_by": f"GKE (ComputeClass ladder-{run.name})" if autopilot else "Kueue"})
     return found
 
 
 def render_ladders(rows: list[Mapping]) -> list[str]:
     lines = []
     for ladder in rows:
-        lines.append(f"  run {ladder['run']}: Kueue tries, in order")
+        lines.append(f"  run {ladder['run']}: {ladder.get('tried_by', 'Kueue')} tries, in order")
         for i, rung in enumerate(ladder["rungs"], 1):
             mark = "  <- worst case" if rung["pool"] == ladder["worst"] else ""
             lines.append(f"    {i}. {rung['pool']:<24} {rung['capacity']:<11} {rung['usd_per_hour']:>9.2f}{mark}")

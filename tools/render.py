@@ -13,7 +13,8 @@ tests/golden/ are these files (`make golden`, tests/support/goldens.py).
 its replicated jobs (`child_jobs`), for `make scan`: checkov does not know the
 JobSet kind and would check nothing inside its pod template. `--kueue` writes
 the stack's Kueue objects instead (manifests/kueue.py), one `<kind>-<name>.yaml`
-each; none for a stack without Kueue.
+each; none for a stack without Kueue. `--compute-classes` writes an Autopilot
+stack's ComputeClasses, one per capacity ladder (manifests/compute_class.py).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from core.contract import SchedulingContract
 from core.trainers import TRAINERS
 from manifests.staging import staging_job
 from manifests.jobset import child_jobs
+from manifests.compute_class import compute_class_manifests
 from manifests.kueue import kueue_manifests
 from manifests.run import PlatformFacts, build_runs
 from stack import reader
@@ -35,7 +37,7 @@ from stack.problems import ConfigError
 from stack.runs import RunConfig
 from tools.yaml_files import to_yaml, write_manifests
 
-__all__ = ["explode_jobs", "stack_inputs", "stack_kueue_manifests", "stack_manifests", "to_yaml", "write_manifests"]
+__all__ = ["explode_jobs", "stack_compute_class_manifests", "stack_inputs", "stack_kueue_manifests", "stack_manifests", "to_yaml", "write_manifests"]
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -76,6 +78,11 @@ def stack_kueue_manifests(stack: str, root: Path = ROOT) -> dict[str, dict]:
     return kueue_manifests(reader.load_files(stack, root).kueue_flavors())
 
 
+def stack_compute_class_manifests(stack: str, root: Path = ROOT) -> dict[str, dict]:
+    """The ComputeClasses of Pulumi.<stack>.yaml by `<kind>-<name>`; empty but for Autopilot ladders."""
+    return compute_class_manifests(reader.load_files(stack, root).compute_classes())
+
+
 def shipped_stacks(root: Path = ROOT) -> list[str]:
     return sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in root.glob("Pulumi.*.yaml"))
 
@@ -88,9 +95,14 @@ def main(argv: list[str] | None = None) -> int:
         "--explode-jobs", action="store_true", help="write each JobSet's child Jobs (batch/v1) instead, for scanners"
     )
     parser.add_argument("--kueue", action="store_true", help="write the stack's Kueue objects instead")
+    parser.add_argument("--compute-classes", action="store_true",
+                        help="write the stack's ComputeClasses (Autopilot ladders) instead")
     args = parser.parse_args(argv)
     try:
-        manifests = stack_kueue_manifests(args.stack) if args.kueue else stack_manifests(args.stack)
+        if args.compute_classes:
+            manifests = stack_compute_class_manifests(args.stack)
+        else:
+            manifests = stack_kueue_manifests(args.stack) if args.kueue else stack_manifests(args.stack)
     except ConfigError as err:
         print(err, file=sys.stderr)
         return 1

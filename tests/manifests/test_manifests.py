@@ -15,6 +15,7 @@ from manifests import pod as pod_parts
 from tests.support import examples, goldens, schemas
 from tools import render
 from manifests.run import build_run
+from stack.queueing import run_contract
 
 STACKS = [goldens.EXAMPLES, *render.shipped_stacks()]
 
@@ -28,7 +29,9 @@ def stack_inputs(stack: str):
 
 
 CASES = [
-    pytest.param(stack, run, contracts[run.pool], goldens.manifests_for(stack)[run.name], id=f"{stack}/{run.name}")
+    # The contract the run's pods follow: its pool's, or its Autopilot ladder's ComputeClass's.
+    pytest.param(stack, run, run_contract(run, contracts), goldens.manifests_for(stack)[run.name],
+                 id=f"{stack}/{run.name}")
     for stack in STACKS
     for runs, contracts in [stack_inputs(stack)]
     for run in runs

@@ -100,13 +100,67 @@ def test_suspend_is_kueues_on_a_queued_run():
     assert message.startswith("runs[0].suspend: true on run 'gemma3-ladder', which Kueue admits")
 
 
-def test_no_ladder_or_priority_on_autopilot():
-    mapping = reader.model_values(reader.file_values("autopilot", ROOT), "autopilot")
-    run = {**mapping["runs"][0], "ladder": ["a4"], "priority": "high"}
+def autopilot_values(*extra_shapes, **run_changes) -> dict:
+    """The autopilot stack's mapping, with shapes added and its run changed."""
+    mapping = copy.deepcopy(reader.model_values(reader.file_values("autopilot", ROOT), "autopilot"))
+    mapping["shapes"] += list(extra_shapes)
+    mapping["runs"] = [{**mapping["runs"][0], **run_changes}]
+    return mapping
+
+
+def autopilot_problems(*extra_shapes, **run_changes) -> list[str]:
     with pytest.raises(ConfigError) as err:
-        reader.validate({**mapping, "runs": [run]})
-    assert any(p.startswith("runs[0].ladder: ['a4'] on run 'gemma3-single-host': Kueue is not installed on Autopilot")
-               for p in err.value.problems), err.value.problems
+        reader.validate(autopilot_values(*extra_shapes, **run_changes))
+    return err.value.problems
+
+
+def test_priority_stays_refused_on_autopilot():
+    found = autopilot_problems(priority="high")
+    assert any(p.startswith("runs[0].priority: 'high' on run 'gemma3-single-host': Kueue is not installed on "
+                            "Autopilot") for p in found), found
+
+
+def test_an_autopilot_ladder_is_a_compute_class_and_installs_no_kueue():
+    config = reader.validate(autopilot_values())
+    assert config.kueue_flavors() == []
+    classes = config.compute_classes()
+    assert list(classes) == ["ladder-gemma3-single-host"]
+    assert [c.pool for c in classes["ladder-gemma3-single-host"]] == ["v6e-1x1", "v6e-1x1-on-demand"]
+    assert all(c.queue is None for c in config.contracts().values())
+
+
+def test_a_stack_without_an_autopilot_ladder_has_no_compute_class():
+    assert reader.validate(autopilot_values(ladder=[])).compute_classes() == {}
+    assert reader.validate(values()).compute_classes() == {}  # Standard: Kueue's flavors instead
+
+
+def test_an_autopilot_ladder_over_another_accelerator_is_rejected_naming_the_rung():
+    found = autopilot_problems(ladder=["a4"])
+    assert any(p.startswith("runs[0].ladder[0]: 'a4' on run 'gemma3-single-host' has accelerator 'nvidia-b200', "
+                            "but pool 'v6e-1x1' has 'tpu-v6e'") for p in found), found
+
+
+def test_an_autopilot_ladder_over_another_topology_is_rejected():
+    v6e_2x2 = {"name": "v6e-2x2", "accelerator": "tpu-v6e", "topology": "2x2"}
+    found = autopilot_problems(v6e_2x2, ladder=["v6e-2x2"])
+    assert any(p.startswith("runs[0].ladder[0]: 'v6e-2x2' on run 'gemma3-single-host' has chips per host 4")
+               for p in found), found
+
+
+def test_a_rung_capacity_no_compute_class_expresses_is_refused():
+    queued = {"name": "v6e-1x1-queued", "accelerator": "tpu-v6e", "topology": "1x1", "capacity": "queued"}
+    found = autopilot_problems(queued, ladder=["v6e-1x1-queued"])
+    assert any(p.startswith("runs[0].ladder[0]: 'v6e-1x1-queued' on run 'gemma3-single-host' has capacity "
+                            "'queued', which no ComputeClass priority") for p in found), found
+
+
+def test_autopilot_ladders_need_not_agree_on_an_order():
+    mapping = autopilot_values()
+    other = {**mapping["runs"][0], "name": "other", "pool": "v6e-1x1-on-demand", "ladder": ["v6e-1x1"]}
+    config = reader.validate({**mapping, "runs": [*mapping["runs"], other]})
+    classes = config.compute_classes()
+    assert [c.pool for c in classes["ladder-other"]] == ["v6e-1x1-on-demand", "v6e-1x1"]
+    assert [c.pool for c in classes["ladder-gemma3-single-host"]] == ["v6e-1x1", "v6e-1x1-on-demand"]
 
 
 def test_a_run_sharing_a_pool_with_a_ladder_goes_through_kueue_too():

@@ -3,8 +3,10 @@
     python -m tests.support.goldens     # make golden: rewrite them; review the diff like code
 
 tests/golden/<stack>/<run>.yaml is what tools/render.py renders for
-Pulumi.<stack>.yaml, and tests/golden/<stack>/kueue/<kind>-<name>.yaml its
-Kueue objects (none for a stack without Kueue); tests/golden/examples/
+Pulumi.<stack>.yaml, tests/golden/<stack>/kueue/<kind>-<name>.yaml its
+Kueue objects (none for a stack without Kueue), and
+tests/golden/<stack>/compute-classes/<kind>-<name>.yaml its ComputeClasses
+(Autopilot ladders only); tests/golden/examples/
 renders tests/support/examples.py, one run of every manifest shape the
 platform builds.
 """
@@ -16,12 +18,13 @@ from pathlib import Path
 
 from manifests.run import build_runs
 from tests.support import examples
-from tools.render import ROOT, shipped_stacks, stack_kueue_manifests, stack_manifests, staging_manifests, write_manifests
+from tools.render import ROOT, shipped_stacks, stack_compute_class_manifests, stack_kueue_manifests, stack_manifests, staging_manifests, write_manifests
 
 GOLDEN_DIR = ROOT / "tests" / "golden"
 EXAMPLES = "examples"
 DATASETS = "datasets"
 KUEUE = "kueue"
+COMPUTE_CLASSES = "compute-classes"
 
 
 def example_manifests() -> dict[str, dict]:
@@ -41,16 +44,21 @@ def kueue_manifests_for(stack: str) -> dict[str, dict]:
     return {} if stack == EXAMPLES else stack_kueue_manifests(stack)
 
 
+def compute_class_manifests_for(stack: str) -> dict[str, dict]:
+    return {} if stack == EXAMPLES else stack_compute_class_manifests(stack)
+
+
 def update_goldens() -> list[Path]:
     paths = []
     for stack in [EXAMPLES, *shipped_stacks()]:
         paths += write_manifests(manifests_for(stack), GOLDEN_DIR / stack)
         paths += write_manifests(staging_for(stack), GOLDEN_DIR / stack / DATASETS)
-        kueue_dir = GOLDEN_DIR / stack / KUEUE
-        if kueue_manifests_for(stack) or kueue_dir.is_dir():
-            paths += write_manifests(kueue_manifests_for(stack), kueue_dir)
-        if kueue_dir.is_dir() and not any(kueue_dir.iterdir()):
-            kueue_dir.rmdir()
+        for sub, objects in ((KUEUE, kueue_manifests_for(stack)), (COMPUTE_CLASSES, compute_class_manifests_for(stack))):
+            sub_dir = GOLDEN_DIR / stack / sub
+            if objects or sub_dir.is_dir():
+                paths += write_manifests(objects, sub_dir)
+            if sub_dir.is_dir() and not any(sub_dir.iterdir()):
+                sub_dir.rmdir()
     return paths
 
 

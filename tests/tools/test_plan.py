@@ -306,8 +306,14 @@ def test_the_plan_shows_each_ladder_rung_and_the_worst_case(plans):
     text = plan.render(plans["tpu-queued"])
     assert "run gemma3-ladder: Kueue tries, in order" in text
     assert re.search(r"3\. v6e-2x4 +on-demand +21\.60  <- worst case", text)
-    for stack in ("dev", "tpu-multihost", "tpu-multislice", "a4", "autopilot"):
+    for stack in ("dev", "tpu-multihost", "tpu-multislice", "a4"):
         assert plans[stack]["cost"]["ladders"] == [] and "Capacity ladders" not in plan.render(plans[stack])
+    # Autopilot: GKE tries the rungs, as the run's ComputeClass lists them.
+    [autopilot] = plans["autopilot"]["cost"]["ladders"]
+    assert [(r["pool"], r["capacity"]) for r in autopilot["rungs"]] == [("v6e-1x1", "spot"),
+                                                                          ("v6e-1x1-on-demand", "on-demand")]
+    text = plan.render(plans["autopilot"])
+    assert "run gemma3-single-host: GKE (ComputeClass ladder-gemma3-single-host) tries, in order" in text
 
 
 def test_the_plan_writes_the_kueue_objects_beside_the_runs(plans, tmp_path):
