@@ -249,3 +249,93 @@ def test_variant_loss_matches_transformers_and_the_export_loads(variant):
     print(f"{variant['name']} after one step: gemma {trained:.6f} transformers on the export {loaded['loss']:.6f}")
     assert abs(trained - loaded["loss"]) <= TOLERANCE
     assert abs(trained - float(first)) > 1e-4  # the step changed the weights
+
+
+# 26B-A4B's mixture-of-experts blocks stay refused: the two libraries route
+# differently (hf_gemma4.py's docstring). These pin that difference on a tiny
+# MoE model so a library change that removes it turns them red.
+_MOE = _COMMON | {
+    "num_hidden_layers": 2, "num_key_value_heads": 1, "hidden_size_per_layer_input": 0,
+    "layer_types": ["sliding_attention", "full_attention"],
+    "enable_moe_block": True, "num_experts": 4, "top_k_experts": 2, "moe_intermediate_size": 32,
+}
+_ROUTE = """
+import sys, numpy as np, torch
+from transformers import Gemma4ForCausalLM
+m = Gemma4ForCausalLM.from_pretrained(sys.argv[1]).float().eval()
+x = torch.from_numpy(np.load(sys.argv[2])["x"])
+with torch.no_grad():
+    _, weights, experts = m.model.layers[0].router(x)
+np.savez(sys.argv[2], x=x.numpy(), weights=weights.numpy(), experts=experts.numpy())
+"""
+
+
+@pytest.fixture(scope="module")
+def tiny_moe(tmp_path_factory):
+    import json  # pylint: disable=g-import-not-at-top
+
+    d = tmp_path_factory.mktemp("hf4_moe")
+    real_weights._run_gpu(_MAKE_VARIANT, str(d / "hf"), json.dumps(_MOE))  # pylint: disable=protected-access
+    x = 3 * np.random.default_rng(0).standard_normal((16, 64)).astype(np.float32)
+    np.savez(d / "route.npz", x=x)
+    real_weights._run_gpu(_ROUTE, str(d / "hf"), str(d / "route.npz"))  # pylint: disable=protected-access
+    return {"hf": str(d / "hf"), "route": dict(np.load(d / "route.npz"))}
+
+
+def test_moe_checkpoints_and_models_are_refused(tiny_moe):
+    from trainers.gemma_jax import hf, hf_gemma4  # pylint: disable=g-import-not-at-top
+
+    config, tensors = hf.read_dir(tiny_moe["hf"])
+    assert "model.layers.0.router.proj.weight" in tensors
+    assert hf_gemma4.MOE_REFUSAL in hf_gemma4.config_problems(config, _variant_config({"num_layers": 2}))
+    moe = _variant_config(
+        {"num_layers": 2, "enable_moe": True, "num_experts": 4, "expert_dim": 32, "top_k_experts": 2,
+         "moe_dense_hidden_dim": 128, "per_layer_input_dim": 0}
+    )
+    assert hf_gemma4.MOE_REFUSAL in hf_gemma4.config_problems(hf_gemma4.hf_config(moe, "float32"), moe)
+
+
+def _gemma_routing(t: dict, x: np.ndarray, router_scale: np.ndarray):
+    """gemma's MoE routing of layer 0 (Block._forward_moe's pre_ffw_norm, then
+    MoERagged's router) on transformers' router tensors: per token, the chosen
+    experts and their weights times per_expert_scale, sorted by expert."""
+    import jax  # pylint: disable=g-import-not-at-top
+    import jax.numpy as jnp  # pylint: disable=g-import-not-at-top
+    from gemma.gm.nn.gemma4 import _layers, _moe  # pylint: disable=g-import-not-at-top
+
+    p = "model.layers.0."
+    experts, scale = t[p + "router.per_expert_scale"].size, t[p + "router.per_expert_scale"]
+    moe = _moe.MoERagged(features=x.shape[-1], hidden_dim=32, num_experts=experts, num_experts_per_datapoint=2)
+    params = {"router_logits": {"w": t[p + "router.proj.weight"].T}, "router_scale": router_scale,
+              "per_expert_scale": scale}
+
+    def route(m, h):
+        h = _layers.RMSNorm().apply({"params": {"scale": t[p + "pre_feedforward_layernorm_2.weight"]}}, h)
+        h = m.router_norm(h) * jax.lax.rsqrt(jnp.float32(h.shape[-1])) * m.router_scale
+        return m._router(m.router_logits("gsd,de->gse", h))  # pylint: disable=protected-access
+
+    weights, chosen = moe.apply({"params": params}, jnp.asarray(x)[None], method=route)
+    chosen = np.sort(np.asarray(chosen[0]), -1)
+    return chosen, np.take_along_axis(np.asarray(weights[0]), chosen, -1) * scale[chosen]
+
+
+def test_moe_routing_differs_by_a_per_token_factor(tiny_moe):
+    from trainers.gemma_jax import hf  # pylint: disable=g-import-not-at-top
+
+    _, t = hf.read_dir(tiny_moe["hf"])
+    r, p = tiny_moe["route"], "model.layers.0."
+    order = np.argsort(r["experts"], -1)
+    hf_experts, hf_weights = np.take_along_axis(r["experts"], order, -1), np.take_along_axis(r["weights"], order, -1)
+    w = t[p + "pre_feedforward_layernorm_2.weight"]
+    # the best a weight mapping can do: fold w out of the router's scale
+    chosen, weights = _gemma_routing(t, r["x"], t[p + "router.scale"] / w)
+    assert np.array_equal(chosen, hf_experts)  # the same experts win...
+    assert np.abs(weights - hf_weights).max() > 1e-5  # ...with other weights
+    # exactly transformers' routing with its logits times c(x) = 1/rms(RMSNorm(x) * w)
+    xn = r["x"] / np.sqrt(np.mean(r["x"] ** 2, -1, keepdims=True) + 1e-6)
+    c = 1 / np.sqrt(np.mean((xn * w) ** 2, -1, keepdims=True))
+    logits = (xn * t[p + "router.scale"] / np.sqrt(xn.shape[-1])) @ t[p + "router.proj.weight"].T * c
+    probs = np.exp(logits - logits.max(-1, keepdims=True))
+    top = np.take_along_axis(probs, hf_experts, -1)
+    scaled = top / top.sum(-1, keepdims=True) * t[p + "router.per_expert_scale"][hf_experts]
+    assert np.abs(weights - scaled).max() <= 1e-5

@@ -36,8 +36,23 @@ computing them and then replacing them by the shared cache's k/v
 tensors load as zeros (no gradient reaches them) and are not exported.
 Their MLP is twice as wide when use_double_wide_mlp (Gemma4TextMLP) as
 gemma's override_kv_shared_ffw_hidden (_transformer.py _get_hidden_dim).
-Mixture-of-experts blocks (26B-A4B) are not mapped: config_problems names
-them.
+Mixture-of-experts blocks (26B-A4B) are refused (config_problems, exit 78)
+because the two route differently. gemma's router reads the MoE branch's
+normed input, RMSNorm(pre_ffw_norm(x)) (_modules.py Block._forward_moe,
+"moe_in = self.pre_ffw_norm(attn_output)", then _moe.py MoERagged.__call__
+"self.router_norm(x)"); transformers' reads the raw residual, RMSNorm(x)
+(modeling_gemma4.py Gemma4TextDecoderLayer.forward, "Take hidden states
+before MLP here", then Gemma4TextRouter.forward). With w the scale both use
+on the experts' input (pre_ffw_norm / pre_feedforward_layernorm_2), even
+folding w into router_scale leaves gemma's router logits c(x) times
+transformers', c(x) = 1/rms(RMSNorm(x) * w), a per-token factor: the same
+experts win but the softmax weights differ. Folding w into the experts'
+gating weights instead would match on import only: gemma's pre_ffw_norm
+trains, and its round trip could not give the original tensors back.
+(The rest maps 1:1: router_logits/w = router.proj.weight.T, router_scale,
+per_expert_scale, gating_einsum [E, 2, H, D] = experts.gate_up_proj
+[E, 2H, D] split gate/up, linear [E, H, D] = experts.down_proj [E, D, H]
+transposed, mlp2 = mlp with moe_dense_hidden_dim = intermediate_size.)
 """
 
 from __future__ import annotations
@@ -49,6 +64,11 @@ from gemma.gm.nn.gemma4 import _config as gemma4_config
 from trainers.gemma_jax import hf
 
 TEXT_MODEL_TYPES = ("gemma4_text",)
+MOE_REFUSAL = (
+    "enable_moe_block: mixture-of-experts blocks are not supported: gemma routes on "
+    "RMSNorm(pre_ffw_norm(x)), transformers on RMSNorm(x), so their routing weights differ "
+    "by a per-token factor no weight mapping removes"
+)
 
 
 def kv_sources(cfg) -> list[int]:
@@ -94,7 +114,7 @@ def config_problems(hf_cfg: dict, cfg) -> list[str]:
         return [f"model_type {c.get('model_type')!r}: supported: {', '.join(TEXT_MODEL_TYPES)}"]
     problems = []
     if c.get("enable_moe_block") or getattr(cfg, "enable_moe", False):
-        problems.append("enable_moe_block: mixture-of-experts blocks are not mapped")
+        problems.append(MOE_REFUSAL)
     types = ["full_attention" if t.name == "GLOBAL" else "sliding_attention" for t in cfg.attention_types]
     wanted = {
         "vocab_size": cfg.num_embed,
