@@ -16,9 +16,8 @@ from admission import autopilot, fit, syntax
 from admission.findings import Finding
 from core.contract import SchedulingContract
 from manifests.kueue import kueue_manifests
-from core.trainers import TRAINERS
 from manifests.run import PlatformFacts, build_runs
-from manifests.staging import staging_job
+from manifests.staging import stack_staging_jobs
 from stack.config import StackConfig
 from stack.images import offline_images
 from stack.problems import ConfigError, Problem
@@ -78,11 +77,9 @@ def admission_problems(config: StackConfig) -> list[Problem]:
 
 def staging_problems(config: StackConfig) -> list[Problem]:
     """The staging Jobs by Kubernetes' syntax rules (names, labels, volumes)."""
-    images, problems = offline_images(config), []
+    jobs, problems = stack_staging_jobs(config, offline_images(config)), []
     for i, dataset in enumerate(config.datasets):
-        trainer = config.staging_trainer(dataset)
-        job = staging_job(dataset, trainer=TRAINERS[trainer], image=images[trainer], bucket=config.data_bucket,
-                          autopilot=config.autopilot)
+        job = jobs[dataset.name]
         found = [*syntax.object_name_findings(job["metadata"], "metadata"),
                  *syntax.metadata_findings(job["metadata"], "metadata"),
                  *syntax.pod_findings(job["spec"]["template"], "spec.template")]

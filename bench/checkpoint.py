@@ -24,7 +24,6 @@ not asserted anywhere.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import statistics
@@ -39,6 +38,7 @@ from trainers.gemma_jax import data
 from trainers.gemma_jax import model as model_lib
 from trainers.gemma_jax import sharding
 from trainers.gemma_jax import steps
+from bench import report as report_file
 
 VOCAB = 262_144
 
@@ -119,11 +119,7 @@ def main(argv=None) -> int:
         f"write finishes {statistics.median(finish):.1f}s later, steps meanwhile {during_s:.2f}s"
     )
     print(" | ".join(f"--save_every {n}: {v:.2%} of training time" for n, v in share.items()))
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    with open(args.out, "w", encoding="utf-8") as f:
-        json.dump(report, f, indent=2)
-        f.write("\n")
-    print(f"wrote {args.out}")
+    report_file.write(report, args.out)
     return 0
 
 

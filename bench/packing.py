@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import os
 import platform
 import statistics
@@ -42,6 +41,7 @@ from bench import rows as rows_lib
 from trainers.gemma_jax import model as model_lib
 from trainers.gemma_jax import sharding
 from trainers.gemma_jax import steps
+from bench import report as report_file
 
 LAYOUTS = ("packed", "padded")
 
@@ -219,11 +219,8 @@ def main(argv=None) -> int:
         f"{machine()['cpu_count']} CPUs, jax {jax.__version__}"
     )
     print(table(results))
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    with open(args.out, "w", encoding="utf-8") as f:
-        json.dump(report, f, indent=2)
-        f.write("\n")
-    print(f"wrote {args.out} ({report['wall_s']:.0f}s)")
+    report_file.write(report, args.out)
+    print(f"({report['wall_s']:.0f}s)")
     return 0
 
 

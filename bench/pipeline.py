@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import json
 import os
 import platform
 import random
@@ -35,6 +34,7 @@ import numpy as np
 from bench import real_tokenizer
 from trainers.gemma_jax import data
 from trainers.gemma_jax import model as model_lib
+from bench import report as report_file
 
 NAMES = ["Lily", "Tom", "Mia", "Ben", "Sara", "Max", "Anna", "Leo"]
 THINGS = ["ball", "kite", "dog", "cat", "tree", "cake", "boat", "hat", "flower", "box"]
@@ -154,11 +154,7 @@ def main(argv=None) -> int:
     print(f"{'epoch':>5} | {'tutorial real tok/s':>19} | {'trainer real tok/s':>18} | {'ratio':>5}")
     for e, (u, t, ratio) in enumerate(zip(runs["tutorial"], runs["trainer"], ratios), start=1):
         print(f"{e:>5} | {u['real_tokens_per_s']:>19.0f} | {t['real_tokens_per_s']:>18.0f} | {ratio:>5.2f}")
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    with open(args.out, "w", encoding="utf-8") as f:
-        json.dump(report, f, indent=2)
-        f.write("\n")
-    print(f"wrote {args.out}")
+    report_file.write(report, args.out)
     return 0
 
 

@@ -39,13 +39,13 @@ to --out. Timings vary with the machine; nothing asserts them.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import random
 import statistics
 import tempfile
 from pathlib import Path
+from bench import report as report_file
 
 TYPES = ["INT", "INTEGER", "VARCHAR(50)", "TEXT", "DECIMAL(10,2)", "DATE", "FLOAT"]
 WORDS = ("customer order product region sales amount price date city country employee department salary "
@@ -217,7 +217,7 @@ def main(argv=None) -> int:
         "real_tokens_per_second_paired": statistics.median(a / b for a, b in zip(rates["packed"], rates["padded"])),
     }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
+    report_file.write(report, args.out)
     print(f"text-to-SQL lengths (Gemma 3 tokens): {report['lengths']}")
     print(f"{'layout':8} {'useful':>8} {'trained':>8} {'tokens/s':>10}")
     for layout in layouts:

@@ -21,7 +21,6 @@ machine; they are not asserted anywhere.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import random
@@ -37,6 +36,7 @@ sys.path[:0] = [str(REPO), str(REPO / "tests" / "gemma_jax")]
 
 from gemma_jax_helpers import cpu_env, make_story, write_tinystories  # noqa: E402 (the tests' generator)
 
+from bench import report as report_file  # noqa: E402
 from bench.real_tokenizer import write_sentencepiece  # noqa: E402
 from trainers.gemma_jax import token_shards  # noqa: E402
 
@@ -108,8 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  of which the stories' tokens (in-process): text {text_d:.2f} s, shards {shards_d:.2f} s, "
           f"ratio {text_d / shards_d:.1f}x")
     print(f"  writing the shards once (the staging Job's tokenize step): {staging_seconds:.1f} s")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2))
+    report_file.write(result, args.out)
     return 0
 
 

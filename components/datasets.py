@@ -1,5 +1,9 @@
 """The stack's datasets, staged by `pulumi up`: one awaited Kubernetes Job each, and the identity it runs as.
 
+The provider awaits a batch/v1 Job until its `Complete` condition is true
+and fails `pulumi up` on `Failed` (pulumi_kubernetes batch/v1/Job.py, the
+await logic in its docstring), within the resource's custom timeouts.
+
 Unlike runs (submitted and left to run for hours), a staging Job is awaited:
 the runs that read its dataset depend on it, so `pulumi up` orders them,
 and a failed download fails `pulumi up` with the Job's error. The Job is
@@ -22,8 +26,7 @@ import pulumi_kubernetes as k8s
 
 from components.runs import IMAGE_STAND_IN, _with_image
 from core.names import DATA_PREFIX, RUNS_NAMESPACE, STAGER_KSA
-from core.trainers import TRAINERS
-from manifests.staging import DEADLINE_SECONDS, staging_job
+from manifests.staging import DEADLINE_SECONDS, stack_staging_jobs
 from stack.config import StackConfig
 
 
@@ -62,12 +65,11 @@ class DatasetStaging(pulumi.ComponentResource):
         )
         grants = self._grants(name, args)
         ready = pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[account, *grants]))
+        # Images still being built stand in until their digest is known (as in the runs' specs).
+        known = {t: i if isinstance(i, str) else IMAGE_STAND_IN for t, i in args.images.items()}
+        manifests = stack_staging_jobs(cfg, known)
         for dataset in cfg.datasets:
-            trainer = cfg.staging_trainer(dataset)
-            image = args.images[trainer]
-            manifest = staging_job(dataset, trainer=TRAINERS[trainer],
-                                   image=image if isinstance(image, str) else IMAGE_STAND_IN,
-                                   bucket=cfg.data_bucket, autopilot=cfg.autopilot)
+            image, manifest = args.images[cfg.staging_trainer(dataset)], manifests[dataset.name]
             spec = manifest["spec"] if isinstance(image, str) else _with_image(manifest["spec"], image)
             self.jobs[dataset.name] = k8s.batch.v1.Job(
                 f"{name}-{dataset.name}",

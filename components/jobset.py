@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.kube import controller_release
 from core.names import JOBSET_CHART, JOBSET_CHART_VERSION, JOBSET_NAMESPACE
 
 
@@ -27,17 +28,9 @@ class JobSetController(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: JobSetControllerArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gke-finetune:platform:JobSetController", name, None, opts)
-        self.release = k8s.helm.v3.Release(
-            name,
-            name="jobset",
-            chart=JOBSET_CHART,
-            version=JOBSET_CHART_VERSION,
-            namespace=JOBSET_NAMESPACE,
-            create_namespace=True,
-            # Wait for the controller and its webhook before anything submits a JobSet.
-            skip_await=False,
-            atomic=True,
-            timeout=600,
-            opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=args.depends_on),
+        # Awaited: the controller and its webhook exist before anything submits a JobSet.
+        self.release = controller_release(
+            name, "jobset", JOBSET_CHART, JOBSET_CHART_VERSION, JOBSET_NAMESPACE,
+            pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=args.depends_on),
         )
         self.register_outputs({"version": JOBSET_CHART_VERSION})

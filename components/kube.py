@@ -64,3 +64,22 @@ class KubernetesAccess(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self),
         )
         self.register_outputs({})
+
+
+def controller_release(
+    name: str, release: str, chart: str, version: str, namespace: str, opts: pulumi.ResourceOptions
+) -> k8s.helm.v3.Release:
+    """A controller from its official Helm chart, awaited: its CRDs, controller and webhooks exist
+    before anything that depends on the release is submitted (an atomic install rolls back on failure)."""
+    return k8s.helm.v3.Release(
+        name,
+        name=release,
+        chart=chart,
+        version=version,
+        namespace=namespace,
+        create_namespace=True,
+        skip_await=False,
+        atomic=True,
+        timeout=600,
+        opts=opts,
+    )

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.kube import controller_release
 from core.contract import SchedulingContract
 from core.names import KUEUE_CHART, KUEUE_CHART_VERSION, KUEUE_NAMESPACE
 from manifests.kueue import kueue_manifests
@@ -52,18 +53,10 @@ class Kueue(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: KueueArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gke-finetune:platform:Kueue", name, None, opts)
-        self.release = k8s.helm.v3.Release(
-            name,
-            name="kueue",
-            chart=KUEUE_CHART,
-            version=KUEUE_CHART_VERSION,
-            namespace=KUEUE_NAMESPACE,
-            create_namespace=True,
-            # Wait for the controller and its webhooks: they default and admit every queued JobSet.
-            skip_await=False,
-            atomic=True,
-            timeout=600,
-            opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=args.depends_on),
+        # Awaited: the controller and its webhooks default and admit every queued JobSet.
+        self.release = controller_release(
+            name, "kueue", KUEUE_CHART, KUEUE_CHART_VERSION, KUEUE_NAMESPACE,
+            pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=args.depends_on),
         )
         manifests = kueue_manifests(args.flavors)
         self.objects = {key: self._object(name, key, m, args) for key, m in manifests.items()}

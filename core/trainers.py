@@ -19,7 +19,7 @@ from typing import Literal
 from core.catalog import Family
 from trainers.exit_codes import CONFIG_ERROR
 
-__all__ = ["CONFIG_ERROR", "TRAINERS", "Port", "Trainer", "TrainerImage", "trainer"]
+__all__ = ["CONFIG_ERROR", "TRAINERS", "Port", "Trainer", "TrainerImage"]
 
 # The dataset staging code (standard library only), which every trainer image
 # holds beside its trainer so that the stack's staging Jobs can run in it.
@@ -238,7 +238,3 @@ _ROWS = (
 )
 
 TRAINERS: dict[str, Trainer] = {row.name: row for row in _ROWS}
-
-
-def trainer(name: str) -> Trainer:
-    return TRAINERS[name]

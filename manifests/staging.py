@@ -13,14 +13,16 @@ https://kubernetes.io/docs/concepts/workloads/controllers/job/
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 
 from core.catalog import NODEPOOL_LABEL
 from core.names import (
     APP_LABEL, DATASET_LABEL, DATA_PREFIX, HF_TOKEN_KEY, HF_TOKEN_SECRET, PROJECT, RUNS_NAMESPACE, STAGER_KSA,
 )  # fmt: skip
-from core.trainers import CONFIG_ERROR, STAGING_MODULE, WORKDIR, Trainer
+from core.trainers import CONFIG_ERROR, STAGING_MODULE, TRAINERS, WORKDIR, Trainer
 from manifests import pod
 from manifests.storage import CSI_DRIVER, SIDECAR_PREFIX, WRITE_OPTIONS, Owner
+from stack.config import StackConfig
 from stack.datasets import TOKENS_DIR, DatasetConfig
 
 DATASETS_DIR = "/datasets"
@@ -32,6 +34,17 @@ RETRIES = 3
 _STAGE = {"cpu": "1", "memory": "2Gi", "ephemeral-storage": "2Gi"}
 _TOKENIZE = {"cpu": "2", "memory": "8Gi", "ephemeral-storage": "2Gi"}
 _SIDECAR = {"cpu": "250m", "memory": "512Mi", "ephemeral-storage": "5Gi"}
+
+
+def stack_staging_jobs(config: StackConfig, images: Mapping[str, str]) -> dict[str, dict]:
+    """The staging Job of each dataset of the stack, by dataset name, each in the image (trainer -> ref)
+    of the trainer that stages it (StackConfig.staging_trainer)."""
+    jobs = {}
+    for dataset in config.datasets:
+        trainer = config.staging_trainer(dataset)
+        jobs[dataset.name] = staging_job(dataset, trainer=TRAINERS[trainer], image=images[trainer],
+                                         bucket=config.data_bucket, autopilot=config.autopilot)
+    return jobs
 
 
 def job_name(dataset: DatasetConfig) -> str:

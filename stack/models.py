@@ -124,7 +124,7 @@ class Images(RootModel[dict[str, str]]):
         ]
         problems += [
             Problem(name, ref, "is not a digest reference",
-                    "<registry>/<path>@sha256:<64 hex> (no tags, no :latest)")
+                    "<registry>/<path>@sha256:<64 hex>, pinned by digest, never a tag")
             for name, ref in self.root.items()
             if not IMAGE_DIGEST_REF.match(ref)
         ]

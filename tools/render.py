@@ -25,8 +25,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from core.contract import SchedulingContract
-from core.trainers import TRAINERS
-from manifests.staging import staging_job
+from manifests.staging import stack_staging_jobs
 from manifests.jobset import child_jobs
 from manifests.compute_class import compute_class_manifests
 from manifests.kueue import kueue_manifests
@@ -63,14 +62,7 @@ def stack_manifests(stack: str, root: Path = ROOT) -> dict[str, dict]:
 def staging_manifests(stack: str, root: Path = ROOT) -> dict[str, dict]:
     """The staging Job of each dataset of the stack, by Job name (images as `stack_inputs` gives them)."""
     config = reader.load_files(stack, root)
-    images = offline_images(config)
-    jobs = {}
-    for dataset in config.datasets:
-        trainer = config.staging_trainer(dataset)
-        job = staging_job(dataset, trainer=TRAINERS[trainer], image=images[trainer], bucket=config.data_bucket,
-                          autopilot=config.autopilot)
-        jobs[job["metadata"]["name"]] = job
-    return jobs
+    return {job["metadata"]["name"]: job for job in stack_staging_jobs(config, offline_images(config)).values()}
 
 
 def stack_kueue_manifests(stack: str, root: Path = ROOT) -> dict[str, dict]:

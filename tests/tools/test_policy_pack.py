@@ -121,6 +121,7 @@ def test_the_pack_runs_without_pydantic_or_the_pulumi_program():
 
 def test_the_pack_registers_every_validation():
     tree = ast.parse((ROOT / "policy" / "__main__.py").read_text())
-    registered = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute) and n.value.__dict__.get("id") == "rules"}
+    registered = {n.attr for n in ast.walk(tree)
+                  if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "rules"}
     assert registered == {name for name in dir(rules) if name.startswith("validate_")}
     assert (ROOT / "policy" / "PulumiPolicy.yaml").read_text().count("python") == 1

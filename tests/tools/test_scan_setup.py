@@ -15,7 +15,7 @@ import yaml
 from tests.manifests.test_manifests import CASES
 from tools import scan
 from manifests.jobset import child_jobs
-from tests.support import goldens, schemas
+from tests.support import schemas
 from tools import render
 
 ROOT = render.ROOT

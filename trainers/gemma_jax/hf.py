@@ -107,13 +107,14 @@ def read_dir(directory: str) -> tuple[dict, dict[str, np.ndarray]]:
     return config, tensors
 
 
-def config_problems(hf: dict, cfg) -> list[str]:
-    """Where a Hugging Face config.json differs from gemma's TransformerConfig."""
-    hf = hf.get("text_config", hf)
-    if hf.get("model_type") not in TEXT_MODEL_TYPES:
-        return [f"model_type {hf.get('model_type')!r}: supported: {', '.join(TEXT_MODEL_TYPES)}"]
-    layer_types = ["full_attention" if t.name == "GLOBAL" else "sliding_attention" for t in cfg.attention_types]
-    wanted = {
+def layer_types(cfg) -> list[str]:
+    """transformers' name of each layer's attention type."""
+    return ["full_attention" if t.name == "GLOBAL" else "sliding_attention" for t in cfg.attention_types]
+
+
+def text_config_fields(cfg) -> dict:
+    """The config.json fields Gemma 3 and Gemma 4 text configs share, from gemma's TransformerConfig."""
+    return {
         "vocab_size": cfg.num_embed,
         "hidden_size": cfg.embed_dim,
         "intermediate_size": cfg.hidden_dim,
@@ -122,8 +123,16 @@ def config_problems(hf: dict, cfg) -> list[str]:
         "num_key_value_heads": cfg.num_kv_heads,
         "head_dim": cfg.head_dim,
         "sliding_window": cfg.sliding_window_size,
-        "layer_types": layer_types,
+        "layer_types": layer_types(cfg),
     }
+
+
+def config_problems(hf: dict, cfg) -> list[str]:
+    """Where a Hugging Face config.json differs from gemma's TransformerConfig."""
+    hf = hf.get("text_config", hf)
+    if hf.get("model_type") not in TEXT_MODEL_TYPES:
+        return [f"model_type {hf.get('model_type')!r}: supported: {', '.join(TEXT_MODEL_TYPES)}"]
+    wanted = text_config_fields(cfg)
     return [f"{k}: {hf.get(k)!r}, the model has {v!r}" for k, v in wanted.items() if hf.get(k) != v]
 
 
@@ -202,22 +211,13 @@ def from_gemma(params: dict, cfg) -> dict[str, np.ndarray]:
 
 def hf_config(cfg, dtype: str, bos: int = 2, eos: int = 1, pad: int = 0) -> dict:
     """A transformers Gemma3TextConfig (config.json) for gemma's config."""
-    types = ["full_attention" if t.name == "GLOBAL" else "sliding_attention" for t in cfg.attention_types]
     return {
         "architectures": ["Gemma3ForCausalLM"],
         "model_type": "gemma3_text",
-        "vocab_size": cfg.num_embed,
-        "hidden_size": cfg.embed_dim,
-        "intermediate_size": cfg.hidden_dim,
-        "num_hidden_layers": cfg.num_layers,
-        "num_attention_heads": cfg.num_heads,
-        "num_key_value_heads": cfg.num_kv_heads,
-        "head_dim": cfg.head_dim,
+        **text_config_fields(cfg),
         "query_pre_attn_scalar": cfg.head_dim,
         "hidden_activation": "gelu_pytorch_tanh",
         "rms_norm_eps": 1e-6,
-        "sliding_window": cfg.sliding_window_size,
-        "layer_types": types,
         "max_position_embeddings": 32768,
         "rope_parameters": {
             "full_attention": {"rope_type": "default", "rope_theta": float(cfg.global_base_frequency)},

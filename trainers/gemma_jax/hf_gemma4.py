@@ -115,17 +115,9 @@ def config_problems(hf_cfg: dict, cfg) -> list[str]:
     problems = []
     if c.get("enable_moe_block") or getattr(cfg, "enable_moe", False):
         problems.append(MOE_REFUSAL)
-    types = ["full_attention" if t.name == "GLOBAL" else "sliding_attention" for t in cfg.attention_types]
+    types = hf.layer_types(cfg)
     wanted = {
-        "vocab_size": cfg.num_embed,
-        "hidden_size": cfg.embed_dim,
-        "intermediate_size": cfg.hidden_dim,
-        "num_hidden_layers": cfg.num_layers,
-        "num_attention_heads": cfg.num_heads,
-        "num_key_value_heads": cfg.num_kv_heads,
-        "head_dim": cfg.head_dim,
-        "sliding_window": cfg.sliding_window_size,
-        "layer_types": types,
+        **hf.text_config_fields(cfg),
         "hidden_size_per_layer_input": cfg.per_layer_input_dim,
         "attention_k_eq_v": cfg.k_eq_v_global,
         "num_kv_shared_layers": len(_shared(cfg)),
@@ -265,7 +257,7 @@ def from_gemma(params: dict, cfg) -> dict[str, np.ndarray]:
 def hf_config(cfg, dtype: str, bos: int = 2, eos: int = 1, pad: int = 0) -> dict:
     """A transformers Gemma4TextConfig (config.json) for gemma's config;
     config_problems(hf_config(cfg), cfg) lists what it cannot express."""
-    types = ["full_attention" if t.name == "GLOBAL" else "sliding_attention" for t in cfg.attention_types]
+    types = hf.layer_types(cfg)
     per_layer = {}
     for i, t in enumerate(types):
         if t == "full_attention":
@@ -274,14 +266,8 @@ def hf_config(cfg, dtype: str, bos: int = 2, eos: int = 1, pad: int = 0) -> dict
     return {
         "architectures": ["Gemma4ForCausalLM"],
         "model_type": "gemma4_text",
-        "vocab_size": cfg.num_embed,
+        **hf.text_config_fields(cfg),
         "vocab_size_per_layer_input": cfg.num_embed,
-        "hidden_size": cfg.embed_dim,
-        "intermediate_size": cfg.hidden_dim,
-        "num_hidden_layers": cfg.num_layers,
-        "num_attention_heads": cfg.num_heads,
-        "num_key_value_heads": cfg.num_kv_heads,
-        "head_dim": cfg.head_dim,
         "per_layer_config": per_layer,
         "hidden_size_per_layer_input": cfg.per_layer_input_dim,
         "attention_k_eq_v": cfg.k_eq_v_global,
@@ -290,8 +276,6 @@ def hf_config(cfg, dtype: str, bos: int = 2, eos: int = 1, pad: int = 0) -> dict
         "enable_moe_block": False,
         "hidden_activation": "gelu_pytorch_tanh",
         "rms_norm_eps": 1e-6,
-        "sliding_window": cfg.sliding_window_size,
-        "layer_types": types,
         "max_position_embeddings": 131072,
         "rope_parameters": {
             "full_attention": {

@@ -38,7 +38,7 @@ def hub_endpoint() -> str:
     return os.environ.get("HF_ENDPOINT", "https://huggingface.co").rstrip("/")
 
 
-def _request(url: str, token: str | None) -> urllib.request.Request:
+def http_request(url: str, token: str | None) -> urllib.request.Request:
     headers = {"User-Agent": "gke-finetune-staging"}
     if token:
         headers["Authorization"] = f"Bearer {token}"
@@ -50,7 +50,7 @@ def hub_files(spec: dict, token: str | None, open_url=urllib.request.urlopen) ->
     repo, revision = spec["id"], spec.get("revision", "main")
     api = f"{hub_endpoint()}/api/datasets/{repo}/revision/{urllib.parse.quote(revision, safe='')}"
     try:
-        with open_url(_request(api, token), timeout=60) as response:
+        with open_url(http_request(api, token), timeout=60) as response:
             info = json.load(response)
     except urllib.error.HTTPError as err:
         if err.code in (401, 403, 404):

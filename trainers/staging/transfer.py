@@ -16,7 +16,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from trainers.staging.sources import Remote, SourceError, _request
+from trainers.staging.sources import Remote, SourceError, http_request
 
 CHUNK = 4 << 20
 PROGRESS_SECONDS = 10.0
@@ -78,7 +78,7 @@ def fetch(remote: Remote, dest: Path, token: str | None, open_url=urllib.request
 
 def _download(remote: Remote, target, token: str | None, open_url) -> tuple[int, str, int | None]:
     try:
-        response = open_url(_request(remote.url, token), timeout=120)
+        response = open_url(http_request(remote.url, token), timeout=120)
     except urllib.error.HTTPError as err:
         kind = SourceError if err.code in PERMANENT_HTTP else TransferError
         raise kind(f"{remote.url}: HTTP {err.code} {err.reason}") from None
