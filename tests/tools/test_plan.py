@@ -324,3 +324,13 @@ def test_the_plan_writes_the_kueue_objects_beside_the_runs(plans, tmp_path):
     }
     plan.write_manifests(plans["dev"], tmp_path)  # a stack without Kueue leaves no kueue/ behind
     assert not (tmp_path / "kueue").exists()
+
+
+@pytest.mark.parametrize("stack", SHIPPED_STACKS)
+def test_the_plan_says_what_can_reach_the_control_plane_and_what_it_reaches(plans, stack):
+    text = plan.render(plans[stack])
+    access = text.split("\nAccess\n", 1)[1].split("\n\n", 1)[0]
+    assert "control plane: DNS-based endpoint only" in access and "IP endpoint closed" in access
+    kueue = bool(plans[stack]["kueue"])
+    ports = "tcp:8082, tcp:9443" if kueue else "tcp:9443"
+    assert f"firewall finetune-{stack}-webhooks: the control plane to nodes tagged finetune-{stack}-nodes on {ports}" in access
