@@ -106,3 +106,49 @@ def test_main_only_wires_components():
     assert len(nested) == len(top_level_imports), "imports only at the top of the file"
     first_statement = next(i for i, n in enumerate(tree.body) if not isinstance(n, (ast.Import, ast.ImportFrom, ast.Expr)))
     assert all(i < first_statement for i, n in enumerate(tree.body) if n in top_level_imports)
+
+
+def _trainer_import_graph(package: Path) -> dict[str, set[str]]:
+    """Module -> the modules of its own package it imports, anywhere in the file (AST)."""
+    prefix = ".".join(package.relative_to(ROOT).parts)
+    graph: dict[str, set[str]] = {}
+    for path in package.glob("*.py"):
+        edges = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module == prefix:
+                edges |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(prefix + "."):
+                edges.add(node.module.removeprefix(prefix + ".").split(".")[0])
+            elif isinstance(node, ast.Import):
+                edges |= {a.name.removeprefix(prefix + ".").split(".")[0] for a in node.names
+                          if a.name.startswith(prefix + ".")}
+        graph[path.stem] = edges - {path.stem}
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    found, state = [], {}
+
+    def visit(node, path):
+        state[node] = "open"
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == "open":
+                found.append(path[path.index(nxt):] + [nxt])
+            elif nxt not in state:
+                visit(nxt, path + [nxt])
+        state[node] = "done"
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [node])
+    return found
+
+
+@pytest.mark.parametrize("package", ["trainers/gemma_jax", "trainers/trl_gpu", "trainers/staging"])
+def test_the_trainers_have_no_import_cycles(package):
+    """Imports inside functions count too (the Hugging Face codecs once imported each other that way)."""
+    assert _cycles(_trainer_import_graph(ROOT / package)) == []
+
+
+def test_the_cycle_check_fires():
+    assert _cycles({"hf": {"hf_gemma4"}, "hf_gemma4": {"hf"}}) == [["hf", "hf_gemma4", "hf"]]

@@ -1,11 +1,8 @@
 """Hugging Face Gemma 3 text checkpoints <-> gemma's parameter tree
 (Gemma 4: hf_gemma4.py, chosen by `codec`).
 
-A Hugging Face directory holds config.json and *.safetensors. The
-safetensors format (https://huggingface.co/docs/safetensors) is an 8-byte
-little-endian header size, a JSON header {name: {dtype, shape,
-data_offsets}}, then the raw little-endian arrays; it is read and written
-here with numpy (bfloat16 through ml_dtypes, a jax dependency).
+A Hugging Face directory holds config.json and *.safetensors, read and
+written by hf_common.py, which both families' codecs share.
 
 Names and layouts (transformers' Gemma3ForCausalLM vs gemma's Gemma3 tree):
 
@@ -27,28 +24,23 @@ they are.
 
 from __future__ import annotations
 
-import json
-import os
-import struct
 import sys
 
-import ml_dtypes
 import numpy as np
 
-_DTYPES = {
-    "F32": np.dtype(np.float32),
-    "F16": np.dtype(np.float16),
-    "BF16": np.dtype(ml_dtypes.bfloat16),
-    "I64": np.dtype(np.int64),
-    "I32": np.dtype(np.int32),
-}
-_NAMES = {v: k for k, v in _DTYPES.items()}
-NORMS = {
-    "input_layernorm": "pre_attention_norm",
-    "post_attention_layernorm": "post_attention_norm",
-    "pre_feedforward_layernorm": "pre_ffw_norm",
-    "post_feedforward_layernorm": "post_ffw_norm",
-}
+from trainers.gemma_jax import hf_gemma4
+# Re-exported: the trainer, the export and the tests read and write through this module.
+from trainers.gemma_jax.hf_common import (  # noqa: F401
+    NORMS,
+    cast,
+    layer_types,
+    read_dir,
+    read_safetensors,
+    strip_prefix,
+    text_config_fields,
+    write_safetensors,
+)
+
 TEXT_MODEL_TYPES = ("gemma3_text",)
 
 
@@ -56,75 +48,8 @@ def codec(cfg):
     """This module for gemma's Gemma 3 configs, hf_gemma4 for Gemma 4's:
     both expose config_problems, to_gemma, from_gemma and hf_config."""
     if type(cfg).__module__.startswith("gemma.gm.nn.gemma4"):
-        from trainers.gemma_jax import hf_gemma4  # pylint: disable=g-import-not-at-top
-
         return hf_gemma4
     return sys.modules[__name__]
-
-
-def read_safetensors(path: str) -> dict[str, np.ndarray]:
-    with open(path, "rb") as f:
-        (size,) = struct.unpack("<Q", f.read(8))
-        header = json.loads(f.read(size))
-        base = 8 + size
-        out = {}
-        for name, info in header.items():
-            if name == "__metadata__":
-                continue
-            begin, end = info["data_offsets"]
-            f.seek(base + begin)
-            raw = f.read(end - begin)
-            out[name] = np.frombuffer(raw, _DTYPES[info["dtype"]]).reshape(info["shape"])
-    return out
-
-
-def write_safetensors(path: str, tensors: dict[str, np.ndarray]) -> None:
-    header, offset = {"__metadata__": {"format": "pt"}}, 0
-    arrays = {k: np.ascontiguousarray(v) for k, v in sorted(tensors.items())}
-    for name, a in arrays.items():
-        header[name] = {
-            "dtype": _NAMES[a.dtype],
-            "shape": list(a.shape),
-            "data_offsets": [offset, offset + a.nbytes],
-        }
-        offset += a.nbytes
-    blob = json.dumps(header, separators=(",", ":")).encode()
-    blob += b" " * (-len(blob) % 8)  # the data starts 8-byte aligned
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(blob)) + blob)
-        for a in arrays.values():
-            f.write(a.tobytes())
-
-
-def read_dir(directory: str) -> tuple[dict, dict[str, np.ndarray]]:
-    """(config.json, every tensor of every *.safetensors file)."""
-    with open(os.path.join(directory, "config.json"), encoding="utf-8") as f:
-        config = json.load(f)
-    tensors = {}
-    for name in sorted(os.listdir(directory)):
-        if name.endswith(".safetensors"):
-            tensors.update(read_safetensors(os.path.join(directory, name)))
-    return config, tensors
-
-
-def layer_types(cfg) -> list[str]:
-    """transformers' name of each layer's attention type."""
-    return ["full_attention" if t.name == "GLOBAL" else "sliding_attention" for t in cfg.attention_types]
-
-
-def text_config_fields(cfg) -> dict:
-    """The config.json fields Gemma 3 and Gemma 4 text configs share, from gemma's TransformerConfig."""
-    return {
-        "vocab_size": cfg.num_embed,
-        "hidden_size": cfg.embed_dim,
-        "intermediate_size": cfg.hidden_dim,
-        "num_hidden_layers": cfg.num_layers,
-        "num_attention_heads": cfg.num_heads,
-        "num_key_value_heads": cfg.num_kv_heads,
-        "head_dim": cfg.head_dim,
-        "sliding_window": cfg.sliding_window_size,
-        "layer_types": layer_types(cfg),
-    }
 
 
 def config_problems(hf: dict, cfg) -> list[str]:
@@ -136,21 +61,9 @@ def config_problems(hf: dict, cfg) -> list[str]:
     return [f"{k}: {hf.get(k)!r}, the model has {v!r}" for k, v in wanted.items() if hf.get(k) != v]
 
 
-def _strip(tensors: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Names without the 'model.' (or 'model.language_model.') prefix."""
-    out = {}
-    for name, a in tensors.items():
-        for prefix in ("model.language_model.", "model."):
-            if name.startswith(prefix):
-                name = name[len(prefix) :]
-                break
-        out[name] = a
-    return out
-
-
 def to_gemma(tensors: dict[str, np.ndarray], cfg, dtype) -> dict:
     """gemma's nested params from transformers' tensors, cast to `dtype`."""
-    t = _strip(tensors)
+    t = strip_prefix(tensors)
     h, g, k, d = cfg.num_heads, cfg.num_kv_heads, cfg.head_dim, cfg.embed_dim
 
     def get(name):
@@ -177,13 +90,7 @@ def to_gemma(tensors: dict[str, np.ndarray], cfg, dtype) -> dict:
         for hf_name, name in NORMS.items():
             layer[name] = {"scale": get(p + hf_name + ".weight")}
         params[f"layer_{i}"] = layer
-    return _cast(params, dtype)
-
-
-def _cast(tree, dtype):
-    if isinstance(tree, dict):
-        return {key: _cast(v, dtype) for key, v in tree.items()}
-    return np.asarray(tree).astype(dtype)
+    return cast(params, dtype)
 
 
 def from_gemma(params: dict, cfg) -> dict[str, np.ndarray]:

@@ -61,7 +61,7 @@ import numpy as np
 
 from gemma.gm.nn.gemma4 import _config as gemma4_config
 
-from trainers.gemma_jax import hf
+from trainers.gemma_jax import hf_common
 
 TEXT_MODEL_TYPES = ("gemma4_text",)
 MOE_REFUSAL = (
@@ -115,9 +115,9 @@ def config_problems(hf_cfg: dict, cfg) -> list[str]:
     problems = []
     if c.get("enable_moe_block") or getattr(cfg, "enable_moe", False):
         problems.append(MOE_REFUSAL)
-    types = hf.layer_types(cfg)
+    types = hf_common.layer_types(cfg)
     wanted = {
-        **hf.text_config_fields(cfg),
+        **hf_common.text_config_fields(cfg),
         "hidden_size_per_layer_input": cfg.per_layer_input_dim,
         "attention_k_eq_v": cfg.k_eq_v_global,
         "num_kv_shared_layers": len(_shared(cfg)),
@@ -156,7 +156,7 @@ def _layer_problems(c: dict, cfg, types: list[str]) -> list[str]:
 
 
 def to_gemma(tensors: dict[str, np.ndarray], cfg, dtype) -> dict:
-    t = hf._strip(tensors)  # pylint: disable=protected-access
+    t = hf_common.strip_prefix(tensors)  # pylint: disable=protected-access
     h, d, layers, p_dim = cfg.num_heads, cfg.embed_dim, cfg.num_layers, cfg.per_layer_input_dim
 
     def get(name):
@@ -187,14 +187,14 @@ def to_gemma(tensors: dict[str, np.ndarray], cfg, dtype) -> dict:
             },
             "skip_scale": get(p + "layer_scalar"),
         }
-        for hf_name, name in hf.NORMS.items():
+        for hf_name, name in hf_common.NORMS.items():
             layer[name] = {"scale": get(p + hf_name + ".weight")}
         if p_dim:
             layer["per_layer_input_gate"] = {"w": get(p + "per_layer_input_gate.weight").T}
             layer["per_layer_projection"] = {"w": get(p + "per_layer_projection.weight").T}
             layer["post_per_layer_input_norm"] = {"scale": get(p + "post_per_layer_input_norm.weight")}
         params[f"layer_{i}"] = layer
-    return hf._cast(params, dtype)  # pylint: disable=protected-access
+    return hf_common.cast(params, dtype)  # pylint: disable=protected-access
 
 
 def _k_eq_v(cfg, i: int) -> bool:
@@ -245,7 +245,7 @@ def from_gemma(params: dict, cfg) -> dict[str, np.ndarray]:
         out[p + "mlp.up_proj.weight"] = layer["mlp"]["gating_einsum"][1]
         out[p + "mlp.down_proj.weight"] = layer["mlp"]["linear"].T
         out[p + "layer_scalar"] = layer["skip_scale"]
-        for hf_name, name in hf.NORMS.items():
+        for hf_name, name in hf_common.NORMS.items():
             out[p + hf_name + ".weight"] = layer[name]["scale"]
         if "per_layer_input_gate" in layer:
             out[p + "per_layer_input_gate.weight"] = layer["per_layer_input_gate"]["w"].T
@@ -257,7 +257,7 @@ def from_gemma(params: dict, cfg) -> dict[str, np.ndarray]:
 def hf_config(cfg, dtype: str, bos: int = 2, eos: int = 1, pad: int = 0) -> dict:
     """A transformers Gemma4TextConfig (config.json) for gemma's config;
     config_problems(hf_config(cfg), cfg) lists what it cannot express."""
-    types = hf.layer_types(cfg)
+    types = hf_common.layer_types(cfg)
     per_layer = {}
     for i, t in enumerate(types):
         if t == "full_attention":
@@ -266,7 +266,7 @@ def hf_config(cfg, dtype: str, bos: int = 2, eos: int = 1, pad: int = 0) -> dict
     return {
         "architectures": ["Gemma4ForCausalLM"],
         "model_type": "gemma4_text",
-        **hf.text_config_fields(cfg),
+        **hf_common.text_config_fields(cfg),
         "vocab_size_per_layer_input": cfg.num_embed,
         "per_layer_config": per_layer,
         "hidden_size_per_layer_input": cfg.per_layer_input_dim,
