@@ -285,9 +285,9 @@ def apply_derived(script: ScriptArguments, training: TrainingArguments) -> None:
     # same LoRA dropout masks as the forward. transformers 5.24 defaults to
     # use_reentrant=False too (PreTrainedModel._activation_checkpointing_enable);
     # set here so neither default can change it. Under FSDP2 the recompute adds
-    # no all-gather: the layer is already unsharded for its backward
-    # (torch/distributed/fsdp/_fully_shard/_fsdp_state.py, FSDPState._pre_forward
-    # returns early in PRE_BACKWARD).
+    # no all-gather: transformers checkpoints the layer's `forward`, not
+    # `__call__`, so FSDP2's unshard hooks run once, outside the checkpoint
+    # (transformers/modeling_layers.py, GradientCheckpointingLayer.__init_subclass__).
     if training.activation_checkpointing and not training.activation_checkpointing_kwargs:
         training.activation_checkpointing_kwargs = {"use_reentrant": False}
         training.gradient_checkpointing_kwargs = training.activation_checkpointing_kwargs
