@@ -44,7 +44,7 @@ def _sharded_adapter(checkpoint: Path, tmp_path: Path) -> dict[str, torch.Tensor
     (torch.distributed.checkpoint), joined into one state dict."""
     joined = tmp_path / f"{checkpoint.name}.pt"
     dcp_to_torch_save(str(checkpoint / "pytorch_model_fsdp_0"), str(joined))
-    return torch.load(joined, weights_only=True)["model"]
+    return torch.load(joined, weights_only=True).get("model", {})  # absent when nothing was saved
 
 
 def _reload_with_peft(model_dir: Path, adapter_dir: Path) -> dict[str, torch.Tensor]:

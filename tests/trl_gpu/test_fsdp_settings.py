@@ -20,7 +20,7 @@ from transformers import AutoModelForCausalLM
 
 from trainers.trl_gpu.args import parse_args
 from trainers.trl_gpu.model import lora_config
-from trainers.trl_gpu.trainer import adapter_state_dict
+from trainers.trl_gpu.trainer import adapter_state_dict, restored_adapter_problem
 
 LAYER = "Gemma4TextDecoderLayer"
 
@@ -106,3 +106,17 @@ def test_the_recompute_draws_the_forward_s_lora_dropout_masks(setting, gemma4_di
         assert worst > 1e-3, worst
     else:
         assert worst == 0.0, worst
+
+
+def test_the_resume_check_tells_a_restored_adapter_from_one_left_at_its_initial_values(gemma4_dir, tmp_path):
+    model = _lora_model(gemma4_dir)
+    model.save_pretrained(tmp_path, state_dict=adapter_state_dict(model))  # as TextToSqlTrainer.save_model
+    assert restored_adapter_problem(model, model, str(tmp_path)) is None
+    with torch.no_grad():  # what a resume from a checkpoint without the adapter leaves
+        for name, param in model.named_parameters():
+            if "lora_B" in name:
+                param.zero_()
+    problem = restored_adapter_problem(model, model, str(tmp_path))
+    lora_b = sum("lora_B" in name for name, _ in model.named_parameters())
+    assert problem.startswith(f"{lora_b} of {2 * lora_b} restored adapter tensors differ from {tmp_path}/"), problem
+    assert "is missing" in restored_adapter_problem(model, model, str(tmp_path / "elsewhere"))
