@@ -23,7 +23,7 @@ PLATFORM_TESTS := tests/core tests/stack tests/manifests tests/admission tests/c
 PULUMI_BACKEND_URL ?= file://$(CURDIR)/.pulumi-state
 export PULUMI_BACKEND_URL
 
-.PHONY: help test test-infra test-jax test-gpu venvs up preview destroy
+.PHONY: help test test-infra test-jax test-gpu fsdp-cpu venvs up preview destroy
 
 help:
 	@echo "make test                 create the environments and run every test (offline)"
@@ -34,6 +34,7 @@ help:
 	@echo "make plan STACK=a4 SECRETS=hfToken   ... planned as if the secret were set"
 	@echo "make golden               rewrite the run manifests' goldens in tests/golden/"
 	@echo "make scan                 checkov on every shipped stack's rendered runs (tools/scan_skips.yaml)"
+	@echo "make fsdp-cpu OUT=<dir>   the A4 run's FSDP path on 2 CPU processes (tiny Gemma 4): SIGTERM, resume, final adapter in <dir>"
 
 $(VENV)/.installed: requirements.txt requirements-test.txt
 	$(PY311) -m venv $(VENV)
@@ -71,6 +72,16 @@ test-jax: $(VENV_JAX)/.installed $(VENV_GPU)/.installed
 
 test-gpu: $(VENV_GPU)/.installed
 	$(VENV_GPU)/bin/python -m pytest tests/trl_gpu $(PYTEST_ARGS)
+
+# The shipped accelerate config (trainers/trl_gpu/accelerate_fsdp_8gpu.yaml)
+# through accelerate's FSDP2 on 2 CPU processes (gloo), a tiny Gemma 4 written
+# here: stopped by SIGTERM after its first checkpoint, resumed, final adapter.
+# Leaves the inputs, checkpoints, final adapter and logs in OUT
+# (tests/trl_gpu/fsdp_cpu.py).
+OUT ?=
+fsdp-cpu: $(VENV_GPU)/.installed
+	@test -n "$(OUT)" || { echo "make fsdp-cpu: set OUT=<dir> (where the checkpoints and final adapter go)" >&2; exit 2; }
+	$(VENV_GPU)/bin/python -m tests.trl_gpu.fsdp_cpu --out "$(OUT)"
 
 # --- Pulumi CLI (needs the CLI, gcloud credentials and gke-gcloud-auth-plugin) ---
 .pulumi-state:

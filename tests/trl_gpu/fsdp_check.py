@@ -3,9 +3,10 @@ torch's FSDP2 (`fully_shard`) exactly as the repository's accelerate config
 asks (FSDP v2, transformer-layer wrap of the class it names), train one step
 and gather the adapter. Each rank writes what it saw to <out>/rank-<r>.json.
 
-accelerate only runs FSDP on GPUs, so this is where the wrapping is checked
-on a CPU: the layer class named in the config must exist in the model, be its
-decoder layer, and become the FSDP units. The final adapter is saved the way
+This checks torch's FSDP2 alone, with the config's wrapping: the layer class
+named in the config must exist in the model, be its decoder layer, and
+become the FSDP units. accelerate's own FSDP2 preparation, saves and loads
+run on CPU in test_fsdp_cpu.py (fsdp_cpu.py). The final adapter is saved the way
 the trainer saves it under FSDP (trainer.adapter_state_dict: the LoRA
 tensors alone, gathered onto rank 0), into <out>/adapter.
 """

@@ -1,11 +1,11 @@
 """GPU check of the cluster path, for a machine with NVIDIA GPUs (not collected
-by pytest as a test; the CPU suite cannot run accelerate's FSDP). A dry run
+by pytest as a test; on CPU, test_fsdp_cpu.py runs accelerate's FSDP2). A dry run
 on CPU (test_gpu_check_dry_run) keeps the script itself working.
 
     python tests/trl_gpu/gpu_check.py [--gpus N] [--model tiny|gemma3-270m] [--cpu-dry-run]
 
-Through the cluster's launcher and accelerate config (FSDP v2, bf16, FSDP
-activation checkpointing, weights read on rank 0 only) with packing
+Through the cluster's launcher and accelerate config (FSDP v2, bf16, the
+trainer's activation checkpointing, sharded checkpoints) with packing
 (BFD, padding-free) and, on GPUs, Liger kernels, on generated text-to-SQL
 data and either a tiny Gemma 4 (31B-style template, empty thought block) or
 the real Gemma 3 270M with `--chat_template gemma3`:

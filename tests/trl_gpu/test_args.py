@@ -44,24 +44,40 @@ def test_checkpoints_and_evaluations_are_spread_over_the_run():
     assert state.save_steps == 20  # a whole number is still a number of steps
 
 
-def test_fsdp_activation_checkpointing_replaces_the_trainer_s(monkeypatch):
+@pytest.mark.parametrize(
+    "variable, key",
+    [("FSDP_ACTIVATION_CHECKPOINTING", "fsdp_activation_checkpointing"),
+     ("FSDP_CPU_RAM_EFFICIENT_LOADING", "fsdp_cpu_ram_efficient_loading")],
+)  # fmt: skip
+def test_accelerate_settings_that_break_the_adapter_or_the_load_are_refused(monkeypatch, variable, key):
+    # What `accelerate launch` exports from an FSDP v2 config with the setting on.
     monkeypatch.setenv("ACCELERATE_USE_FSDP", "true")
-    monkeypatch.setenv("FSDP_ACTIVATION_CHECKPOINTING", "true")
-    _, training = parse_args([])
-    assert training.activation_checkpointing is False and training.gradient_checkpointing is False
-    monkeypatch.setenv("FSDP_ACTIVATION_CHECKPOINTING", "false")
+    monkeypatch.setenv("FSDP_VERSION", "2")
+    monkeypatch.setenv(variable, "true")
+    with pytest.raises(ConfigError, match=f"{key} \\(accelerate config\\)=True is invalid: set it to false"):
+        parse_args([])
+    monkeypatch.setenv(variable, "false")
     _, training = parse_args([])
     assert training.activation_checkpointing is True
 
 
-def test_the_shipped_accelerate_config_loads_on_rank_0_and_checkpoints_in_fsdp():
+def test_activation_checkpointing_is_non_reentrant_and_keeps_the_rng_state():
+    _, training = parse_args([])
+    assert training.activation_checkpointing and training.gradient_checkpointing
+    # preserve_rng_state is left at torch.utils.checkpoint's default, True.
+    assert training.activation_checkpointing_kwargs == {"use_reentrant": False}
+    assert training.gradient_checkpointing_kwargs == {"use_reentrant": False}
+
+
+def test_the_shipped_accelerate_config_is_fsdp2_with_sharded_checkpoints():
     import yaml
 
     from .conftest import REPO
 
     config = yaml.safe_load((REPO / "trainers" / "trl_gpu" / "accelerate_fsdp_8gpu.yaml").read_text())["fsdp_config"]
-    assert config["fsdp_cpu_ram_efficient_loading"] is True
-    assert config["fsdp_activation_checkpointing"] is True
+    assert config["fsdp_version"] == 2
+    assert config["fsdp_cpu_ram_efficient_loading"] is False
+    assert config["fsdp_activation_checkpointing"] is False
     assert config["fsdp_state_dict_type"] == "SHARDED_STATE_DICT"
 
 

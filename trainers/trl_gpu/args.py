@@ -110,8 +110,8 @@ class TrainingArguments(SFTConfig):
     activation_checkpointing: bool | None = field(
         default=True,
         metadata={
-            "help": "Recompute activations in backward (saves memory on the 31B model). Under FSDP with the "
-            "accelerate config's fsdp_activation_checkpointing, FSDP's own checkpointing does it instead."
+            "help": "Recompute each decoder layer's activations in backward (saves memory on the 31B model), "
+            "non-reentrant and with the RNG state preserved, so LoRA dropout masks match in the recompute."
         },
     )
     optim: OptimizerNames | str = field(default="adamw_torch", metadata={"help": "Optimizer."})
@@ -140,6 +140,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[ScriptArguments, Training
     except (ValueError, TypeError, OSError, IndexError, yaml.YAMLError) as err:  # __post_init__, bad --config
         raise ConfigError(str(err)) from err
     validate(script_args, training_args)
+    check_accelerate_fsdp()
     apply_derived(script_args, training_args)
     return script_args, training_args
 
@@ -232,22 +233,64 @@ def _check_liger(training: TrainingArguments) -> None:
     )
 
 
-def _fsdp_activation_checkpointing() -> bool:
+def _accelerate_env(name: str) -> bool:
     # What `accelerate launch` exports from the config file's fsdp_config
-    # (accelerate/utils/launch.py: FSDP_ACTIVATION_CHECKPOINTING).
-    on = lambda name: os.environ.get(name, "false").lower() in ("1", "true", "yes")  # noqa: E731
-    return on("ACCELERATE_USE_FSDP") and on("FSDP_ACTIVATION_CHECKPOINTING")
+    # (accelerate/utils/launch.py, prepare_multi_gpu_env: FSDP_VERSION,
+    # FSDP_CPU_RAM_EFFICIENT_LOADING, FSDP_ACTIVATION_CHECKPOINTING).
+    return os.environ.get(name, "false").lower() in ("1", "true", "yes")
+
+
+def check_accelerate_fsdp() -> None:
+    """Refuse the accelerate FSDP settings that break this trainer with the
+    pinned versions (accelerate 1.15, transformers 5.24, peft 0.21)."""
+    if not _accelerate_env("ACCELERATE_USE_FSDP"):
+        return
+    # accelerate's fsdp2_apply_ac wraps each decoder layer in torch's
+    # checkpoint_wrapper: the layer's module names gain
+    # `_checkpoint_wrapped_module.`, which the wrapper strips from state_dict()
+    # keys but not from the names PEFT walks (peft/tuners/tuners_utils.py,
+    # BaseTuner._get_adapter_state_dict matches state-dict keys against
+    # named_modules). Sharded checkpoints then hold no adapter tensor, the final
+    # adapter's keys do not load, and the wrapper passes preserve_rng_state=False,
+    # so LoRA dropout differs between forward and recompute.
+    _check(
+        not _accelerate_env("FSDP_ACTIVATION_CHECKPOINTING"),
+        "fsdp_activation_checkpointing (accelerate config)",
+        True,
+        "set it to false: sharded checkpoints would hold no adapter and dropout would differ in the recompute; "
+        "the trainer's --activation_checkpointing (on by default) recomputes each decoder layer instead",
+    )
+    # accelerate 1.15's fsdp2_load_full_state_dict reads `.device_mesh` from
+    # every state-dict entry, but FSDP2 shards parameters only: a persistent
+    # buffer (Gemma 4's per-layer `layer_scalar`) is a plain Tensor and every
+    # rank dies with AttributeError (huggingface/accelerate#3898). It would save
+    # nothing either: transformers 5.24 reads the full checkpoint on every rank
+    # whatever the setting (huggingface/transformers#43749; its
+    # core_model_loading has no rank-0-only path).
+    _check(
+        not (os.environ.get("FSDP_VERSION") == "2" and _accelerate_env("FSDP_CPU_RAM_EFFICIENT_LOADING")),
+        "fsdp_cpu_ram_efficient_loading (accelerate config)",
+        True,
+        "set it to false: with FSDP v2 it crashes on models with persistent buffers (Gemma 4; accelerate#3898), "
+        "and transformers 5.24 reads the weights on every rank anyway (transformers#43749)",
+    )
 
 
 def apply_derived(script: ScriptArguments, training: TrainingArguments) -> None:
     # transformers reads a warmup_steps value in [0, 1) as a ratio of the total steps.
     training.warmup_steps = script.warmup_ratio
-    # FSDP's own activation checkpointing wraps each decoder layer inside its
-    # FSDP unit; the Trainer's (HF gradient checkpointing) would add an
-    # all-gather per layer in backward, and transformers refuses both at once
-    # (Trainer.create_accelerator_and_postprocess).
-    if _fsdp_activation_checkpointing() and training.activation_checkpointing:
-        training.activation_checkpointing = training.gradient_checkpointing = False
+    # HF activation checkpointing (GradientCheckpointingLayer around each
+    # decoder layer) through torch.utils.checkpoint: non-reentrant, and
+    # preserve_rng_state left at its default True, so the recompute draws the
+    # same LoRA dropout masks as the forward. transformers 5.24 defaults to
+    # use_reentrant=False too (PreTrainedModel._activation_checkpointing_enable);
+    # set here so neither default can change it. Under FSDP2 the recompute adds
+    # no all-gather: transformers checkpoints the layer's `forward`, not
+    # `__call__`, so FSDP2's unshard hooks run once, outside the checkpoint
+    # (transformers/modeling_layers.py, GradientCheckpointingLayer.__init_subclass__).
+    if training.activation_checkpointing and not training.activation_checkpointing_kwargs:
+        training.activation_checkpointing_kwargs = {"use_reentrant": False}
+        training.gradient_checkpointing_kwargs = training.activation_checkpointing_kwargs
     # The dataset is tokenized here with its own mask; TRL only builds labels from it.
     training.completion_only_loss = True
     training.dataset_kwargs = None

@@ -8,12 +8,15 @@ import time
 
 import torch
 import torch.distributed as dist
+from peft import get_peft_model_state_dict
+from safetensors.torch import load_file
 from torch.distributed.tensor import DTensor
 from transformers import TrainerCallback
 from transformers.trainer import TRAINING_ARGS_NAME
 from trl import SFTTrainer
 
 from .checkpoints import CompleteMarker, GracefulStop
+from .errors import ConfigError
 from .model import lora_config
 
 log = logging.getLogger(__name__)
@@ -69,6 +72,47 @@ def adapter_state_dict(model) -> dict[str, torch.Tensor]:
     return state
 
 
+ADAPTER_FILE = "adapter_model.safetensors"
+
+
+def restored_adapter_problem(peft_model, model, checkpoint: str) -> str | None:
+    """On the main process: why the adapter now in `model` is not the one
+    `checkpoint` saved in its ADAPTER_FILE (None when it is, tensor for
+    tensor); None elsewhere. Every rank must call it (adapter_state_dict).
+
+    Under FSDP the Trainer restores the sharded copy (pytorch_model_fsdp_0,
+    through accelerate's load_fsdp_model and PEFT's set_peft_model_state_dict),
+    which loads whatever keys match and nothing else: a copy holding no adapter
+    leaves LoRA at its initial values without an error. The file is the
+    adapter as the trainer saved it; both must agree."""
+    state = adapter_state_dict(model)
+    if not state:
+        return None
+    # The file's names: PEFT's, without the adapter name (as save_pretrained writes them).
+    restored = get_peft_model_state_dict(peft_model, state_dict=state)
+    path = os.path.join(checkpoint, ADAPTER_FILE)
+    if not os.path.isfile(path):
+        return f"{path} is missing"
+    saved = load_file(path)
+    if restored.keys() != saved.keys():
+        missing = sorted(restored.keys() - saved.keys())[:3]
+        return f"{path} lacks {len(restored.keys() - saved.keys())} of the model's adapter tensors (e.g. {missing})"
+    differ = [k for k in saved if not torch.equal(saved[k], restored[k].to(saved[k].dtype))]
+    if differ:
+        return f"{len(differ)} of {len(saved)} restored adapter tensors differ from {path} (e.g. {differ[0]})"
+    return None
+
+
+def agree_on_problem(problem: str | None) -> bool:
+    """True on every rank when the main process found a problem."""
+    if not (dist.is_available() and dist.is_initialized()):
+        return problem is not None
+    device = torch.device("cuda", torch.cuda.current_device()) if dist.get_backend() == "nccl" else "cpu"
+    flag = torch.tensor([int(problem is not None)], device=device)
+    dist.broadcast(flag, src=0)
+    return bool(flag.item())
+
+
 class TextToSqlTrainer(SFTTrainer):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -95,6 +139,19 @@ class TextToSqlTrainer(SFTTrainer):
             super()._save_checkpoint(model, trial)
         finally:
             self.throughput.pause(time.perf_counter() - start)
+
+    def _load_from_checkpoint(self, resume_from_checkpoint: str, model=None) -> None:
+        super()._load_from_checkpoint(resume_from_checkpoint, model)
+        if not self.is_fsdp_enabled:
+            return  # the adapter was restored from ADAPTER_FILE itself
+        problem = restored_adapter_problem(self.accelerator.unwrap_model(self.model), self.model, resume_from_checkpoint)
+        if agree_on_problem(problem):
+            # Resuming from this checkpoint again would fail the same way.
+            raise ConfigError(
+                f"{resume_from_checkpoint} did not restore the adapter it saved"
+                + (f": {problem}" if problem else " (see the main process's log)")
+            )
+        log.info("resumed adapter equals %s/%s", resume_from_checkpoint, ADAPTER_FILE)
 
     def save_model(self, output_dir: str | None = None, _internal_call: bool = False) -> None:
         """Under FSDP, the adapter alone: Trainer.save_model would gather the
