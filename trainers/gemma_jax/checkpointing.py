@@ -23,8 +23,9 @@ import time
 import grain
 import jax
 from jax.experimental import multihost_utils
-import numpy as np
 import orbax.checkpoint as ocp
+
+from trainers.gemma_jax import agree
 
 # Settings a checkpoint depends on: what its data position means (a resume
 # with other values would silently replay or skip data) and what its state
@@ -97,10 +98,7 @@ class Checkpointer:
 
     def _all_ok(self, ok: bool) -> bool:
         """Every process must agree, or they would resume from different steps."""
-        if jax.process_count() == 1:
-            return ok
-        flags = multihost_utils.process_allgather(np.asarray([ok], np.int32))
-        return bool(np.all(flags))
+        return not agree.processes_with(not ok)
 
     def _quarantine(self, step: int) -> None:
         """Moves a corrupt step aside, so it is neither resumed nor counted."""
@@ -137,6 +135,27 @@ class Checkpointer:
         if diffs:
             raise RestoreMismatch(f"step {step} in {self.directory}: " + "; ".join(diffs))
 
+    def _check_compatible_everywhere(self, step: int, abstract_state, current_meta: dict) -> None:
+        """check_compatible, decided by all processes together: when any of
+        them finds `step` incompatible (its own data position missing, say),
+        every process raises RestoreMismatch (exit 78 everywhere) instead of
+        that one exiting alone while the others wait in Orbax's restore
+        barrier until jax.distributed's shutdown aborts them all (agree.py)."""
+        problem = None
+        try:
+            self.check_compatible(step, abstract_state, current_meta)
+        except RestoreMismatch as e:
+            problem = e
+            print(f"[checkpoint] process {jax.process_index()}: {e}", flush=True)
+        found = agree.processes_with(problem is not None)
+        if problem is not None:
+            raise problem
+        if found:
+            raise RestoreMismatch(
+                f"step {step} in {self.directory}: process(es) {found} found it written with "
+                "other settings (their logs say what differs)"
+            )
+
     def saved_tree(self, step: int):
         path = os.path.join(self.directory, str(step), "state")
         with ocp.StandardCheckpointer() as ckptr:
@@ -162,7 +181,7 @@ class Checkpointer:
                 )
             return None
         for step in steps:
-            self.check_compatible(step, abstract_state, current_meta)
+            self._check_compatible_everywhere(step, abstract_state, current_meta)
             data_iter = make_data_iter()  # fresh: a failed try may leave it half-set
             try:
                 state = self._restore_step(step, abstract_state, data_iter)

@@ -42,6 +42,8 @@ def read_step(checkpoint_dir: str, step: int | None):
     import numpy as np  # pylint: disable=g-import-not-at-top
     import orbax.checkpoint as ocp  # pylint: disable=g-import-not-at-top
 
+    from trainers.gemma_jax import agree  # pylint: disable=g-import-not-at-top
+
     directory = os.path.abspath(checkpoint_dir)
     steps = sorted(int(n) for n in os.listdir(directory) if n.isdigit()) if os.path.isdir(directory) else []
     if not steps:
@@ -53,8 +55,10 @@ def read_step(checkpoint_dir: str, step: int | None):
     with open(os.path.join(directory, str(step), "meta", "metadata"), encoding="utf-8") as f:
         meta = json.load(f)
     path = os.path.join(directory, str(step), "state")
-    one = jax.sharding.SingleDeviceSharding(jax.devices()[0])
-    with ocp.StandardCheckpointer() as ckptr:
+    one = jax.sharding.SingleDeviceSharding(jax.local_devices()[0])
+    # Only this process restores (process 0 of a multi-host run): Orbax's
+    # default restore would wait for every process in a barrier (agree.py).
+    with ocp.StandardCheckpointer(multiprocessing_options=agree.lone_process_options()) as ckptr:
         tree = ckptr.metadata(path).item_metadata.tree
         target = jax.tree.map(lambda m: jax.ShapeDtypeStruct(m.shape, m.dtype, sharding=one), tree)
         state = ckptr.restore(path, target)
@@ -94,9 +98,12 @@ def _lora_base(meta: dict, model) -> dict:
     if base == (meta.get("export") or {}).get("init_from_hf"):
         _, tensors = hf.read_dir(base)
         return hf.codec(model.config).to_gemma(tensors, model.config, np.float32)
+    from trainers.gemma_jax import agree  # pylint: disable=g-import-not-at-top
+
     abstract = model_lib.with_dtype(model_lib.abstract_params(model, 8), "float32")
-    one = jax.sharding.SingleDeviceSharding(jax.devices()[0])
-    params = pretrained.load(base, abstract, jax.tree.map(lambda _: one, abstract))
+    one = jax.sharding.SingleDeviceSharding(jax.local_devices()[0])
+    params = pretrained.load(base, abstract, jax.tree.map(lambda _: one, abstract),
+                             multiprocessing_options=agree.lone_process_options())
     return jax.tree.map(np.asarray, params)
 
 
@@ -129,6 +136,41 @@ def export(checkpoint_dir: str, out: str, step: int | None = None, dtype: str = 
     _copy_tokenizer(meta, out)
     print(f"[export] step {step} of {checkpoint_dir} -> {out}", flush=True)
     return step
+
+
+def export_from_run(checkpoint_dir: str, out: str) -> None:
+    """The trainer's --export_hf: process 0 exports, every process waits for
+    it and ends the same way.
+
+    The other processes wait in a collective (agree.outcomes) until process 0
+    is done, instead of exiting at once into jax.distributed's shutdown
+    barrier, which times out after 5 minutes and aborts every process. An
+    ExportError on process 0 is raised on all of them (exit 78 everywhere);
+    any other failure there re-raises on process 0 and is a RuntimeError on
+    the others (a retryable failure everywhere).
+    """
+    import jax  # pylint: disable=g-import-not-at-top
+
+    from trainers.gemma_jax import agree  # pylint: disable=g-import-not-at-top
+
+    code, error = _DONE, None
+    if jax.process_index() == 0:
+        try:
+            export(checkpoint_dir, out)
+        except ExportError as e:
+            code, error = _REFUSED, e
+        except Exception as e:  # pylint: disable=broad-except (re-raised below)
+            code, error = _FAILED, e
+    first = agree.outcomes(code)[0]
+    if error is not None:
+        raise error
+    if first == _REFUSED:
+        raise ExportError("process 0 could not export (its log says why)")
+    if first == _FAILED:
+        raise RuntimeError("the export on process 0 failed (its log says why)")
+
+
+_DONE, _REFUSED, _FAILED = 0, 1, 2
 
 
 def _vocab_size(meta: dict, params: dict) -> int:

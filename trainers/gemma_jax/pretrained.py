@@ -48,9 +48,10 @@ class Mismatch(ValueError):
     """The checkpoint's params are not the model's."""
 
 
-def checkpoint_layout(path: str):
+def checkpoint_layout(path: str, multiprocessing_options=None):
     """(layout, metadata tree with ShapeDtypeStructs, item path)."""
-    with ocp.StandardCheckpointer() as ckptr:
+    options = multiprocessing_options or ocp.options.MultiprocessingOptions()
+    with ocp.StandardCheckpointer(multiprocessing_options=options) as ckptr:
         # Handles Kauldron checkpoints, whose params sit under `default/`.
         metadata, item_path = gemma_ckpt._get_metadata_and_path(ckptr, path)  # pylint: disable=protected-access
     tree = gemma_ckpt._CheckpointTree.shape_dtype_struct_like(metadata)  # pylint: disable=protected-access
@@ -104,14 +105,18 @@ def unexpected_leaves(ckpt_tree, nested_target) -> tuple[list[str], list[str]]:
     return sorted(wanted - saved), extra
 
 
-def load(path: str, abstract_params, shardings):
+def load(path: str, abstract_params, shardings, multiprocessing_options=None):
     """Params in the model's nested tree, with `abstract_params`' dtypes and
     `shardings`, read from a gemma checkpoint of any layout (nested, flat,
     stacked, Kauldron). Leaves the model lacks (vision/audio towers) are
-    never read; any other difference raises Mismatch naming the leaves."""
+    never read; any other difference raises Mismatch naming the leaves.
+
+    `multiprocessing_options`: Orbax's (default: every process restores
+    together); the export passes agree.lone_process_options()."""
     if "://" not in path:
         path = os.path.abspath(path)
-    layout, ckpt_tree, item_path = checkpoint_layout(epath.Path(path))
+    options = multiprocessing_options or ocp.options.MultiprocessingOptions()
+    layout, ckpt_tree, item_path = checkpoint_layout(epath.Path(path), options)
     nested_target = jax.tree.map(
         lambda a, s: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s), abstract_params, shardings
     )
@@ -121,7 +126,10 @@ def load(path: str, abstract_params, shardings):
             f"{path} does not match the model: missing {missing[:5]}, unexpected {extra[:5]}"
         )
     target = _checkpoint_target(layout, ckpt_tree, nested_target)
-    with ocp.PyTreeCheckpointer() as ckptr:
+    # ocp.PyTreeCheckpointer with the given multiprocessing options (it takes
+    # only primary_host: orbax/checkpoint/_src/checkpointers/pytree_checkpointer.py).
+    handler = ocp.PyTreeCheckpointHandler(multiprocessing_options=options)
+    with ocp.Checkpointer(handler, multiprocessing_options=options) as ckptr:
         restored = ckptr.restore(
             item_path,
             args=ocp.args.PyTreeRestore(

@@ -266,11 +266,11 @@ def run(cfg: cli.Config) -> int:
         if out is not None:
             loop.writer.text(plan.total_steps, "sample", out)
     loop.writer.close()
-    if code == exit_codes.OK and cfg.export_hf and jax.process_index() == 0:
+    if code == exit_codes.OK and cfg.export_hf:
         from trainers.gemma_jax import export_hf  # pylint: disable=g-import-not-at-top
 
-        try:
-            export_hf.export(cfg.checkpoint_dir, cfg.export_hf)
+        try:  # process 0 writes it; every process waits for it
+            export_hf.export_from_run(cfg.checkpoint_dir, cfg.export_hf)
         except export_hf.ExportError as e:
             raise cli.ConfigError(f"--export_hf={cfg.export_hf}: {e}") from None
     return code
