@@ -1,0 +1,120 @@
+"""What a stack puts into its cluster, exactly as the program declares it, in the order Pulumi applies it.
+
+The whole program runs under the SDK's mocks (tools/offline.py, as `make plan`
+and the tests run it); from what it declares this takes:
+
+- every Kubernetes object (`kubernetes:<group/version>:<Kind>`): its inputs are
+  the manifest the Kubernetes provider applies;
+- every Helm release: chart, version, namespace and values, to render the
+  chart as Helm would (controllers.py);
+- the node pools' inputs and the cluster's name and location (nodes.py).
+
+The order is the dependency order of the declared resources: an object comes
+after every object it depends on through any chain of declared resources
+(`dependsOn`), as the engine would wait for them; ties keep the
+program's order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+from core.names import RUNS_NAMESPACE
+from stack import reader
+from tools.offline import ROOT, Declared, Deployment, run_stack
+
+RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
+NODE_POOL_TYPE = "gcp:container/nodePool:NodePool"
+CLUSTER_TYPE = "gcp:container/cluster:Cluster"
+
+
+@dataclass(frozen=True)
+class Applied:
+    """One step of a stack's in-cluster install: an object, or a Helm release."""
+
+    name: str  # the Pulumi resource name
+    manifest: dict | None = None
+    release: dict | None = None
+    after: tuple[str, ...] = ()  # the Pulumi names of the steps it waits for
+
+
+@dataclass
+class StackObjects:
+    stack: str
+    cluster: str
+    region: str
+    autopilot: bool
+    config: Any = None  # the stack's StackConfig (stack/reader.py)
+    node_pools: list[dict] = field(default_factory=list)
+    steps: list[Applied] = field(default_factory=list)
+    runs_namespace: str = RUNS_NAMESPACE
+
+    def manifests(self, kind: str | None = None) -> list[dict]:
+        return [s.manifest for s in self.steps if s.manifest and (kind is None or s.manifest["kind"] == kind)]
+
+
+def _is_kubernetes_object(r: Declared) -> bool:
+    return r.custom and r.type.startswith("kubernetes:") and r.type != RELEASE_TYPE \
+        and not r.type.startswith("pulumi:providers:")
+
+
+def _closure(deployment: Deployment) -> dict[str, set[str]]:
+    """URN -> every URN it waits for, transitively. The SDK has already expanded a
+    `depends_on` naming a component into that component's children."""
+    direct = {r.urn: set(r.dependencies) for r in deployment.resources}
+    memo: dict[str, set[str]] = {}
+
+    def reach(urn: str) -> set[str]:
+        if urn not in memo:
+            memo[urn] = set()  # a cycle, if any, is reported by _ordered
+            out: set[str] = set()
+            for dep in direct.get(urn, ()):
+                out |= {dep} | reach(dep)
+            memo[urn] = out
+        return memo[urn]
+
+    return {r.urn: reach(r.urn) for r in deployment.resources}
+
+
+def _ordered(steps: list[tuple[Declared, Applied]], closure: dict[str, set[str]]) -> list[Applied]:
+    urns = {d.urn for d, _ in steps}
+    waits = {d.urn: closure[d.urn] & urns for d, _ in steps}
+    done: list[Applied] = []
+    placed: set[str] = set()
+    pending = list(steps)
+    while pending:
+        ready = [(d, a) for d, a in pending if waits[d.urn] <= placed]
+        if not ready:
+            raise RuntimeError(f"e2e: a dependency cycle among {[d.name for d, _ in pending]}")
+        d, a = ready[0]
+        pending.remove((d, a))
+        placed.add(d.urn)
+        names = tuple(x.name for x, _ in steps if x.urn in waits[d.urn])
+        done.append(Applied(a.name, a.manifest, a.release, names))
+    return done
+
+
+def stack_objects(stack: str, root: Path = ROOT, admission: bool = True) -> StackObjects:
+    """The stack's in-cluster steps. admission=False runs the program without admission/
+    (its `admit` passes the config through), so only the real control plane judges."""
+    if admission:
+        deployment = run_stack(stack, root=root)
+    else:
+        with mock.patch("admission.check.admit", side_effect=lambda config: config):
+            deployment = run_stack(stack, root=root)
+    cluster = deployment.of_type(CLUSTER_TYPE)[0].inputs
+    steps = []
+    for r in deployment.resources:
+        if r.type == RELEASE_TYPE:
+            steps.append((r, Applied(r.name, release=dict(r.inputs))))
+        elif _is_kubernetes_object(r):
+            steps.append((r, Applied(r.name, manifest=dict(r.inputs))))
+    return StackObjects(
+        stack=stack, cluster=cluster["name"], region=cluster["location"],
+        autopilot=bool(cluster.get("enableAutopilot")), config=reader.load_files(stack, root),
+        node_pools=[dict(p.inputs) for p in deployment.of_type(NODE_POOL_TYPE)],
+        steps=_ordered(steps, _closure(deployment)),
+    )
