@@ -85,10 +85,16 @@ def _capacity(inputs: Mapping) -> Iterator[Finding]:
     affinity = (node.get("reservationAffinity") or {}).get("consumeReservationType")
     spot, flex = bool(node.get("spot")), bool(node.get("flexStart"))
     queued = bool((inputs.get("queuedProvisioning") or {}).get("enabled"))
-    chosen = [name for name, on in (("spot", spot), ("flexStart", flex), ("queuedProvisioning", queued)) if on]
+    # Queued provisioning is a mode of flex-start (GKE creates such pools with
+    # --enable-queued-provisioning and --flex-start), so those two go together;
+    # spot combines with neither.
+    chosen = [name for name, on in (("spot", spot), ("flexStart", flex or queued)) if on]
     if len(chosen) > 1:
         yield Finding("node-pool", "nodeConfig", chosen, "combine capacity options GKE offers one at a time",
                       CAPACITY_SOURCE)
+    if queued and not flex:
+        yield Finding("node-pool", "nodeConfig.flexStart", node.get("flexStart"),
+                      "is off on a queued-provisioning pool, whose nodes are flex-start VMs", DWS_SOURCE)
     if chosen and affinity == "SPECIFIC_RESERVATION":
         yield Finding("node-pool", "nodeConfig.reservationAffinity", affinity,
                       f"consumes a reservation on a {chosen[0]} pool, which can't", CAPACITY_SOURCE)

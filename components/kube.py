@@ -67,7 +67,8 @@ class KubernetesAccess(pulumi.ComponentResource):
 
 
 def controller_release(
-    name: str, release: str, chart: str, version: str, namespace: str, opts: pulumi.ResourceOptions
+    name: str, release: str, chart: str, version: str, namespace: str, opts: pulumi.ResourceOptions,
+    values: dict | None = None,
 ) -> k8s.helm.v3.Release:
     """A controller from its official Helm chart, awaited: its CRDs, controller and webhooks exist
     before anything that depends on the release is submitted (an atomic install rolls back on failure)."""
@@ -81,5 +82,6 @@ def controller_release(
         skip_await=False,
         atomic=True,
         timeout=600,
+        values=values,
         opts=opts,
     )

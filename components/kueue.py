@@ -1,9 +1,9 @@
 """Kueue, from its official Helm chart, and the stack's queueing objects (manifests/kueue.py).
 
 https://kueue.sigs.k8s.io/docs/installation/ — the chart on registry.k8s.io
-is versioned without the `v` of the release tag. Its default controller
-configuration enables the JobSet integration (v0.19.2 charts/kueue/values.yaml:
-`integrations.frameworks` lists `jobset.x-k8s.io/jobset`), and the
+is versioned without the `v` of the release tag. It is installed with the
+JobSet integration only and scoped to the runs' namespace
+(manifests/controllers.py, `kueue_chart_values`), and the
 provisioning admission check controller is part of Kueue and on by default
 (GA since v0.14: site/content/en/docs/concepts/admission_check/provisioning_request.md).
 A stack installs Kueue only when `config.kueue_flavors()` is not empty
@@ -21,6 +21,7 @@ import pulumi_kubernetes as k8s
 from components.kube import controller_release
 from core.contract import SchedulingContract
 from core.names import KUEUE_CHART, KUEUE_CHART_VERSION, KUEUE_NAMESPACE
+from manifests.controllers import kueue_chart_values
 from manifests.kueue import kueue_manifests
 
 
@@ -57,6 +58,7 @@ class Kueue(pulumi.ComponentResource):
         self.release = controller_release(
             name, "kueue", KUEUE_CHART, KUEUE_CHART_VERSION, KUEUE_NAMESPACE,
             pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=args.depends_on),
+            values=kueue_chart_values(),
         )
         manifests = kueue_manifests(args.flavors)
         self.objects = {key: self._object(name, key, m, args) for key, m in manifests.items()}

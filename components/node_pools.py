@@ -16,9 +16,8 @@ from core.catalog import RESERVATION_AFFINITY_KEY, Family
 from components.cluster import CLOUD_PLATFORM_SCOPE, shielded
 from stack.config import StackConfig
 from stack.models import PoolConfig
-from core.names import POOL_LABEL
 from core.contract import SchedulingContract
-from stack.contracts import node_taints
+from stack.contracts import node_labels, node_taints
 
 
 @dataclass
@@ -115,13 +114,17 @@ def _node_config(pool: PoolConfig, service_account: pulumi.Input[str]) -> gcp.co
         disk_type=shape.machine.boot_disk_type,
         service_account=service_account,
         oauth_scopes=[CLOUD_PLATFORM_SCOPE],
-        labels={POOL_LABEL: pool.name},
+        labels=node_labels(pool),
         taints=[
             gcp.container.NodePoolNodeConfigTaintArgs(key=t.key, value=t.value, effect=_effect(t.effect))
             for t in node_taints(pool)
         ],
         spot=pool.capacity == "spot",
-        flex_start=True if pool.capacity == "flex-start" else None,
+        # Queued provisioning runs on flex-start VMs: GKE's queued-provisioning
+        # guide creates such pools with both --enable-queued-provisioning and
+        # --flex-start, as cluster-toolkit's v6e queued example and xpk do.
+        # https://cloud.google.com/kubernetes-engine/docs/how-to/provisioningrequest
+        flex_start=True if pool.capacity in ("flex-start", "queued") else None,
         guest_accelerators=_gpus(shape),
         ephemeral_storage_local_ssd_config=_local_ssd_ephemeral_storage(shape),
         # A4 VMs network through gVNIC (https://cloud.google.com/compute/docs/accelerator-optimized-machines#a4-vms);

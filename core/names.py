@@ -49,10 +49,8 @@ DATASET_LABEL = "gke-finetune/dataset"
 
 # Kueue: the queueing controller a stack installs when a run needs it (a queued
 # pool, a capacity ladder or a priority). The chart on registry.k8s.io is
-# versioned without the `v`; v0.19.2's default controller configuration
-# enables the JobSet integration (charts/kueue/values.yaml,
-# managerConfig.controllerManagerConfigYaml, integrations.frameworks lists
-# "jobset.x-k8s.io/jobset"). https://kueue.sigs.k8s.io/docs/installation/
+# versioned without the `v`; the values it is installed with are in
+# manifests/controllers.py. https://kueue.sigs.k8s.io/docs/installation/
 KUEUE_VERSION = "v0.19.2"
 KUEUE_CHART = "oci://registry.k8s.io/kueue/charts/kueue"
 KUEUE_CHART_VERSION = KUEUE_VERSION.removeprefix("v")

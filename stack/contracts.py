@@ -45,6 +45,23 @@ def node_taints(group: ShapeConfig) -> tuple[Taint, ...]:
     return taints
 
 
+def node_labels(pool: PoolConfig) -> dict[str, str]:
+    """Kubernetes labels a Standard node pool declares on its nodes (beyond those GKE adds itself).
+
+    Every accelerator pool labels its nodes with the logical pool name. A
+    queued pool also declares `cloud.google.com/gke-queued: "true"`: GKE
+    applies the queued taint to such nodes but not that label, which the
+    pods (and Kueue's ResourceFlavor, hence the ProvisioningRequest's pod
+    template) select; cluster-toolkit's gke-node-pool adds it by hand for
+    this reason (modules/compute/gke-node-pool/main.tf, `queued_provisioning`),
+    and xpk selects it (src/xpk/core/capacity.py).
+    """
+    labels = {POOL_LABEL: pool.name}
+    if pool.capacity == "queued":
+        labels[QUEUED_LABEL] = "true"
+    return labels
+
+
 def capacity_taints(group: ShapeConfig) -> tuple[Taint, ...]:
     """Taints GKE itself puts on the nodes of a capacity (queued), which pods must tolerate."""
     return (QUEUED_TAINT,) if group.capacity == "queued" else ()

@@ -202,10 +202,15 @@ def compute_classes(
 def run_contract(run: RunConfig, contracts: Mapping[str, SchedulingContract]) -> SchedulingContract:
     """The contract a run's pods follow: its pool's; on Autopilot with a ladder, its ComputeClass's.
 
-    Every rung has the first one's shape (the ladder rules), so the pods keep
-    the shape's labels and select the class instead of a capacity's labels
-    (Spot, flex-start, a reservation): GKE picks the capacity, rung by rung.
-    They tolerate every rung's taints (a Spot rung's nodes carry Spot's).
+    The pods select the class alone: its priority rules carry the accelerator,
+    chips per node and topology of every rung (the ladder rules give every
+    rung the first one's shape), and GKE's guidance is to select a
+    ComputeClass without other hard node selectors, which can keep GKE from
+    applying the class's rules ("Request a compute class in a workload":
+    https://cloud.google.com/kubernetes-engine/docs/how-to/custom-compute-classes#request_a_compute_class_in_a_workload;
+    Google's accelerated-platforms TPU and GPU workloads select only
+    `cloud.google.com/compute-class`). They tolerate every rung's taints (a
+    Spot rung's nodes carry Spot's).
     """
     first = contracts[run.pool]
     if not (first.autopilot and run.ladder):
@@ -216,7 +221,7 @@ def run_contract(run: RunConfig, contracts: Mapping[str, SchedulingContract]) ->
         tolerations += [t for t in rung.tolerations if t not in tolerations]
     return dataclasses.replace(
         first,
-        node_selector={**first.shape.node_selector(), COMPUTE_CLASS_LABEL: name},
+        node_selector={COMPUTE_CLASS_LABEL: name},
         tolerations=tuple(tolerations),
         compute_class=name,
     )

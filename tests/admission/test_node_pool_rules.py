@@ -67,7 +67,19 @@ def test_a_topology_on_a_single_host_or_gpu_pool_is_refused():
     (lambda p: p["nodeConfig"].update(spot=True), "consumes a reservation on a spot pool"),
     (lambda p: p["nodeConfig"].update(spot=True, flexStart=True, reservationAffinity={}), "one at a time"),
     (lambda p: p["nodeConfig"].update(flexStart=True, reservationAffinity={}), "provisioning request"),
+    (lambda p: p.update(queuedProvisioning={"enabled": True}) or p["nodeConfig"].update(spot=True), "one at a time"),
 ])  # fmt: skip
 def test_capacity_combinations_gke_refuses(change, needle):
     found = bad(change, lambda: copy.deepcopy(pools("a4")["a4"]))
     assert any(needle in f.why for f in found), found
+
+
+def test_a_queued_pool_is_declared_flex_start_and_labels_its_nodes_queued():
+    """GKE taints queued nodes but does not label them; the pods and Kueue's flavor select the label."""
+    pool = pools("tpu-queued")["queued-v6e-2x4"]
+    assert pool["queuedProvisioning"] == {"enabled": True}
+    assert pool["nodeConfig"]["flexStart"] is True
+    assert pool["nodeConfig"]["labels"]["cloud.google.com/gke-queued"] == "true"
+    assert pools("tpu-queued")["spot-v6e-2x4"]["nodeConfig"]["labels"].get("cloud.google.com/gke-queued") is None
+    [found] = bad(lambda p: p["nodeConfig"].update(flexStart=False), lambda: copy.deepcopy(pool))
+    assert "flex-start VMs" in found.why

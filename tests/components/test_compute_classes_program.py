@@ -22,7 +22,7 @@ def test_the_autopilot_ladder_is_declared_as_its_compute_class_and_the_run_waits
     [run] = deployment.of_type(JOBSET)
     assert declared.urn in run.dependencies
     selector = run.inputs["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["nodeSelector"]
-    assert selector["cloud.google.com/compute-class"] == expected["metadata"]["name"]
+    assert selector == {"cloud.google.com/compute-class": expected["metadata"]["name"]}
 
 
 @pytest.mark.parametrize("stack", [s for s in SHIPPED_STACKS if s != "autopilot"])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from manifests.controllers import kueue_chart_values
 from manifests.kueue import PRIORITY_LABEL, QUEUE_LABEL
 from tests.support.pulumi_harness import SHIPPED_STACKS, run_stack
 from tools import render
@@ -77,3 +78,9 @@ def test_the_queued_stack_declares_every_kueue_object_after_the_chart():
     [ladder] = [r for r in deployment.of_type(JOBSET) if r.inputs["metadata"]["name"] == "gemma3-ladder"]
     assert all(r.urn in ladder.dependencies for r in objects)
     assert ladder.inputs["metadata"]["labels"][PRIORITY_LABEL] == "normal"
+
+
+def test_the_program_installs_kueue_with_those_values():
+    releases = {r.inputs["name"]: r.inputs for r in run_stack("tpu-queued").of_type("kubernetes:helm.sh/v3:Release")}
+    assert releases["kueue"]["values"] == kueue_chart_values()
+    assert "values" not in releases["jobset"] or not releases["jobset"]["values"]

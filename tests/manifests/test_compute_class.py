@@ -90,11 +90,11 @@ def _pod(config, run_name: str) -> tuple[dict, dict]:
     return manifest, manifest["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
 
 
-def test_the_pods_select_the_class_and_the_shape_not_a_capacity():
+def test_the_pods_select_the_class_alone():
+    """No hard shape or capacity selector beside the class: its rules carry the accelerator."""
     config = gpu_stack()
     manifest, pod = _pod(config, "sql")
-    assert pod["nodeSelector"] == {"cloud.google.com/gke-accelerator": "nvidia-b200",
-                                   COMPUTE_CLASS_LABEL: "ladder-sql"}
+    assert pod["nodeSelector"] == {COMPUTE_CLASS_LABEL: "ladder-sql"}
     assert not {SPOT_LABEL, FLEX_START_LABEL, RESERVATION_NAME_LABEL} & set(pod["nodeSelector"])
     # Every rung's taints are tolerated: the GPU's and the Spot rung's.
     assert {t["key"] for t in pod["tolerations"]} == {"nvidia.com/gpu", SPOT_LABEL}

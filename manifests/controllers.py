@@ -1,0 +1,77 @@
+"""The JobSet and Kueue controllers as the stack installs them: their Helm values and what the
+control plane must reach on their pods.
+
+Both controllers admit objects through webhooks with `failurePolicy: Fail`
+served from their pods, and Kueue also serves its visibility API
+(an APIService the kube-apiserver aggregates). On a cluster with private
+nodes GKE's own firewall rule lets the control plane reach nodes on 443 and
+10250 only, so the stack opens exactly these ports (components/firewall.py);
+a webhook the control plane can't reach fails every object it admits.
+https://cloud.google.com/kubernetes-engine/docs/how-to/latest/network-isolation#add_firewall_rules
+
+Kueue is limited to what the platform owns (DESIGN.md invariant 13): the
+JobSet integration only, and the runs' namespace only. With the chart's
+defaults it manages Jobs, pods, Deployments, StatefulSets and more in every
+namespace but kube-system and its own, behind `failurePolicy: Fail`
+webhooks: while Kueue is down nothing of those kinds could be created
+anywhere, JobSet's own controller and the staging Jobs included. The chart
+scopes every job webhook's namespaceSelector by the configuration's
+`managedJobsNamespaceSelector` (v0.19.2 charts/kueue/templates/webhook/manifests.yaml)
+and makes the pod, Deployment and StatefulSet webhooks `Ignore` when their
+framework is off; the manager answers a disabled framework's webhook with a
+no-op (pkg/controller/jobframework/setup.go, WithNoopWebhook).
+"""
+
+from __future__ import annotations
+
+import yaml
+
+from core.names import RUNS_NAMESPACE
+
+# JobSet v0.12.0 serves its webhook on this container port, fixed in its chart
+# (charts/jobset/templates/controller/deployment.yaml: containerPort 9443, the
+# Service's targetPort `webhook`).
+JOBSET_WEBHOOK_PORT = 9443
+# Kueue v0.19.2: the webhook port is the configuration's `webhook.port`, which
+# the stack sets below; the visibility server's port is fixed by the chart
+# (charts/kueue/templates/visibility/service.yaml, targetPort 8082).
+KUEUE_WEBHOOK_PORT = 9443
+KUEUE_VISIBILITY_PORT = 8082
+
+# The one Kueue integration the runs use: their JobSets.
+KUEUE_FRAMEWORKS = ("jobset.x-k8s.io/jobset",)
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"  # set by the API server on every namespace
+
+
+def kueue_manager_config() -> dict:
+    """Kueue's controller configuration (config.kueue.x-k8s.io/v1beta2): the chart's defaults
+    (v0.19.2 charts/kueue/values.yaml, managerConfig.controllerManagerConfigYaml), scoped."""
+    return {
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+        "kind": "Configuration",
+        "health": {"healthProbeBindAddress": ":8081"},
+        "metrics": {"bindAddress": ":8443"},
+        "webhook": {"port": KUEUE_WEBHOOK_PORT},
+        "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
+        "controller": {"groupKindConcurrency": {
+            "Job.batch": 5, "Pod": 5, "Workload.kueue.x-k8s.io": 10, "LocalQueue.kueue.x-k8s.io": 5,
+            "ClusterQueue.kueue.x-k8s.io": 5, "ResourceFlavor.kueue.x-k8s.io": 1,
+        }},
+        "clientConnection": {"qps": 300, "burst": 500},
+        "managedJobsNamespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: RUNS_NAMESPACE}},
+        "integrations": {"frameworks": list(KUEUE_FRAMEWORKS)},
+    }
+
+
+def kueue_chart_values() -> dict:
+    """The Helm values the stack installs Kueue's chart with."""
+    return {"managerConfig": {"controllerManagerConfigYaml": yaml.safe_dump(kueue_manager_config(), sort_keys=False)}}
+
+
+def webhook_ports(kueue: bool) -> tuple[int, ...]:
+    """The ports the control plane must reach on the controllers' pods: JobSet's, and Kueue's
+    where the stack installs it."""
+    ports = {JOBSET_WEBHOOK_PORT}
+    if kueue:
+        ports |= {KUEUE_WEBHOOK_PORT, KUEUE_VISIBILITY_PORT}
+    return tuple(sorted(ports))
