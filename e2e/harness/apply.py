@@ -36,7 +36,7 @@ def apply_one(kube: Kube, obj: dict) -> dict:
     try:
         return kube.apply(obj)
     except ApiError as err:
-        if err.status == 404 and "has no kind" in err.message:
-            kube.forget_discovery()  # a CRD installed since the last discovery
+        if err.status == 404:  # server-side apply creates: a 404 is a kind discovery hadn't seen yet
+            kube.forget_discovery()
             return kube.apply(obj)
         raise

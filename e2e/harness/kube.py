@@ -98,6 +98,10 @@ class Kube:
     # --- objects -----------------------------------------------------------------------------
     def apply(self, obj: Mapping) -> dict:
         meta = obj["metadata"]
+        if "namespace" in meta and not self.resource(obj["apiVersion"], obj["kind"]).namespaced:
+            # Helm fills in the release namespace only where the kind is namespaced.
+            obj = {**obj, "metadata": {k: v for k, v in meta.items() if k != "namespace"}}
+            meta = obj["metadata"]
         path = self.path(obj["apiVersion"], obj["kind"], meta.get("namespace"), meta["name"])
         return self.request("PATCH", path, obj, "application/apply-patch+yaml",
                             {"fieldManager": FIELD_MANAGER, "force": "true"})

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from core.catalog import NODEPOOL_LABEL
-from e2e.harness.kube import Kube
+from e2e.harness.kube import Kube, wait_for
 
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
@@ -79,3 +79,29 @@ def report_lines(stack: str, applied: list[str], left_out: list[str], jobs: list
         state = f"admitted on {a.flavors}" if a.admitted else f"not admitted: {a.conditions}"
         lines.append(f"   kueue workload of {a.owner}: {state}")
     return lines
+
+
+def expected_pods(jobset: dict) -> int:
+    """Pods a JobSet's Jobs create: replicas x parallelism of each replicated job (none while suspended)."""
+    if jobset["spec"].get("suspend"):
+        return 0
+    return sum(rj.get("replicas", 1) * rj["template"]["spec"].get("parallelism", 1)
+               for rj in jobset["spec"]["replicatedJobs"])
+
+
+def wait_bound(kube: Kube, jobset: dict, timeout: float) -> list[PodPlacement]:
+    """Every pod of the JobSet created and bound; on timeout the error carries each pod's
+    state, the scheduler's own message for a pod it couldn't place included."""
+    name, ns = jobset["metadata"]["name"], jobset["metadata"]["namespace"]
+    want = expected_pods(jobset)
+
+    def probe():
+        pods = placements(kube, ns, name)
+        return pods if len(pods) == want and all(p.node for p in pods) else None
+
+    def explain() -> str:
+        pods = placements(kube, ns, name)
+        return f"{len(pods)} of {want} pods: " + "; ".join(
+            f"{p.pod} on {p.node}" if p.node else f"{p.pod} unbound: {p.unschedulable}" for p in pods)
+
+    return wait_for(f"{want} pods of JobSet {ns}/{name} bound", probe, timeout, explain=explain)

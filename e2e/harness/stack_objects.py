@@ -17,6 +17,8 @@ program's order.
 
 from __future__ import annotations
 
+import functools
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,6 +56,15 @@ class StackObjects:
 
     def manifests(self, kind: str | None = None) -> list[dict]:
         return [s.manifest for s in self.steps if s.manifest and (kind is None or s.manifest["kind"] == kind)]
+
+
+def _config(stack: str, root: Path, overrides: dict | None):
+    """The StackConfig the program saw: the stack file with the overrides applied, unvalidated by admission."""
+    if not overrides:
+        return reader.load_files(stack, root)
+    values = reader.file_values(stack, root)
+    values.update(overrides)
+    return reader.validate(reader.model_values(values, stack))
 
 
 def _is_kubernetes_object(r: Declared) -> bool:
@@ -97,14 +108,18 @@ def _ordered(steps: list[tuple[Declared, Applied]], closure: dict[str, set[str]]
     return done
 
 
-def stack_objects(stack: str, root: Path = ROOT, admission: bool = True) -> StackObjects:
+@functools.cache
+def stack_objects(stack: str, root: Path = ROOT, admission: bool = True, overrides_json: str = "") -> StackObjects:
     """The stack's in-cluster steps. admission=False runs the program without admission/
-    (its `admit` passes the config through), so only the real control plane judges."""
+    (its `admit` passes the config through), so only the real control plane judges.
+    `overrides_json`: stack keys changed as run_stack's overrides (JSON, so the call is cached).
+    Cached per process: the program runs once per stack; callers copy what they change."""
+    overrides = json.loads(overrides_json) if overrides_json else None
     if admission:
-        deployment = run_stack(stack, root=root)
+        deployment = run_stack(stack, root=root, overrides=overrides)
     else:
         with mock.patch("admission.check.admit", side_effect=lambda config: config):
-            deployment = run_stack(stack, root=root)
+            deployment = run_stack(stack, root=root, overrides=overrides)
     cluster = deployment.of_type(CLUSTER_TYPE)[0].inputs
     steps = []
     for r in deployment.resources:
@@ -114,7 +129,7 @@ def stack_objects(stack: str, root: Path = ROOT, admission: bool = True) -> Stac
             steps.append((r, Applied(r.name, manifest=dict(r.inputs))))
     return StackObjects(
         stack=stack, cluster=cluster["name"], region=cluster["location"],
-        autopilot=bool(cluster.get("enableAutopilot")), config=reader.load_files(stack, root),
+        autopilot=bool(cluster.get("enableAutopilot")), config=_config(stack, root, overrides),
         node_pools=[dict(p.inputs) for p in deployment.of_type(NODE_POOL_TYPE)],
         steps=_ordered(steps, _closure(deployment)),
     )

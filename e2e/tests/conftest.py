@@ -1,13 +1,7 @@
-"""One real control plane per stack (module docstring of e2e/harness/session.py), shared by that stack's tests.
-
-    E2E_STACKS=dev,a4     the stacks to run (default: every shipped stack, tools/offline.py)
-    E2E_ADMISSION=off     run the program without admission/ (the real control plane judges alone)
-    E2E_LIFETIME=1800     seconds after which the watchdog stops whatever is still running
-"""
+"""One real control plane per stack (e2e/harness/session.py), shared by that stack's tests (settings.py)."""
 
 from __future__ import annotations
 
-import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,11 +14,11 @@ from e2e.harness.kube import Kube
 from e2e.harness.observe import admissions, placements, report_lines
 from e2e.harness.session import control_plane
 from e2e.harness.stack_objects import StackObjects, stack_objects
-from tools.offline import SHIPPED_STACKS
+from e2e.tests.scenario import delete_and_wait
+from e2e.tests.settings import ADMISSION, LIFETIME, STACKS
 
-STACKS = tuple(s for s in os.environ.get("E2E_STACKS", ",".join(SHIPPED_STACKS)).split(",") if s)
-ADMISSION = os.environ.get("E2E_ADMISSION", "on") != "off"
-LIFETIME = int(os.environ.get("E2E_LIFETIME", "1800"))
+SCENARIO_STACK = "tpu-queued"
+
 REPORT: list[str] = []
 
 
@@ -54,6 +48,37 @@ def stack_run(request, state_root):
         namespace = objects.runs_namespace
         REPORT.extend(report_lines(stack, installed.applied, installed.left_out, installed.jobs_completed,
                                    placements(kube, namespace), admissions(kube, namespace)))
+
+
+@pytest.fixture(scope="session")
+def queued(state_root):
+    """The scenario control plane: the shipped `tpu-queued` stack (Kueue, a queued pool and a
+    capacity ladder, a single-host pool outside Kueue), installed, its runs then removed so
+    that the tests' variants have the nodes. Yields (control plane, client, runs by name)."""
+    objects = stack_objects(SCENARIO_STACK)
+    with control_plane(state_root / f"{SCENARIO_STACK}-scenarios", LIFETIME) as cp:
+        kube = cp.client()
+        install_stack(cp, kube, objects)
+        runs = {j["metadata"]["name"]: j for j in objects.manifests("JobSet")}
+        for jobset in runs.values():
+            delete_and_wait(kube, jobset)
+        yield cp, kube, runs
+
+
+@pytest.fixture
+def submitted(queued):
+    """Submit a JobSet to the scenario control plane; delete it (and wait for its pods to go) after."""
+    _, kube, _ = queued
+    made = []
+
+    def submit(jobset: dict) -> dict:
+        made.append(jobset)
+        kube.apply(jobset)
+        return jobset
+
+    yield submit
+    for jobset in made:
+        delete_and_wait(kube, jobset)
 
 
 def pytest_terminal_summary(terminalreporter):

@@ -7,7 +7,7 @@ from datetime import datetime
 
 from core.names import POOL_LABEL
 from e2e.harness.kube import wait_for
-from e2e.harness.observe import admissions, placements
+from e2e.harness.observe import admissions, wait_bound
 from stack.queueing import rungs
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -16,13 +16,6 @@ POD_TIMEOUT = 120.0
 
 def _jobsets(stack_run) -> list[dict]:
     return stack_run.objects.manifests("JobSet")
-
-
-def _expected_pods(jobset: dict) -> int:
-    if jobset["spec"].get("suspend"):
-        return 0
-    return sum(rj.get("replicas", 1) * rj["template"]["spec"].get("parallelism", 1)
-               for rj in jobset["spec"]["replicatedJobs"])
 
 
 def _run_config(stack_run, name: str):
@@ -36,15 +29,7 @@ def _node_pools(stack_run) -> dict[str, str]:
 
 
 def _bound_pods(stack_run, jobset: dict) -> list:
-    name, ns = jobset["metadata"]["name"], jobset["metadata"]["namespace"]
-    want = _expected_pods(jobset)
-
-    def probe():
-        pods = placements(stack_run.kube, ns, name)
-        return pods if len(pods) == want and all(p.node for p in pods) else None
-
-    return wait_for(f"{want} pods of JobSet {ns}/{name} bound", probe, POD_TIMEOUT,
-                    explain=lambda: str(placements(stack_run.kube, ns, name)))
+    return wait_bound(stack_run.kube, jobset, POD_TIMEOUT)
 
 
 def test_every_declared_object_is_accepted_and_stored(stack_run):
