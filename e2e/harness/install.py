@@ -20,7 +20,8 @@ from e2e.harness.apply import apply_all, apply_one
 from e2e.harness.cluster import ControlPlane
 from e2e.harness.kube import Kube, wait_for
 from e2e.harness.nodes import PoolNodes, stack_nodes
-from e2e.harness.stack_objects import StackObjects
+from e2e.harness.autopilot import autopilot_node_pools
+from e2e.harness.stack_objects import StackObjects, gke_only
 from e2e.harness.tools import ROOT
 
 NODE_READY_TIMEOUT = 90.0
@@ -94,7 +95,8 @@ def start_provisioner(cp: ControlPlane, pools: list[PoolNodes]) -> None:
 
 
 def install_stack(cp: ControlPlane, kube: Kube, objects: StackObjects) -> Installed:
-    installed = Installed(objects.stack, stack_nodes(objects.node_pools, objects.cluster, objects.region))
+    pools = autopilot_node_pools(objects) if objects.autopilot else objects.node_pools
+    installed = Installed(objects.stack, stack_nodes(pools, objects.cluster, objects.region))
     # GKE's own CRDs first: the cluster has them before anything of the stack.
     apply_all(kube, [yaml.safe_load(p.read_text()) for p in cp.tools.gke_crds()])
     create_nodes(kube, installed.pools)
@@ -107,6 +109,9 @@ def install_stack(cp: ControlPlane, kube: Kube, objects: StackObjects) -> Instal
             installed.left_out += release.left_out
             continue
         manifest = step.manifest
+        if gke_only(manifest):
+            installed.left_out.append(f"{manifest['kind']}/{manifest['metadata']['name']}: {gke_only(manifest)}")
+            continue
         apply_one(kube, manifest)
         installed.applied.append(f"{manifest['kind']} {manifest['metadata'].get('namespace', '')}/"
                                  f"{manifest['metadata']['name']}")

@@ -35,13 +35,15 @@ class Recorded:
 
 
 def start_time(pid: int) -> str | None:
-    """The process's start time in clock ticks since boot, or None if it's gone."""
+    """The process's start time in clock ticks since boot, or None if it's gone (or a zombie
+    its parent hasn't reaped yet: it runs no more)."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    # The command name (field 2) is in parentheses and may hold spaces.
-    return stat.rsplit(")", 1)[1].split()[19]
+    # The command name (field 2) is in parentheses and may hold spaces; then state, ...
+    fields = stat.rsplit(")", 1)[1].split()
+    return None if fields[0] == "Z" else fields[19]
 
 
 def recorded(state: Path) -> list[Recorded]:
@@ -81,6 +83,9 @@ def _signal_group(entry: Recorded, sig: int) -> None:
 class Supervisor:
     """Starts the programs of one control plane and stops them, whatever happens."""
 
+    # Every supervisor of this process with handlers installed: a signal stops them all.
+    _active: list[Supervisor] = []
+
     def __init__(self, state: Path):
         self.state = state
         self.logs = state / "logs"
@@ -91,11 +96,14 @@ class Supervisor:
     def install_handlers(self) -> None:
         """Stop everything at interpreter exit and on SIGTERM, SIGINT, SIGHUP."""
         atexit.register(self.stop)
+        Supervisor._active.append(self)
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-            signal.signal(sig, self._on_signal)
+            signal.signal(sig, Supervisor._on_signal)
 
-    def _on_signal(self, signum, _frame) -> None:
-        self.stop()
+    @staticmethod
+    def _on_signal(signum, _frame) -> None:
+        for supervisor in list(Supervisor._active):
+            supervisor.stop()
         sys.exit(128 + signum)
 
     def start(self, name: str, argv: list[str], env: dict[str, str] | None = None,
@@ -128,6 +136,8 @@ class Supervisor:
         if self._stopped:
             return
         self._stopped = True
+        if self in Supervisor._active:
+            Supervisor._active.remove(self)
         stop_all(self.state)
         for process in self.children.values():
             try:

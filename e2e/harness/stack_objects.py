@@ -29,6 +29,8 @@ from stack import reader
 from tools.offline import ROOT, Declared, Deployment, run_stack
 
 RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
+# Kinds only GKE serves: no module publishes their CRDs, so this control plane can't take them.
+GKE_ONLY_KINDS = {("cloud.google.com/v1", "ComputeClass"): "GKE's own API (no published CRD): not applied here"}
 NODE_POOL_TYPE = "gcp:container/nodePool:NodePool"
 CLUSTER_TYPE = "gcp:container/cluster:Cluster"
 
@@ -56,6 +58,15 @@ class StackObjects:
 
     def manifests(self, kind: str | None = None) -> list[dict]:
         return [s.manifest for s in self.steps if s.manifest and (kind is None or s.manifest["kind"] == kind)]
+
+    def applicable(self) -> list[dict]:
+        """The manifests this control plane can take (all but GKE_ONLY_KINDS)."""
+        return [m for m in self.manifests() if gke_only(m) is None]
+
+
+def gke_only(manifest: dict) -> str | None:
+    """Why a manifest can't be applied here, or None."""
+    return GKE_ONLY_KINDS.get((manifest["apiVersion"], manifest["kind"]))
 
 
 def _config(stack: str, root: Path, overrides: dict | None):

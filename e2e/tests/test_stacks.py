@@ -34,11 +34,13 @@ def _bound_pods(stack_run, jobset: dict) -> list:
 
 def test_every_declared_object_is_accepted_and_stored(stack_run):
     kube = stack_run.kube
-    for manifest in stack_run.objects.manifests():
+    for manifest in stack_run.objects.applicable():
         meta = manifest["metadata"]
         stored = kube.get(manifest["apiVersion"], manifest["kind"], meta["name"], meta.get("namespace"))
         assert stored["metadata"]["uid"], manifest
     assert stack_run.installed.applied, "nothing was applied"
+    left_out = {m["metadata"]["name"] for m in stack_run.objects.manifests() if m not in stack_run.objects.applicable()}
+    assert all(any(name in x for x in stack_run.installed.left_out) for name in left_out)
 
 
 def test_staging_jobs_complete_before_the_runs_that_read_them_are_submitted(stack_run):
@@ -56,12 +58,22 @@ def test_staging_jobs_complete_before_the_runs_that_read_them_are_submitted(stac
             assert done <= datetime.fromisoformat(submitted["metadata"]["creationTimestamp"]), (dep, meta["name"])
 
 
+def _shape_labels(stack_run, run) -> dict[str, str]:
+    """The accelerator labels of the shape of the run's first rung (Autopilot: the node's class rule)."""
+    return stack_run.objects.config.contracts()[run.pool].shape.node_selector()
+
+
 def test_every_run_pod_is_created_and_bound_to_a_node_of_its_pool(stack_run):
     pools = _node_pools(stack_run)
+    nodes = {n["metadata"]["name"]: n["metadata"]["labels"] for n in stack_run.kube.list("v1", "Node")}
     for jobset in _jobsets(stack_run):
         run = _run_config(stack_run, jobset["metadata"]["name"])
         for pod in _bound_pods(stack_run, jobset):
-            assert pools[pod.node] in rungs(run), (pod, rungs(run))
+            if stack_run.objects.autopilot:  # no pools: a node Autopilot made for the run's shape
+                labels = nodes[pod.node]
+                assert all(labels.get(k) == v for k, v in _shape_labels(stack_run, run).items()), (pod, labels)
+            else:
+                assert pools[pod.node] in rungs(run), (pod, rungs(run))
 
 
 def test_each_slice_is_on_one_node_pool_and_slices_are_exclusive(stack_run):
