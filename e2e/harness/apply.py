@@ -12,7 +12,7 @@ CRD_TIMEOUT = 60.0
 def _established(kube: Kube, name: str) -> bool:
     crd = kube.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", name)
     return any(c["type"] == "Established" and c["status"] == "True"
-               for c in crd.get("status", {}).get("conditions", []))
+               for c in crd.get("status", {}).get("conditions") or [])
 
 
 def apply_all(kube: Kube, objects: Iterable[dict]) -> list[dict]:

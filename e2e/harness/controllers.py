@@ -197,7 +197,7 @@ def install(cp: ControlPlane, kube: Kube, release_inputs: dict) -> Release:
 
 def _available(kube: Kube, name: str, namespace: str) -> bool:
     status = kube.get("apps/v1", "Deployment", name, namespace).get("status", {})
-    return any(c["type"] == "Available" and c["status"] == "True" for c in status.get("conditions", []))
+    return any(c["type"] == "Available" and c["status"] == "True" for c in status.get("conditions") or [])
 
 
 def _tail(cp: ControlPlane, name: str) -> str:

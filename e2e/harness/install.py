@@ -41,7 +41,7 @@ class Installed:
 
 
 def _ready(node: dict) -> bool:
-    return any(c["type"] == "Ready" and c["status"] == "True" for c in node.get("status", {}).get("conditions", []))
+    return any(c["type"] == "Ready" and c["status"] == "True" for c in node.get("status", {}).get("conditions") or [])
 
 
 def create_nodes(kube: Kube, pools: list[PoolNodes]) -> None:
@@ -62,7 +62,7 @@ def create_nodes(kube: Kube, pools: list[PoolNodes]) -> None:
 def job_outcome(kube: Kube, name: str, namespace: str) -> str | None:
     """'Complete', 'Failed: <message>', or None while the Job runs."""
     job = kube.get("batch/v1", "Job", name, namespace)
-    for c in job.get("status", {}).get("conditions", []):
+    for c in job.get("status", {}).get("conditions") or []:
         if c["type"] in ("Complete", "Failed") and c["status"] == "True":
             return c["type"] if c["type"] == "Complete" else f"Failed: {c.get('reason')}: {c.get('message')}"
     return None

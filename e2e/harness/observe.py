@@ -38,7 +38,7 @@ def placements(kube: Kube, namespace: str, run: str | None = None) -> list[PodPl
     out = []
     for pod in kube.list("v1", "Pod", namespace, labels=selector):
         meta, spec, status = pod["metadata"], pod["spec"], pod.get("status", {})
-        scheduled = next((c for c in status.get("conditions", []) if c["type"] == "PodScheduled"), {})
+        scheduled = next((c for c in status.get("conditions") or [] if c["type"] == "PodScheduled"), {})
         node = spec.get("nodeName")
         out.append(PodPlacement(
             run=meta["labels"][JOBSET_NAME_LABEL], job=meta["labels"].get(JOB_NAME_LABEL, ""), pod=meta["name"],
@@ -56,9 +56,9 @@ def admissions(kube: Kube, namespace: str) -> list[Admission]:
         for assignment in (status.get("admission") or {}).get("podSetAssignments", []):
             flavors.update(assignment.get("flavors", {}))
         conditions = {c["type"]: f"{c['status']} {c.get('reason', '')}: {c.get('message', '')}"
-                      for c in status.get("conditions", [])}
+                      for c in status.get("conditions") or []}
         owner = next((o["name"] for o in wl["metadata"].get("ownerReferences", [])), "")
-        admitted = any(c["type"] == "Admitted" and c["status"] == "True" for c in status.get("conditions", []))
+        admitted = any(c["type"] == "Admitted" and c["status"] == "True" for c in status.get("conditions") or [])
         out.append(Admission(wl["metadata"]["name"], owner, admitted, flavors, conditions))
     return sorted(out, key=lambda a: a.owner)
 

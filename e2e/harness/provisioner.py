@@ -36,7 +36,7 @@ POLL_SECONDS = 1.0
 
 
 def _conditions(pr: dict) -> dict[str, str]:
-    return {c["type"]: c["status"] for c in pr.get("status", {}).get("conditions", [])}
+    return {c["type"]: c["status"] for c in pr.get("status", {}).get("conditions") or []}
 
 
 def _selector(kube: Kube, pr: dict) -> dict[str, str]:

@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
+from pulumi.runtime import rpc
+
 from core.names import RUNS_NAMESPACE
 from stack import reader
 from tools.offline import ROOT, Declared, Deployment, run_stack
@@ -76,6 +78,18 @@ def _config(stack: str, root: Path, overrides: dict | None):
     values = reader.file_values(stack, root)
     values.update(overrides)
     return reader.validate(reader.model_values(values, stack))
+
+
+def _unwrap_secrets(value: Any) -> Any:
+    """The recorded inputs with every Pulumi secret replaced by its value: the provider sends the
+    value itself (the wire form marks a secret with the SDK's signature key, pulumi/runtime/rpc.py)."""
+    if isinstance(value, dict):
+        if value.get(rpc._special_sig_key) == rpc._special_secret_sig:  # noqa: SLF001
+            return _unwrap_secrets(value["value"])
+        return {k: _unwrap_secrets(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_unwrap_secrets(v) for v in value]
+    return value
 
 
 def _is_kubernetes_object(r: Declared) -> bool:
@@ -135,9 +149,9 @@ def stack_objects(stack: str, root: Path = ROOT, admission: bool = True, overrid
     steps = []
     for r in deployment.resources:
         if r.type == RELEASE_TYPE:
-            steps.append((r, Applied(r.name, release=dict(r.inputs))))
+            steps.append((r, Applied(r.name, release=_unwrap_secrets(dict(r.inputs)))))
         elif _is_kubernetes_object(r):
-            steps.append((r, Applied(r.name, manifest=dict(r.inputs))))
+            steps.append((r, Applied(r.name, manifest=_unwrap_secrets(dict(r.inputs)))))
     return StackObjects(
         stack=stack, cluster=cluster["name"], region=cluster["location"],
         autopilot=bool(cluster.get("enableAutopilot")), config=_config(stack, root, overrides),

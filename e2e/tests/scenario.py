@@ -37,7 +37,7 @@ def delete_and_wait(kube: Kube, jobset: dict) -> None:
 
 def jobset_condition(kube: Kube, jobset: dict, kind: str) -> dict | None:
     stored = kube.get(JOBSET_API, "JobSet", jobset["metadata"]["name"], jobset["metadata"]["namespace"])
-    return next((c for c in stored.get("status", {}).get("conditions", [])
+    return next((c for c in stored.get("status", {}).get("conditions") or []
                  if c["type"] == kind and c["status"] == "True"), None)
 
 
