@@ -11,6 +11,7 @@ from components.apis import ProjectApis, ProjectApisArgs
 from components.cluster import Cluster, ClusterArgs
 from components.compute_classes import ComputeClasses, ComputeClassesArgs
 from components.datasets import DatasetStaging, DatasetStagingArgs
+from components.firewall import WebhookFirewall, WebhookFirewallArgs
 from components.identity import Identity, IdentityArgs, member_of
 from components.images import TrainerImages, TrainerImagesArgs
 from components.jobset import JobSetController, JobSetControllerArgs
@@ -78,10 +79,19 @@ pools = NodePools(
 kube = KubernetesAccess(
     "gke",
     KubernetesAccessArgs(
-        cluster_name=cluster.name, endpoint=cluster.endpoint, ca_certificate=cluster.ca_certificate
+        cluster_name=cluster.name, endpoint=cluster.endpoint, ca_certificate=cluster.ca_certificate,
+        dns_endpoint=cluster.dns_endpoint,
     ),
 )
 system_nodes = [cluster.system_pool] if cluster.system_pool else [cluster.cluster]
+# Private nodes: the control plane reaches the controllers' webhooks only through this rule.
+if cfg.network.private_nodes:
+    firewall = WebhookFirewall(
+        "webhooks",
+        WebhookFirewallArgs(config=cfg, network=network.network, control_plane_range=cluster.control_plane_range),
+        after_apis,
+    )
+    system_nodes = [*system_nodes, firewall.rule]
 jobset = JobSetController("jobset", JobSetControllerArgs(provider=kube.provider, depends_on=system_nodes))
 workspace = RunsWorkspace(
     "runs-workspace",
@@ -122,6 +132,7 @@ pulumi.export(
     pulumi.Output.concat(
         "gcloud container clusters get-credentials ", cluster.name,
         " --location ", cluster.location, " --project ", cfg.project,
+        " --dns-endpoint" if cluster.dns_endpoint else "",
     ),
 )
 pulumi.export("bucketUrl", storage.url)

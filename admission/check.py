@@ -110,6 +110,7 @@ def fit_table(config: StackConfig) -> list[dict]:
                     "requested": line.shown(line.requested),
                     "allocatable": line.shown(line.allocatable),
                     "headroom": line.shown(line.allocatable - line.requested),
+                    "margin": line.shown(line.margin) if line.margin else "",
                     "fits": line.fits,
                 })
             break  # every replicated job of a run has the same pod

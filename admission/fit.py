@@ -10,7 +10,9 @@ annotated `gke-gcsfuse/volumes: "true"`, with the requests the
 `gke-gcsfuse/*-request` annotations give (the driver's defaults otherwise).
 https://cloud.google.com/kubernetes-engine/docs/how-to/cloud-storage-fuse-csi-driver-sidecar#configure-sidecar-resources
 Memory-backed emptyDirs (/dev/shm, an in-memory cache) take node memory
-that no request reserves; they are counted with the memory.
+that no request reserves; they are counted with the memory at their
+`sizeLimit`, and one without a limit is a finding (it may grow to the
+node's memory).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from dataclasses import dataclass
 
 from admission.findings import Finding
 from core import quantity
-from core.allocatable import Allocatable
+from core.allocatable import MEMORY_MODEL_MARGIN, Allocatable
 
 SOURCE = "https://cloud.google.com/kubernetes-engine/docs/concepts/plan-node-sizes"
 RESOURCES = ("cpu", "memory", "ephemeral-storage")
@@ -34,10 +36,11 @@ class FitLine:
     resource: str
     requested: float  # cores or bytes
     allocatable: float
+    margin: float = 0.0  # what must stay free of the modelled allocatable (memory: the model's error)
 
     @property
     def fits(self) -> bool:
-        return self.requested <= self.allocatable
+        return self.requested + self.margin <= self.allocatable
 
     def shown(self, value: float) -> str:
         return quantity.show_cpu(value) if self.resource == "cpu" else quantity.show_bytes(value)
@@ -94,14 +97,23 @@ def pod_requests(pod: Mapping) -> dict[str, float]:
 
 
 def fit_lines(pod: Mapping, node: Allocatable) -> list[FitLine]:
+    """Each resource's request against the node; memory keeps the capacity model's margin free
+    (core/allocatable.py: the kubelet's capacity is modelled, within 0.6% of real nodes)."""
     asked = pod_requests(pod)
-    return [FitLine(r, asked[r], node.get(r)) for r in RESOURCES]
+    margins = {"memory": MEMORY_MODEL_MARGIN * node.memory}
+    return [FitLine(r, asked[r], node.get(r), margins.get(r, 0.0)) for r in RESOURCES]
 
 
 def fit_findings(pod: Mapping, node: Allocatable, where: str) -> list[Finding]:
     return [
         Finding("fit", f"{where}.{line.resource}", line.shown(line.requested),
-                f"requested, more than the node's {line.shown(line.allocatable)} allocatable", SOURCE)
+                f"requested, more than the node's {line.shown(line.allocatable)} allocatable"
+                + (f" less the {line.shown(line.margin)} margin" if line.margin else ""), SOURCE)
         for line in fit_lines(pod, node)
         if not line.fits
+    ] + [
+        Finding("fit", f"{where}.volumes[{i}].emptyDir.sizeLimit", None,
+                "is unset on a memory-backed volume, which may then fill the node's memory", SOURCE)
+        for i, v in enumerate((pod.get("spec") or {}).get("volumes") or [])
+        if (v.get("emptyDir") or {}).get("medium") == "Memory" and "sizeLimit" not in v["emptyDir"]
     ]

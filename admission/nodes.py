@@ -2,7 +2,8 @@
 
 On Standard, the pool label of the pod's selector names a declared node
 pool, whose machine type, boot disk and local SSD setting give the node's
-allocatable. On Autopilot, the accelerator labels of the selector and the
+allocatable. On Autopilot, the accelerator labels of the selector (or, for
+a pod that selects a ComputeClass alone, of the class's first rule) and the
 chips the pod asks for give the catalog shape Autopilot provisions.
 """
 
@@ -39,6 +40,18 @@ def autopilot_shape(selector: Mapping[str, str], chips: int) -> catalog.Shape | 
         if shape.chips_per_vm == chips:
             return shape
     return None
+
+
+def compute_class_selector(class_spec: Mapping) -> dict[str, str]:
+    """The accelerator node labels a ComputeClass's first priority rule stands for (every rung of a
+    ladder has the same shape): `tpu: {type, topology}` or `gpu: {type}` (manifests/compute_class.py)."""
+    rules = class_spec.get("priorities") or [{}]
+    tpu, gpu = rules[0].get("tpu"), rules[0].get("gpu")
+    if isinstance(tpu, Mapping):
+        return {catalog.TPU_V6E.node_label: tpu.get("type"), catalog.TPU_TOPOLOGY_LABEL: tpu.get("topology")}
+    if isinstance(gpu, Mapping):
+        return {catalog.NVIDIA_B200.node_label: gpu.get("type")}
+    return {}
 
 
 def autopilot_node(shape: catalog.Shape) -> Allocatable:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_gcp as gcp
 
-from core.ids import workload_identity_pool
+from core.ids import node_network_tag, workload_identity_pool
 from stack.config import StackConfig
 
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
@@ -24,28 +24,66 @@ class ClusterArgs:
 
 
 def _private(cfg: StackConfig) -> gcp.container.ClusterPrivateClusterConfigArgs | None:
-    """Nodes without external addresses (egress through Cloud NAT); the control plane keeps its
-    public endpoint, narrowed by authorized networks. pulumi_gcp container/_inputs.py."""
+    """Nodes without external addresses (egress through Cloud NAT). pulumi_gcp container/_inputs.py."""
     if not cfg.network.private_nodes:
         return None
     return gcp.container.ClusterPrivateClusterConfigArgs(enable_private_nodes=True, enable_private_endpoint=False)
 
 
-def _authorized(cfg: StackConfig) -> gcp.container.ClusterMasterAuthorizedNetworksConfigArgs | None:
-    if not cfg.network.authorized_networks:
-        return None
+def _endpoints(cfg: StackConfig) -> gcp.container.ClusterControlPlaneEndpointsConfigArgs:
+    """How clients reach the control plane (stack/network.py, `control_plane_access`).
+
+    By default only through its DNS-based endpoint, where Google Cloud IAM
+    authorizes every request (`container.clusters.connect`) before Kubernetes
+    RBAC does; a client needs no network path to the cluster. With
+    `authorizedNetworks`, through the IP endpoint from those ranges only.
+    https://cloud.google.com/kubernetes-engine/docs/concepts/network-isolation#dns-based_endpoint
+    """
+    return gcp.container.ClusterControlPlaneEndpointsConfigArgs(
+        dns_endpoint_config=gcp.container.ClusterControlPlaneEndpointsConfigDnsEndpointConfigArgs(
+            allow_external_traffic=cfg.network.dns_endpoint
+        ),
+    )
+
+
+def _authorized(cfg: StackConfig) -> gcp.container.ClusterMasterAuthorizedNetworksConfigArgs:
+    """The IP endpoint's allow-list: the stack's `authorizedNetworks`, else none at all.
+
+    Authorized networks on with no range, and Google Cloud's public addresses
+    not let in, close the IP endpoint to every outside client; the nodes still
+    reach the control plane over its private endpoint (authorized networks are
+    not enforced there unless asked: `private_endpoint_enforcement_enabled`).
+    https://cloud.google.com/kubernetes-engine/docs/how-to/latest/network-isolation
+    """
     return gcp.container.ClusterMasterAuthorizedNetworksConfigArgs(
         cidr_blocks=[
             gcp.container.ClusterMasterAuthorizedNetworksConfigCidrBlockArgs(cidr_block=c, display_name=f"authorized-{i}")
             for i, c in enumerate(cfg.network.authorized_networks)
-        ]
+        ],
+        gcp_public_cidrs_access_enabled=False,
     )
+
+
+def node_tags(cfg: StackConfig) -> list[str]:
+    """The network tag of every node of the stack, which the webhook firewall rule targets."""
+    return [node_network_tag(cfg.stack)]
 
 
 def shielded() -> gcp.container.NodePoolNodeConfigShieldedInstanceConfigArgs:
     return gcp.container.NodePoolNodeConfigShieldedInstanceConfigArgs(
         enable_secure_boot=True, enable_integrity_monitoring=True
     )
+
+
+def _control_plane_range(private) -> str | None:
+    """The source of the control plane's connections to the nodes: the /28 of a VPC-peering
+    private cluster, else (Private Service Connect) its private endpoint's address.
+    https://cloud.google.com/kubernetes-engine/docs/how-to/latest/network-isolation#add_firewall_rules"""
+    if private is None:
+        return None
+    if private.master_ipv4_cidr_block:
+        return private.master_ipv4_cidr_block
+    return f"{private.private_endpoint}/32" if private.private_endpoint else None
 
 
 class Cluster(pulumi.ComponentResource):
@@ -55,8 +93,10 @@ class Cluster(pulumi.ComponentResource):
     system_pool: gcp.container.NodePool | None
     name: pulumi.Output[str]
     location: pulumi.Output[str]
-    endpoint: pulumi.Output[str]
+    endpoint: pulumi.Output[str]  # the DNS-based endpoint's name, or the IP endpoint's address
+    dns_endpoint: bool
     ca_certificate: pulumi.Output[str]
+    control_plane_range: pulumi.Output[str]  # where the control plane reaches the nodes from
 
     def __init__(self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gke-finetune:platform:Cluster", name, None, opts)
@@ -66,8 +106,13 @@ class Cluster(pulumi.ComponentResource):
         self.system_pool = None if cfg.autopilot else self._system_pool(name, args)
         self.name = self.cluster.name
         self.location = self.cluster.location
-        self.endpoint = self.cluster.endpoint
+        self.dns_endpoint = cfg.network.dns_endpoint
+        if self.dns_endpoint:
+            self.endpoint = self.cluster.control_plane_endpoints_config.apply(lambda c: c.dns_endpoint_config.endpoint)
+        else:
+            self.endpoint = self.cluster.endpoint
         self.ca_certificate = self.cluster.master_auth.cluster_ca_certificate
+        self.control_plane_range = self.cluster.private_cluster_config.apply(_control_plane_range)
         self.register_outputs({"name": self.name, "location": self.location})
 
     def _common(self, args: ClusterArgs) -> dict:
@@ -88,6 +133,7 @@ class Cluster(pulumi.ComponentResource):
                 services_secondary_range_name=args.services_range_name,
             ),
             private_cluster_config=_private(cfg),
+            control_plane_endpoints_config=_endpoints(cfg),
             master_authorized_networks_config=_authorized(cfg),
         )
 
@@ -103,6 +149,7 @@ class Cluster(pulumi.ComponentResource):
             node_config=gcp.container.ClusterNodeConfigArgs(
                 service_account=args.node_service_account,
                 oauth_scopes=[CLOUD_PLATFORM_SCOPE],
+                tags=node_tags(cfg),
                 shielded_instance_config=gcp.container.ClusterNodeConfigShieldedInstanceConfigArgs(
                     enable_secure_boot=True, enable_integrity_monitoring=True
                 ),
@@ -128,6 +175,11 @@ class Cluster(pulumi.ComponentResource):
             name,
             **self._common(args),
             enable_autopilot=True,
+            # The nodes Autopilot creates carry the stack's tag too (the webhook firewall rule).
+            # https://cloud.google.com/kubernetes-engine/docs/how-to/autopilot-network-tags
+            node_pool_auto_config=gcp.container.ClusterNodePoolAutoConfigArgs(
+                network_tags=gcp.container.ClusterNodePoolAutoConfigNetworkTagsArgs(tags=node_tags(args.config))
+            ),
             cluster_autoscaling=gcp.container.ClusterClusterAutoscalingArgs(
                 auto_provisioning_defaults=gcp.container.ClusterClusterAutoscalingAutoProvisioningDefaultsArgs(
                     service_account=args.node_service_account,
@@ -150,6 +202,7 @@ class Cluster(pulumi.ComponentResource):
             node_config=gcp.container.NodePoolNodeConfigArgs(
                 machine_type=cfg.system_machine_type,
                 service_account=args.node_service_account,
+                tags=node_tags(cfg),
                 oauth_scopes=[CLOUD_PLATFORM_SCOPE],
                 workload_metadata_config=gcp.container.NodePoolNodeConfigWorkloadMetadataConfigArgs(
                     mode="GKE_METADATA"

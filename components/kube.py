@@ -9,16 +9,22 @@ import pulumi_kubernetes as k8s
 import yaml
 
 
-def kubeconfig(name: str, endpoint: str, ca_certificate: str) -> str:
+def kubeconfig(name: str, endpoint: str, ca_certificate: str | None) -> str:
     """A kubeconfig that gets short-lived tokens from gcloud, never a stored credential.
-    https://cloud.google.com/kubernetes-engine/docs/how-to/cluster-access-for-kubectl#install_plugin"""
+
+    The DNS-based endpoint serves a certificate from a public authority, so
+    its kubeconfig carries no cluster CA (as `gcloud container clusters
+    get-credentials --dns-endpoint` writes it); the IP endpoint's is the cluster's.
+    https://cloud.google.com/kubernetes-engine/docs/how-to/cluster-access-for-kubectl#install_plugin
+    https://cloud.google.com/kubernetes-engine/docs/how-to/latest/network-isolation#dns-based_endpoint"""
+    cluster = {"server": f"https://{endpoint}"}
+    if ca_certificate is not None:
+        cluster["certificate-authority-data"] = ca_certificate
     return yaml.safe_dump(
         {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [
-                {"name": name, "cluster": {"server": f"https://{endpoint}", "certificate-authority-data": ca_certificate}}
-            ],
+            "clusters": [{"name": name, "cluster": cluster}],
             "contexts": [{"name": name, "context": {"cluster": name, "user": name}}],
             "current-context": name,
             "users": [
@@ -44,6 +50,7 @@ class KubernetesAccessArgs:
     cluster_name: pulumi.Input[str]
     endpoint: pulumi.Input[str]
     ca_certificate: pulumi.Input[str]
+    dns_endpoint: bool = False  # the endpoint is the DNS-based one (no cluster CA)
 
 
 class KubernetesAccess(pulumi.ComponentResource):
@@ -54,7 +61,7 @@ class KubernetesAccess(pulumi.ComponentResource):
     def __init__(self, name: str, args: KubernetesAccessArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gke-finetune:platform:KubernetesAccess", name, None, opts)
         config = pulumi.Output.all(args.cluster_name, args.endpoint, args.ca_certificate).apply(
-            lambda v: kubeconfig(v[0], v[1], v[2])
+            lambda v: kubeconfig(v[0], v[1], None if args.dns_endpoint else v[2])
         )
         self.provider = k8s.Provider(
             name,

@@ -13,7 +13,7 @@ import pulumi
 import pulumi_gcp as gcp
 
 from core.catalog import RESERVATION_AFFINITY_KEY, Family
-from components.cluster import CLOUD_PLATFORM_SCOPE, shielded
+from components.cluster import CLOUD_PLATFORM_SCOPE, node_tags, shielded
 from stack.config import StackConfig
 from stack.models import PoolConfig
 from core.contract import SchedulingContract
@@ -67,7 +67,7 @@ class NodePools(pulumi.ComponentResource):
             # Auto-repair would recreate nodes a provisioning request released.
             # https://cloud.google.com/kubernetes-engine/docs/how-to/provisioningrequest
             management=gcp.container.NodePoolManagementArgs(auto_repair=not deferred, auto_upgrade=True),
-            node_config=_node_config(pool, args.node_service_account),
+            node_config=_node_config(pool, args.node_service_account, node_tags(cfg)),
             opts=pulumi.ResourceOptions(parent=self, ignore_changes=["initialNodeCount"]),
         )
 
@@ -104,7 +104,9 @@ def _placement(shape) -> gcp.container.NodePoolPlacementPolicyArgs | None:
     return gcp.container.NodePoolPlacementPolicyArgs(type="COMPACT", tpu_topology=shape.topology)
 
 
-def _node_config(pool: PoolConfig, service_account: pulumi.Input[str]) -> gcp.container.NodePoolNodeConfigArgs:
+def _node_config(
+    pool: PoolConfig, service_account: pulumi.Input[str], tags: list[str]
+) -> gcp.container.NodePoolNodeConfigArgs:
     shape = pool.shape()
     return gcp.container.NodePoolNodeConfigArgs(
         machine_type=shape.machine_type,
@@ -114,6 +116,7 @@ def _node_config(pool: PoolConfig, service_account: pulumi.Input[str]) -> gcp.co
         disk_type=shape.machine.boot_disk_type,
         service_account=service_account,
         oauth_scopes=[CLOUD_PLATFORM_SCOPE],
+        tags=tags,
         labels=node_labels(pool),
         taints=[
             gcp.container.NodePoolNodeConfigTaintArgs(key=t.key, value=t.value, effect=_effect(t.effect))

@@ -57,3 +57,18 @@ def default_bucket_name(project: str, stack: str) -> str:
 def registry_url(region: str, project: str, repository_id: str) -> str:
     """The Docker repository's address in Artifact Registry: `<region>-docker.pkg.dev/<project>/<id>`."""
     return f"{region}-docker.pkg.dev/{project}/{repository_id}"
+
+
+# https://cloud.google.com/vpc/docs/add-remove-network-tags: lowercase letters,
+# digits and hyphens, at most 63 characters, starting with a letter.
+NETWORK_TAG_MAX = 63
+
+
+def node_network_tag(stack: str) -> str:
+    """The network tag on every node of a stack, `finetune-<stack>-nodes`, shortened with a hash."""
+    base = f"finetune-{slug(stack)}-nodes"
+    if len(base) <= NETWORK_TAG_MAX:
+        return base
+    digest = hashlib.sha256(stack.encode()).hexdigest()[:6]
+    room = NETWORK_TAG_MAX - len(f"finetune--{digest}-nodes")
+    return f"finetune-{slug(stack)[:room].rstrip('-')}-{digest}-nodes"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 from core import quantity
+from core.allocatable import MEMORY_MODEL_MARGIN
 from core.contract import SchedulingContract
 from core.names import HF_TOKEN_KEY, HF_TOKEN_SECRET
 from core.trainers import CONTAINER, WORKDIR, Trainer
@@ -165,8 +166,8 @@ def resource_requests(run: RunConfig, contract: SchedulingContract) -> dict[str,
     """CPU, memory and ephemeral storage the trainer requests: what its node can give.
 
     The pod owns its VM (all of its chips), so it asks for the node's
-    allocatable less the FUSE sidecar, the memory-backed volumes and room
-    for the node's DaemonSets; Autopilot would otherwise give it its small
+    allocatable less the FUSE sidecar, the memory-backed volumes, room
+    for the node's DaemonSets and the memory model's margin; Autopilot would otherwise give it its small
     defaults. Ephemeral storage is the Hub cache where the trainer has one.
     No CPU/memory limits on Standard (a limit would throttle or OOM-kill
     a whole-node trainer); Autopilot sets limits equal to requests.
@@ -174,7 +175,8 @@ def resource_requests(run: RunConfig, contract: SchedulingContract) -> dict[str,
     """
     node = contract.allocatable
     cpu = node.cpu - float(quantity.parse(storage.SIDECAR_CPU)) - SYSTEM_HEADROOM_CPU
-    memory = (node.memory / quantity.GIB - quantity.gib(storage.SIDECAR_MEMORY)
+    # The capacity model's margin stays free too (core/allocatable.py, admission/fit.py).
+    memory = (node.memory / quantity.GIB * (1 - MEMORY_MODEL_MARGIN) - quantity.gib(storage.SIDECAR_MEMORY)
               - memory_volumes_gib(run, contract) - SYSTEM_HEADROOM_MEMORY_GIB)
     requests = {
         "cpu": str(max(1, math.floor(cpu))),

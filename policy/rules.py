@@ -12,12 +12,14 @@ from typing import Any
 
 from admission import autopilot, fit, syntax
 from admission.node_pools import node_pool_findings
-from admission.nodes import autopilot_node, autopilot_shape, pod_chips, pool_node
+from admission.nodes import autopilot_node, autopilot_shape, compute_class_selector, pod_chips, pool_node
+from core.catalog import COMPUTE_CLASS_LABEL
 from core.names import POOL_LABEL
 
 JOBSET = "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"
 NODE_POOL = "gcp:container/nodePool:NodePool"
 CLUSTER = "gcp:container/cluster:Cluster"
+COMPUTE_CLASS = "kubernetes:cloud.google.com/v1:ComputeClass"
 
 Report = Callable[[str, Any], None]
 
@@ -55,18 +57,21 @@ def validate_runs_fit(args, report_violation: Report) -> None:
     resources = list(args.resources)
     is_autopilot = any(r.resource_type == CLUSTER and r.props.get("enableAutopilot") is True for r in resources)
     nodes = dict(filter(None, (pool_node(r.props) for r in resources if r.resource_type == NODE_POOL)))
+    classes = {(r.props.get("metadata") or {}).get("name"): compute_class_selector(r.props.get("spec") or {})
+               for r in resources if r.resource_type == COMPUTE_CLASS}
     for resource in resources:
         manifest = _known_jobset(resource.props) if resource.resource_type == JOBSET else None
         if manifest is None:
             continue
         for where, pod in _pods(manifest):
-            for finding in _pod_findings(pod, where, nodes, is_autopilot):
+            for finding in _pod_findings(pod, where, nodes, is_autopilot, classes):
                 report_violation(f"{resource.name}: {finding}", resource.urn)
 
 
-def _pod_findings(pod: Mapping, where: str, nodes: Mapping, is_autopilot: bool):
+def _pod_findings(pod: Mapping, where: str, nodes: Mapping, is_autopilot: bool, classes: Mapping):
     selector = (pod.get("spec") or {}).get("nodeSelector") or {}
     if is_autopilot:
+        selector = {**classes.get(selector.get(COMPUTE_CLASS_LABEL), {}), **selector}
         shape = autopilot_shape(selector, pod_chips(pod))
         if shape is None:
             return []

@@ -3,8 +3,10 @@
 Defaults a newcomer can use as they are: a VPC and subnet of the stack's
 own, with secondary ranges for pods and services (VPC-native, which
 Autopilot and TPU pools require), private nodes with Cloud NAT so Hub,
-registry and pip downloads still work, and a control plane reachable from
-anywhere with credentials unless `authorizedNetworks` narrows it.
+registry and pip downloads still work, and a control plane reachable only
+through its DNS-based endpoint, where Google Cloud IAM authorizes every
+request, unless `authorizedNetworks` opens its IP endpoint to those ranges
+(and to them only).
 https://cloud.google.com/kubernetes-engine/docs/concepts/alias-ips
 https://cloud.google.com/kubernetes-engine/docs/how-to/private-clusters
 """
@@ -40,7 +42,8 @@ class NetworkConfig(StackModel):
     services_cidr: str = DEFAULT_SERVICES
     private_nodes: StrictBool = Field(default=True, description="nodes without external IPs; Cloud NAT for egress")
     authorized_networks: tuple[str, ...] = Field(
-        default=(), description="CIDRs allowed to reach the control plane; empty: any (with credentials)"
+        default=(),
+        description="CIDRs allowed to reach the control plane's IP endpoint; empty: none (DNS-based endpoint with IAM)",
     )
 
     @model_validator(mode="after")
@@ -51,6 +54,18 @@ class NetworkConfig(StackModel):
     @property
     def creates(self) -> bool:
         return self.existing is None
+
+    @property
+    def dns_endpoint(self) -> bool:
+        """Clients reach the control plane through its DNS-based endpoint (no authorized networks)."""
+        return not self.authorized_networks
+
+    def control_plane_access(self) -> str:
+        """What can reach the control plane, in words (the plan prints it)."""
+        if self.dns_endpoint:
+            return ("DNS-based endpoint only, every request authorized by Google Cloud IAM "
+                    "(container.clusters.connect); IP endpoint closed to all outside networks")
+        return f"IP endpoint from {', '.join(self.authorized_networks)} only; no DNS-based endpoint"
 
 
 def network_problems(n: NetworkConfig) -> list[Problem]:
@@ -78,7 +93,11 @@ def network_problems(n: NetworkConfig) -> list[Problem]:
                 problems.append(Problem(b, str(ranges[b]), f"overlaps {a} {ranges[a]}", "disjoint ranges"))
     for j, cidr in enumerate(n.authorized_networks):
         try:
-            ipaddress.ip_network(cidr)
+            network = ipaddress.ip_network(cidr)
         except ValueError:
             problems.append(Problem(f"authorizedNetworks[{j}]", cidr, "is not a CIDR range", "e.g. 203.0.113.0/24"))
+            continue
+        if network.prefixlen == 0:
+            problems.append(Problem(f"authorizedNetworks[{j}]", cidr, "opens the control plane to every address",
+                                    "the ranges your clients use, e.g. 203.0.113.0/24; or none (DNS-based endpoint)"))
     return problems

@@ -13,6 +13,17 @@ The flavors are tried in one order (the ClusterQueue's), so the ladders of a
 stack must agree on the order of the pools they share.
 https://kueue.sigs.k8s.io/docs/concepts/cluster_queue/#flavorfungibility
 
+Kueue moves down a ladder on quota only: it admits a run on the first rung
+whose quota has room, and keeps it there. A queued rung that is admitted
+but whose ProvisioningRequest fails is retried on that same rung (the
+workload is evicted and requeued, and the flavor scan restarts from the
+first rung, which has room again), and after the ProvisioningRequestConfig's
+retries the admission check is Rejected and the workload deactivated
+(v0.19.2 pkg/controller/admissionchecks/provisioning/controller.go, the
+`isFailed(pr)` case; pkg/scheduler/scheduler.go clears LastAssignment on
+admission). It never falls to the next rung. So a queued pool may only be a
+ladder's last rung, where "no capacity" ends the run whatever the ladder.
+
 Autopilot installs no Kueue: there a run's ladder over `shapes:` becomes a
 custom ComputeClass of its own (manifests/compute_class.py), whose
 priorities GKE tries in order when it creates the run's nodes, and the run's
@@ -115,6 +126,7 @@ def _run_problems(run: RunConfig, contracts: Mapping[str, SchedulingContract], a
                                 "no priority on Autopilot (a Standard cluster's pools)"))
     if autopilot and run.ladder:
         problems += _autopilot_capacity_problems(run, contracts, where)
+    problems += _queued_rung_problems(run, contracts, where)
     seen = {run.pool}
     for j, pool in enumerate(run.ladder):
         if pool not in contracts:
@@ -127,6 +139,21 @@ def _run_problems(run: RunConfig, contracts: Mapping[str, SchedulingContract], a
             problems += _rung_problems(f"ladder[{j}]", contracts[run.pool], contracts[pool], where)
         seen.add(pool)
     return problems
+
+
+def _queued_rung_problems(run: RunConfig, contracts: Mapping[str, SchedulingContract], where: str) -> list[Problem]:
+    """A queued pool anywhere but last on a ladder: Kueue would never move past it (module docstring)."""
+    if not run.ladder:
+        return []
+    keys = ("pool", *(f"ladder[{j}]" for j in range(len(run.ladder))))
+    pools = (run.pool, *run.ladder)
+    return [
+        Problem(key, pool, f"{where} is a queued pool before the ladder's last rung: Kueue 0.19.2 retries a failed "
+                "ProvisioningRequest on the same rung, then deactivates the run; it never moves to the next rung",
+                "a queued pool as the last rung only")
+        for key, pool in zip(keys[:-1], pools[:-1])
+        if pool in contracts and contracts[pool].queued
+    ]
 
 
 def _rung_problems(key: str, first: SchedulingContract, rung: SchedulingContract, where: str) -> list[Problem]:

@@ -104,7 +104,14 @@ class _Mocks(pulumi.runtime.Mocks):
             state.update(email=email, name=f"projects/{project}/serviceAccounts/{email}",
                          member=f"serviceAccount:{email}")
         elif args.typ == "gcp:container/cluster:Cluster":
+            # What GKE computes: the IP and DNS-based endpoints, the CA, and (private nodes)
+            # the Private Service Connect endpoint the control plane reaches the nodes from.
             state.update(endpoint="203.0.113.10", masterAuth={"clusterCaCertificate": "Q0EtREFUQQ=="})
+            if "controlPlaneEndpointsConfig" in state:
+                state["controlPlaneEndpointsConfig"].setdefault("dnsEndpointConfig", {})["endpoint"] = (
+                    f"gke-mock-{state['name']}.{state['location']}.gke.goog")
+            if "privateClusterConfig" in state:
+                state["privateClusterConfig"] = {**state["privateClusterConfig"], "privateEndpoint": "10.0.0.2"}
             return f"projects/{project}/locations/{state['location']}/clusters/{state['name']}", state
         elif args.typ == "gcp:artifactregistry/repository:Repository":
             state.setdefault("name", state.get("repositoryId"))

@@ -134,7 +134,19 @@ def collect(stack: str, root: Path = ROOT, secrets: tuple[str, ...] = ()) -> dic
         "fit": fit_module.fit_table(config),
         "manifests": mask(manifests or _declared_manifests(deployment)),
         "kueue": _kueue_objects(config),
+        "access": _access(config, deployment),
     }
+
+
+def _access(config, deployment) -> list[str]:
+    """What can reach the control plane, and what the control plane may reach on the nodes."""
+    network = getattr(config, "network", None)
+    lines = [f"control plane: {network.control_plane_access()}"] if hasattr(network, "control_plane_access") else []
+    for rule in (r for r in deployment.resources if r.type == "gcp:compute/firewall:Firewall"):
+        ports = ", ".join(f"{a['protocol']}:{p}" for a in rule.inputs.get("allows", []) for p in a.get("ports", []))
+        lines.append(f"firewall {rule.inputs.get('name')}: the control plane to nodes tagged "
+                     f"{', '.join(rule.inputs.get('targetTags', []))} on {ports} (the controllers' webhooks)")
+    return lines
 
 
 def _kueue_objects(config) -> dict[str, dict]:
@@ -182,6 +194,8 @@ def render(plan: Mapping) -> str:
     n = len(plan["resources"])
     lines = [f"Stack {plan['stack']}: {n} resources `pulumi up` would declare (offline, mocks engine)", ""]
     lines += render_tree(plan)
+    if plan.get("access"):
+        lines += ["", "Access"] + [f"  {line}" for line in plan["access"]]
     lines += ["", "Accelerators (on-demand $/hour)"]
     lines += render_cost(plan["cost"])
     lines += ["", "Fit: each run's pod (FUSE sidecar and memory-backed volumes included) on one node"]

@@ -128,10 +128,13 @@ def render_fit(rows: list[Mapping]) -> list[str]:
     """Per run and resource: what the pod requests beside what one node can give."""
     if not rows:
         return ["  (no runs)"]
-    lines = [f"  {'run':<24} {'node':<30} {'resource':<18} {'requested':>11} {'allocatable':>12} {'headroom':>10}"]
+    lines = [f"  {'run':<24} {'node':<30} {'resource':<18} {'requested':>11} {'allocatable':>12} {'headroom':>10}"
+             f" {'margin':>9}"]
     for r in rows:
         mark = "" if r["fits"] else "  DOES NOT FIT"
         lines.append(f"  {r['run']:<24} {r['node']:<30} {r['resource']:<18} {r['requested']:>11} "
-                     f"{r['allocatable']:>12} {r['headroom']:>10}{mark}")
-    lines.append("  Allocatable: the machine less GKE's reservations and eviction thresholds (core/allocatable.py).")
+                     f"{r['allocatable']:>12} {r['headroom']:>10} {r.get('margin', ''):>9}{mark}".rstrip())
+    lines.append("  Allocatable: the kubelet's capacity (the kernel's share of the machine taken off) less GKE's")
+    lines.append("  reservations and eviction thresholds (core/allocatable.py). Margin: memory kept free beyond the")
+    lines.append("  request for the capacity model's error; headroom must cover it.")
     return lines

@@ -83,3 +83,24 @@ def test_every_shape_requests_cpu_and_memory():
         for manifest in stack_manifests(reader.load_files(stack, ROOT)).values():
             requests = pod_of(manifest)["spec"]["containers"][0]["resources"]["requests"]
             assert {"cpu", "memory", "ephemeral-storage"} <= set(requests), stack
+
+
+def test_the_a4_request_of_the_nominal_model_does_not_fit_the_kubelets_capacity():
+    """3808Gi fitted a node modelled from the machine's nominal 3968 GiB; on the kubelet's capacity
+    (the kernel's share taken off), with the model's margin kept free, it does not."""
+    manifest = stack_manifests(reader.load_files("a4", ROOT))["gemma4-sql"]
+    pod = copy.deepcopy(pod_of(manifest))
+    pod["spec"]["containers"][0]["resources"]["requests"]["memory"] = "3808Gi"
+    node = node_allocatable(MACHINES["a4-highgpu-8g"], 200, local_ssd_ephemeral=True)
+    [finding] = fit.fit_findings(pod, node, "pod")
+    assert finding.where == "pod.memory" and "less the 38.2Gi margin" in finding.why
+    # The shipped request leaves the margin and the DaemonSets' room.
+    [memory] = [r for r in fit_table(reader.load_files("a4", ROOT)) if r["resource"] == "memory"]
+    assert memory["fits"] and memory["margin"] == "38.2Gi"
+
+
+def test_a_memory_backed_volume_without_a_limit_is_refused():
+    pod = {"metadata": {}, "spec": {"containers": [], "volumes": [{"name": "v", "emptyDir": {"medium": "Memory"}}]}}
+    node = node_allocatable(MACHINES["ct6e-standard-1t"], 200, local_ssd_ephemeral=False)
+    [finding] = fit.fit_findings(pod, node, "pod")
+    assert finding.where == "pod.volumes[0].emptyDir.sizeLimit" and "fill the node's memory" in finding.why

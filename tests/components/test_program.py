@@ -148,8 +148,20 @@ def test_jobset_chart_pinned(stack):
     provider = only(stack, "pulumi:providers:kubernetes")
     assert release.provider.startswith(provider.urn)
     kubeconfig = provider.inputs["kubeconfig"]
-    assert "gke-gcloud-auth-plugin" in kubeconfig and "https://203.0.113.10" in kubeconfig
+    # The DNS-based endpoint (the default), whose certificate needs no cluster CA.
+    config = yaml.safe_load(kubeconfig)
+    [cluster] = config["clusters"]
+    assert set(cluster["cluster"]) == {"server"} and cluster["cluster"]["server"].startswith("https://gke-mock-")
+    assert cluster["cluster"]["server"].endswith(".gke.goog") and "203.0.113.10" not in kubeconfig
+    assert "gke-gcloud-auth-plugin" in kubeconfig
     assert "token:" not in kubeconfig
+
+
+def test_a_stack_with_authorized_networks_reaches_the_ip_endpoint_with_the_cluster_ca():
+    d = run_stack("dev", overrides={"gke-finetune:network": {"authorizedNetworks": ["203.0.113.0/24"]}})
+    [provider] = d.of_type("pulumi:providers:kubernetes")
+    [cluster] = yaml.safe_load(provider.inputs["kubeconfig"])["clusters"]
+    assert cluster["cluster"] == {"server": "https://203.0.113.10", "certificate-authority-data": "Q0EtREFUQQ=="}
 
 
 @pytest.mark.parametrize("stack", SHIPPED_STACKS)
@@ -174,7 +186,8 @@ def test_outputs_a_user_needs_next(stack):
     out = deployed(stack).outputs
     region = only(stack, CLUSTER).inputs["location"]
     assert out["getCredentials"] == (
-        f"gcloud container clusters get-credentials finetune --location {region} --project my-project-id")
+        f"gcloud container clusters get-credentials finetune --location {region} --project my-project-id"
+        " --dns-endpoint")
     assert out["bucketUrl"] == f"gs://my-project-id-{stack}-finetune"
     assert out["registryUrl"] == f"{region}-docker.pkg.dev/my-project-id/finetune"
     assert out["trainerPrincipal"] == TRAINER_PRINCIPAL
@@ -186,7 +199,9 @@ def test_standard_accelerator_pools_are_locked_down(stack):
     for name, p in accelerator_pools(stack).items():
         cfg = p["nodeConfig"]
         assert cfg["workloadMetadataConfig"] == {"mode": "GKE_METADATA"}
-        assert cfg["labels"] == {POOL_LABEL: name.rsplit("-s", 1)[0] if "-s" in name else name}
+        pool = name.rsplit("-s", 1)[0] if "-s" in name else name
+        queued = {"cloud.google.com/gke-queued": "true"} if p.get("queuedProvisioning") else {}
+        assert cfg["labels"] == {POOL_LABEL: pool, **queued}
         assert cfg["serviceAccount"].startswith(f"ft-{stack}-nodes@")
         assert cfg["shieldedInstanceConfig"] == {"enableIntegrityMonitoring": True, "enableSecureBoot": True}
 

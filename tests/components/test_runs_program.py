@@ -108,8 +108,8 @@ SEED_RUNS = {
                                 "--learning_rate", "1e-5", "--save_steps", "0.05", "--eval_steps", "0.25"]),
     "autopilot": ("gemma3-single-host", "v6e-1x1",
                   ["--maxlen", "256", "--batch_size", "64", "--datacount", "355120"]),
-    # The multi-host run again, on a ladder that starts from a queued slice.
-    "tpu-queued": ("gemma3-ladder", "queued-v6e-2x4",
+    # The multi-host run again, on a ladder from Spot to a queued slice.
+    "tpu-queued": ("gemma3-ladder", "spot-v6e-2x4",
                    ["--maxlen", "256", "--batch_size", "64", "--datacount", "5120"]),
 }  # fmt: skip
 

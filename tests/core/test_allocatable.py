@@ -18,15 +18,51 @@ def test_cpu_reservation_matches_the_documented_example():
     assert 4 - alloc.reserved_cpu(4) == pytest.approx(3.92)
 
 
-@pytest.mark.parametrize("memory_gib, reserved", [
-    (0.5, 255 / 1024),                       # under 1 GiB: 255 MiB
-    (4, 1.0),                                # 25% of the first 4 GiB
-    (16, 1.0 + 0.8 + 0.8),                   # + 20% of the next 4, 10% of the next 8
-    (128, 1.0 + 0.8 + 0.8 + 6.72),           # + 6% of the next 112
-    (256, 1.0 + 0.8 + 0.8 + 6.72 + 2.56),    # + 2% above 128 GiB
+@pytest.mark.parametrize("memory_gib, reserved_mib", [
+    (0.5, 255),                                   # at most 1000 MiB: 255 MiB
+    (4000 / 1024, 1000),                          # 25% of the first 4000 MiB ("4 GB")
+    (16000 / 1024, 1000 + 800 + 800),             # + 20% of the next 4000, 10% of the next 8000
+    (128000 / 1024, 1000 + 800 + 800 + 6720),     # + 6% of the next 112000
+    (256, 1000 + 800 + 800 + 6720 + 2682),        # + 2% of the 134144 MiB above, floored to the MiB
 ])  # fmt: skip
-def test_memory_reservation_tiers(memory_gib, reserved):
-    assert alloc.reserved_memory_gib(memory_gib) == pytest.approx(reserved)
+def test_memory_reservation_tiers(memory_gib, reserved_mib):
+    assert alloc.reserved_memory_gib(memory_gib) * 1024 == pytest.approx(reserved_mib)
+
+
+# Real GKE nodes (COS): machine memory in MiB, the kubelet's capacity and allocatable in Ki.
+# kubernetes/kubernetes#52650 (n1-standard-2); 2i2c-org/infrastructure#2121 (n2-highmem, GKE 1.25).
+REAL_NODES = [
+    ("n1-standard-2", 7680, 7664944, 5784880),
+    ("n2-highmem-4", 32768, 32880872, 29085928),
+    ("n2-highmem-16", 131072, 131919220, 122210676),
+    ("n2-highmem-64", 524288, 528365196, 510603916),
+]
+
+
+@pytest.mark.parametrize("machine, memory_mib, capacity_ki, allocatable_ki", REAL_NODES)
+def test_allocatable_from_a_real_capacity_is_exact(machine, memory_mib, capacity_ki, allocatable_ki):
+    """GKE's reservation is taken from the machine's memory in 1000-MiB tiers: exact to the KiB."""
+    allocatable = alloc.allocatable_memory_gib(memory_mib / 1024, capacity_gib=capacity_ki / 2**20)
+    assert round(allocatable * 2**20) == allocatable_ki
+
+
+@pytest.mark.parametrize("machine, memory_mib, capacity_ki, allocatable_ki", REAL_NODES)
+def test_the_kubelet_capacity_model_is_within_its_margin_of_real_nodes(machine, memory_mib, capacity_ki,
+                                                                     allocatable_ki):
+    capacity = alloc.capacity_memory_gib(memory_mib / 1024) * 2**20
+    assert capacity < memory_mib * 1024  # the kernel keeps some of the machine
+    assert abs(capacity - capacity_ki) / capacity_ki < alloc.MEMORY_MODEL_MARGIN * 0.6
+    allocatable = alloc.allocatable_memory_gib(memory_mib / 1024) * 2**20
+    assert abs(allocatable - allocatable_ki) / allocatable_ki < alloc.MEMORY_MODEL_MARGIN * 0.6
+
+
+def test_the_machines_memory_is_not_what_the_kubelet_counts():
+    """What the nominal model missed: an A4 node reports ~62 GiB less capacity than its 3968 GiB."""
+    a4 = MACHINES["a4-highgpu-8g"]
+    capacity = alloc.capacity_memory_gib(a4.memory_gib)
+    assert 3905 < capacity < 3906  # 3968 * 63/64 - 328 MiB
+    node = alloc.node_allocatable(a4, 200, True)
+    assert 3819 * GIB < node.memory < 3820 * GIB
 
 
 @pytest.mark.parametrize("ssds, reserved", [(1, 50), (2, 75), (3, 100), (32, 100)])

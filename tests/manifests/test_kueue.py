@@ -76,7 +76,7 @@ def test_the_cluster_queue_holds_every_flavor_in_ladder_order_with_the_pools_quo
     config = _config()
     spec = _objects()["clusterqueue-finetune"]["spec"]
     [group] = spec["resourceGroups"]
-    assert [f["name"] for f in group["flavors"]] == ["queued-v6e-2x4", "spot-v6e-2x4", "v6e-2x4"]
+    assert [f["name"] for f in group["flavors"]] == ["spot-v6e-2x4", "v6e-2x4", "queued-v6e-2x4"]
     assert group["coveredResources"] == ["cpu", "memory", "ephemeral-storage", "google.com/tpu"]
     contracts = config.contracts()
     for flavor in group["flavors"]:

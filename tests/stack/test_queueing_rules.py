@@ -42,16 +42,16 @@ def problems(**changes) -> list[str]:
 def test_the_shipped_queued_stack_is_valid():
     config = reader.validate(values())
     assert [r.name for r in queued_runs(config.runs, config.contracts())] == ["gemma3-ladder"]
-    assert [c.pool for c in config.kueue_flavors()] == ["queued-v6e-2x4", "spot-v6e-2x4", "v6e-2x4"]
+    assert [c.pool for c in config.kueue_flavors()] == ["spot-v6e-2x4", "v6e-2x4", "queued-v6e-2x4"]
 
 
 @pytest.mark.parametrize("extra,what", [
-    (A4, "accelerator 'nvidia-b200', but pool 'queued-v6e-2x4' has 'tpu-v6e'"),
-    (ONE_VM_2X4, "chips per host 8, but pool 'queued-v6e-2x4' has 4"),
-    (TWO_SLICES, "slices 2, but pool 'queued-v6e-2x4' has 1"),
+    (A4, "accelerator 'nvidia-b200', but pool 'spot-v6e-2x4' has 'tpu-v6e'"),
+    (ONE_VM_2X4, "chips per host 8, but pool 'spot-v6e-2x4' has 4"),
+    (TWO_SLICES, "slices 2, but pool 'spot-v6e-2x4' has 1"),
 ])  # fmt: skip
 def test_a_ladder_over_another_shape_is_rejected_naming_the_rung(extra, what):
-    run = ladder_run(ladder=["spot-v6e-2x4", extra["name"]])
+    run = ladder_run(ladder=["v6e-2x4", extra["name"]])
     [message] = problems(pools=pools(extra), runs=[run])
     assert message.startswith(f"runs[0].ladder[1]: '{extra['name']}' on run 'gemma3-ladder' has {what}")
 
@@ -62,8 +62,8 @@ def test_a_ladder_rung_that_does_not_exist():
 
 
 def test_a_rung_named_twice():
-    [message] = problems(runs=[ladder_run(ladder=["spot-v6e-2x4", "queued-v6e-2x4"])])
-    assert message.startswith("runs[0].ladder[1]: 'queued-v6e-2x4' on run 'gemma3-ladder' is already a rung")
+    [message] = problems(runs=[ladder_run(ladder=["v6e-2x4", "spot-v6e-2x4"])])
+    assert message.startswith("runs[0].ladder[1]: 'spot-v6e-2x4' on run 'gemma3-ladder' is already a rung")
 
 
 def test_an_unknown_priority_names_the_classes():
@@ -89,10 +89,22 @@ def test_max_run_duration_only_on_queued_pools_and_at_most_seven_days(pool, seco
 
 
 def test_ladders_that_disagree_on_the_order_are_rejected():
-    other = {**ladder_run(), "name": "other", "pool": "spot-v6e-2x4", "ladder": ["queued-v6e-2x4"]}
+    other = {**ladder_run(), "name": "other", "pool": "v6e-2x4", "ladder": ["spot-v6e-2x4"]}
     found = problems(runs=[ladder_run(), other])
-    assert any(p.startswith("runs[1].ladder: ['queued-v6e-2x4'] on run 'other' tries pool 'spot-v6e-2x4' "
-                            "before 'queued-v6e-2x4', and run 'gemma3-ladder' the other way") for p in found), found
+    assert any(p.startswith("runs[1].ladder: ['spot-v6e-2x4'] on run 'other' tries pool 'v6e-2x4' "
+                            "before 'spot-v6e-2x4', and run 'gemma3-ladder' the other way") for p in found), found
+
+
+@pytest.mark.parametrize("pool,ladder,key", [
+    ("queued-v6e-2x4", ["spot-v6e-2x4", "v6e-2x4"], "pool"),       # what tpu-queued used to ship
+    ("spot-v6e-2x4", ["queued-v6e-2x4", "v6e-2x4"], "ladder[0]"),
+])  # fmt: skip
+def test_a_queued_rung_before_the_last_is_rejected(pool, ladder, key):
+    """Kueue 0.19.2 retries a failed ProvisioningRequest on its rung, then deactivates: no fall-through."""
+    [message] = problems(runs=[ladder_run(pool=pool, ladder=ladder)])
+    assert message.startswith(f"runs[0].{key}: 'queued-v6e-2x4' on run 'gemma3-ladder' is a queued pool before "
+                              "the ladder's last rung")
+    assert message.endswith("allowed: a queued pool as the last rung only")
 
 
 def test_suspend_is_kueues_on_a_queued_run():
@@ -171,12 +183,13 @@ def test_a_run_sharing_a_pool_with_a_ladder_goes_through_kueue_too():
 
 
 def test_the_flavor_order_follows_the_ladders_not_the_file():
-    config = reader.validate(values(runs=[ladder_run(ladder=["v6e-2x4", "spot-v6e-2x4"])]))
-    assert flavor_order(config.runs, config.contracts()) == ["queued-v6e-2x4", "v6e-2x4", "spot-v6e-2x4"]
+    # The file lists queued, spot, on-demand; the ladder's order wins.
+    config = reader.validate(values(runs=[ladder_run(pool="v6e-2x4", ladder=["spot-v6e-2x4", "queued-v6e-2x4"])]))
+    assert flavor_order(config.runs, config.contracts()) == ["v6e-2x4", "spot-v6e-2x4", "queued-v6e-2x4"]
 
 
 def test_a_bad_ladder_declares_nothing():
-    bad = ladder_run(ladder=["spot-v6e-2x4", "a4"])
+    bad = ladder_run(ladder=["v6e-2x4", "a4"])
     deployment, error = declared_before_error(
         "tpu-queued", overrides={"gke-finetune:pools": pools(A4), "gke-finetune:runs": [bad]}
     )

@@ -299,13 +299,13 @@ def test_plan_diff_of_one_trainers_change_leaves_the_other_trainers_runs_alone(t
 
 def test_the_plan_shows_each_ladder_rung_and_the_worst_case(plans):
     [ladder] = plans["tpu-queued"]["cost"]["ladders"]
-    assert [r["pool"] for r in ladder["rungs"]] == ["queued-v6e-2x4", "spot-v6e-2x4", "v6e-2x4"]
+    assert [r["pool"] for r in ladder["rungs"]] == ["spot-v6e-2x4", "v6e-2x4", "queued-v6e-2x4"]
     two_vms = catalog.lookup("tpu-v6e", "2x4", "ct6e-standard-4t").usd_per_hour()
     assert [r["usd_per_hour"] for r in ladder["rungs"]] == [round(two_vms, 2)] * 3
-    assert ladder["worst"] == "v6e-2x4"  # a tie at list price: the last rung, on demand
+    assert ladder["worst"] == "queued-v6e-2x4"  # a tie at list price: the last rung
     text = plan.render(plans["tpu-queued"])
     assert "run gemma3-ladder: Kueue tries, in order" in text
-    assert re.search(r"3\. v6e-2x4 +on-demand +21\.60  <- worst case", text)
+    assert re.search(r"3\. queued-v6e-2x4 +queued +21\.60  <- worst case", text)
     for stack in ("dev", "tpu-multihost", "tpu-multislice", "a4"):
         assert plans[stack]["cost"]["ladders"] == [] and "Capacity ladders" not in plan.render(plans[stack])
     # Autopilot: GKE tries the rungs, as the run's ComputeClass lists them.
@@ -324,3 +324,13 @@ def test_the_plan_writes_the_kueue_objects_beside_the_runs(plans, tmp_path):
     }
     plan.write_manifests(plans["dev"], tmp_path)  # a stack without Kueue leaves no kueue/ behind
     assert not (tmp_path / "kueue").exists()
+
+
+@pytest.mark.parametrize("stack", SHIPPED_STACKS)
+def test_the_plan_says_what_can_reach_the_control_plane_and_what_it_reaches(plans, stack):
+    text = plan.render(plans[stack])
+    access = text.split("\nAccess\n", 1)[1].split("\n\n", 1)[0]
+    assert "control plane: DNS-based endpoint only" in access and "IP endpoint closed" in access
+    kueue = bool(plans[stack]["kueue"])
+    ports = "tcp:8082, tcp:9443" if kueue else "tcp:9443"
+    assert f"firewall finetune-{stack}-webhooks: the control plane to nodes tagged finetune-{stack}-nodes on {ports}" in access

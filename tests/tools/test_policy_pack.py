@@ -84,7 +84,7 @@ def test_fit_fires_on_an_oversized_request():
     resources = changed("a4", rules.JOBSET,
                         lambda p: pod(p)["spec"]["containers"][0]["resources"]["requests"].update(memory="4000Gi"))
     [message] = violations(resources)
-    assert "memory" in message and "3881.8Gi allocatable" in message
+    assert "memory" in message and "3819.6Gi allocatable less the 38.2Gi margin" in message
 
 
 def test_autopilot_rules_fire_on_host_network():
