@@ -39,7 +39,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from core import catalog
-from core.allocatable import node_allocatable
+from core.allocatable import capacity_memory_gib, node_allocatable
 from core.machines import GKE_DEFAULT_BOOT_DISK_GB, LOCAL_SSD_GIB, MACHINES, Machine
 
 GIB = 2**30
@@ -126,7 +126,8 @@ def _resources(inputs: Mapping, node: Mapping, machine: Machine, shape: catalog.
     local_ssds = int((node.get("ephemeralStorageLocalSsdConfig") or {}).get("localSsdCount") or 0)
     allocatable = node_allocatable(machine, disk, local_ssds > 0)
     ephemeral_capacity = local_ssds * LOCAL_SSD_GIB if local_ssds else disk
-    capacity = {"cpu": str(machine.vcpus), "memory": f"{int(machine.memory_gib * 1024)}Mi",
+    # Memory as the kubelet reports it: the kernel's MemTotal (core/allocatable.py), in Ki as it writes it.
+    capacity = {"cpu": str(machine.vcpus), "memory": f"{int(capacity_memory_gib(machine.memory_gib) * 2**20)}Ki",
                 "ephemeral-storage": f"{int(ephemeral_capacity)}Gi", "pods": str(MAX_PODS)}
     alloc = {"cpu": f"{int(allocatable.cpu * 1000)}m", "memory": f"{int(allocatable.memory // 2**20)}Mi",
              "ephemeral-storage": f"{int(allocatable.ephemeral_storage // 2**20)}Mi", "pods": str(MAX_PODS)}
