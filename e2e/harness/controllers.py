@@ -159,6 +159,25 @@ def _manager_args(container: dict, config_file: Path, kubeconfig: Path) -> list[
     return [*args, f"--config={config_file}", f"--kubeconfig={kubeconfig}"]
 
 
+# Kueue 0.19.2 with its internal certificate management off reads its metrics
+# certificate from this fixed path and exits when it is missing
+# (cmd/kueue/main.go, metricsCertPath), even with the metrics server off.
+KUEUE_METRICS_CERT_DIR = "/etc/kueue/metrics/certs"
+
+
+def _with_metrics_certs(cp: ControlPlane, argv: list[str], cert_dir: Path) -> list[str]:
+    """The manager in a mount namespace of its own where /etc is an overlay holding the harness's
+    certificate at Kueue's fixed path: nothing is written to the machine's /etc."""
+    upper, work = cp.state / "kueue-etc" / "upper", cp.state / "kueue-etc" / "work"
+    upper.mkdir(parents=True, exist_ok=True)
+    work.mkdir(parents=True, exist_ok=True)
+    script = (f"mount -t overlay overlay -o lowerdir=/etc,upperdir={upper},workdir={work} /etc"
+              f" && mkdir -p {KUEUE_METRICS_CERT_DIR}"
+              f" && cp {cert_dir}/tls.crt {cert_dir}/tls.key {KUEUE_METRICS_CERT_DIR}/"
+              ' && exec "$0" "$@"')
+    return ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", script, *argv]
+
+
 def _healthy(port: int) -> bool:
     try:
         with urllib.request.urlopen(f"http://{LOCALHOST}:{port}/readyz", timeout=5) as resp:
@@ -185,9 +204,10 @@ def install(cp: ControlPlane, kube: Kube, release_inputs: dict) -> Release:
                                                          release.chart)))
     account = deployment["spec"]["template"]["spec"].get("serviceAccountName", "default")
     kubeconfig = _token_kubeconfig(cp, kube, release.namespace, account)
-    cp.supervisor.start(f"{release.chart}-manager",
-                        [str(cp.tools.bin(MANAGERS[release.chart])), *_manager_args(container, config_file, kubeconfig)],
-                        env={"POD_NAMESPACE": release.namespace})
+    argv = [str(cp.tools.bin(MANAGERS[release.chart])), *_manager_args(container, config_file, kubeconfig)]
+    if release.chart == "kueue":
+        argv = _with_metrics_certs(cp, argv, cert.parent)
+    cp.supervisor.start(f"{release.chart}-manager", argv, env={"POD_NAMESPACE": release.namespace})
     wait_for(f"{release.chart} manager /readyz", lambda: _healthy(ports["health"]), READY_TIMEOUT,
              explain=lambda: _tail(cp, f"{release.chart}-manager"))
     name, ns = deployment["metadata"]["name"], release.namespace
