@@ -33,6 +33,7 @@ help:
 	@echo "make plan STACK=dev       offline plan: resources, cost, run manifests in plan/<stack>/"
 	@echo "make plan STACK=a4 SECRETS=hfToken   ... planned as if the secret were set"
 	@echo "make golden               rewrite the run manifests' goldens in tests/golden/"
+	@echo "make e2e                  every shipped stack through a real control plane on 127.0.0.1 (e2e/README.md)"
 	@echo "make scan                 checkov on every shipped stack's rendered runs (tools/scan_skips.yaml)"
 	@echo "make fsdp-cpu OUT=<dir>   the A4 run's FSDP path on 2 CPU processes (tiny Gemma 4): SIGTERM, resume, final adapter in <dir>"
 
@@ -167,3 +168,31 @@ bench: $(VENV_JAX)/.installed $(VENV_GPU)/.installed
 	JAX_PLATFORMS=cpu $(VENV_JAX)/bin/python -m bench.checkpoint
 	JAX_PLATFORMS=cpu $(VENV_JAX)/bin/python -m bench.startup
 	$(VENV_GPU)/bin/python -m bench.sql_packing
+
+# --- the real control plane (e2e/README.md) ---------------------------------------
+# The programs are built from their pinned Go modules into a cache outside the
+# clone (e2e/tools/build.sh); `make e2e` runs every shipped stack through
+# etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok and the
+# JobSet and Kueue managers on 127.0.0.1. STACK=<name> runs one stack file,
+# ADMISSION=off skips admission/ so the control plane judges alone.
+ADMISSION ?= on
+E2E_LIFETIME ?= 1800
+E2E_STACKS = $(if $(filter command line environment,$(origin STACK)),$(STACK),)
+
+.PHONY: e2e-tools e2e e2e-up e2e-env e2e-down
+e2e-tools:
+	nice -n 10 bash e2e/tools/build.sh
+
+e2e: $(VENV)/.installed e2e-tools
+	E2E_STACKS=$(E2E_STACKS) E2E_ADMISSION=$(ADMISSION) E2E_LIFETIME=$(E2E_LIFETIME) \
+	  $(VENV)/bin/python -m pytest e2e/tests $(PYTEST_ARGS)
+
+e2e-up: $(VENV)/.installed e2e-tools
+	$(VENV)/bin/python -m e2e.harness up --stack $(STACK) --lifetime $(E2E_LIFETIME) \
+	  $(if $(filter off,$(ADMISSION)),--no-admission,)
+
+e2e-env:
+	@$(VENV)/bin/python -m e2e.harness env
+
+e2e-down:
+	$(VENV)/bin/python -m e2e.harness down

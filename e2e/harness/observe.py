@@ -1,0 +1,107 @@
+"""What the API server says happened to a stack's runs: their pods, the nodes they're bound to, Kueue's admissions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from core.catalog import NODEPOOL_LABEL
+from e2e.harness.kube import Kube, wait_for
+
+JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
+JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
+KUEUE = "kueue.x-k8s.io/v1beta2"
+
+
+@dataclass(frozen=True)
+class PodPlacement:
+    run: str
+    job: str  # the child Job (one slice of a multislice run)
+    pod: str
+    phase: str
+    node: str | None
+    node_pool: str | None  # the node's cloud.google.com/gke-nodepool
+    unschedulable: str | None  # the scheduler's message while it is Pending
+
+
+@dataclass(frozen=True)
+class Admission:
+    workload: str
+    owner: str
+    admitted: bool
+    flavors: dict[str, str]  # resource -> flavor, of every pod set
+    conditions: dict[str, str]  # type -> "status reason: message"
+
+
+def placements(kube: Kube, namespace: str, run: str | None = None) -> list[PodPlacement]:
+    selector = f"{JOBSET_NAME_LABEL}={run}" if run else JOBSET_NAME_LABEL
+    pools = {n["metadata"]["name"]: n["metadata"]["labels"].get(NODEPOOL_LABEL) for n in kube.list("v1", "Node")}
+    out = []
+    for pod in kube.list("v1", "Pod", namespace, labels=selector):
+        meta, spec, status = pod["metadata"], pod["spec"], pod.get("status", {})
+        scheduled = next((c for c in status.get("conditions") or [] if c["type"] == "PodScheduled"), {})
+        node = spec.get("nodeName")
+        out.append(PodPlacement(
+            run=meta["labels"][JOBSET_NAME_LABEL], job=meta["labels"].get(JOB_NAME_LABEL, ""), pod=meta["name"],
+            phase=status.get("phase", ""), node=node, node_pool=pools.get(node) if node else None,
+            unschedulable=None if node else scheduled.get("message"),
+        ))
+    return sorted(out, key=lambda p: (p.run, p.job, p.pod))
+
+
+def admissions(kube: Kube, namespace: str) -> list[Admission]:
+    out = []
+    for wl in kube.list(KUEUE, "Workload", namespace):
+        status = wl.get("status", {})
+        flavors = {}
+        for assignment in (status.get("admission") or {}).get("podSetAssignments", []):
+            flavors.update(assignment.get("flavors", {}))
+        conditions = {c["type"]: f"{c['status']} {c.get('reason', '')}: {c.get('message', '')}"
+                      for c in status.get("conditions") or []}
+        owner = next((o["name"] for o in wl["metadata"].get("ownerReferences", [])), "")
+        admitted = any(c["type"] == "Admitted" and c["status"] == "True" for c in status.get("conditions") or [])
+        out.append(Admission(wl["metadata"]["name"], owner, admitted, flavors, conditions))
+    return sorted(out, key=lambda a: a.owner)
+
+
+def report_lines(stack: str, applied: list[str], left_out: list[str], jobs: list[str],
+                 pods: list[PodPlacement], admitted: list[Admission]) -> list[str]:
+    lines = [f"== stack {stack}: {len(applied)} objects accepted by the API server"]
+    kinds: dict[str, int] = {}
+    for entry in applied:
+        kinds[entry.split(" ", 1)[0]] = kinds.get(entry.split(" ", 1)[0], 0) + 1
+    lines.append("   " + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())))
+    lines += [f"   left out: {x}" for x in left_out]
+    lines += [f"   staging Job complete: {j}" for j in jobs]
+    for p in pods:
+        where = f"on {p.node} (pool {p.node_pool})" if p.node else f"unbound: {p.unschedulable}"
+        lines.append(f"   pod {p.pod} [{p.phase}] {where}")
+    for a in admitted:
+        state = f"admitted on {a.flavors}" if a.admitted else f"not admitted: {a.conditions}"
+        lines.append(f"   kueue workload of {a.owner}: {state}")
+    return lines
+
+
+def expected_pods(jobset: dict) -> int:
+    """Pods a JobSet's Jobs create: replicas x parallelism of each replicated job (none while suspended)."""
+    if jobset["spec"].get("suspend"):
+        return 0
+    return sum(rj.get("replicas", 1) * rj["template"]["spec"].get("parallelism", 1)
+               for rj in jobset["spec"]["replicatedJobs"])
+
+
+def wait_bound(kube: Kube, jobset: dict, timeout: float) -> list[PodPlacement]:
+    """Every pod of the JobSet created and bound; on timeout the error carries each pod's
+    state, the scheduler's own message for a pod it couldn't place included."""
+    name, ns = jobset["metadata"]["name"], jobset["metadata"]["namespace"]
+    want = expected_pods(jobset)
+
+    def probe():
+        pods = placements(kube, ns, name)
+        return pods if len(pods) == want and all(p.node for p in pods) else None
+
+    def explain() -> str:
+        pods = placements(kube, ns, name)
+        return f"{len(pods)} of {want} pods: " + "; ".join(
+            f"{p.pod} on {p.node}" if p.node else f"{p.pod} unbound: {p.unschedulable}" for p in pods)
+
+    return wait_for(f"{want} pods of JobSet {ns}/{name} bound", probe, timeout, explain=explain)

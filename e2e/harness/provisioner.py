@@ -1,0 +1,112 @@
+"""GKE's side of queued provisioning, for the queued pools of a stack: nodes for each ProvisioningRequest.
+
+Nothing provisions here, so this plays the part GKE's cluster autoscaler
+plays for `queued-provisioning.gke.io` requests
+(https://cloud.google.com/kubernetes-engine/docs/how-to/provisioningrequest):
+for a ProvisioningRequest whose pod template (the PodTemplate Kueue creates
+with the flavor's node labels) selects a queued pool's nodes, it creates
+one slice of that pool's nodes, labelled
+`autoscaling.gke.io/provisioning-request: <name>`, and sets the request's
+`Provisioned` condition with `provisioningClassDetails.ResizeRequestName`
+(what the stacks' ProvisioningRequestConfig copies into the pods' selector).
+
+`<state>/provisioner-mode` holds `provision` (the default) or `hold`: held,
+requests are left as they are, for a test to set their status itself (a
+failed request: Failed=True).
+
+    python -m e2e.harness.provisioner STATE_DIR
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import sys
+import time
+import zlib
+from datetime import datetime, timezone
+from pathlib import Path
+
+from core.catalog import PROVISIONING_REQUEST_LABEL
+from e2e.harness.kube import ApiError, Kube
+
+PR_API = "autoscaling.x-k8s.io/v1"
+RESIZE_DETAIL = "ResizeRequestName"
+POLL_SECONDS = 1.0
+
+
+def _conditions(pr: dict) -> dict[str, str]:
+    return {c["type"]: c["status"] for c in pr.get("status", {}).get("conditions") or []}
+
+
+def _selector(kube: Kube, pr: dict) -> dict[str, str]:
+    selector: dict[str, str] = {}
+    for pod_set in pr["spec"].get("podSets", []):
+        template = kube.get("v1", "PodTemplate", pod_set["podTemplateRef"]["name"], pr["metadata"]["namespace"])
+        selector.update(template["template"]["spec"].get("nodeSelector") or {})
+    return selector
+
+
+def matching_pool(pools: list[dict], selector: dict[str, str]) -> dict | None:
+    """The queued pool whose nodes carry every label of `selector`."""
+    for pool in pools:
+        labels = pool["nodes"][0]["metadata"]["labels"]
+        if all(labels.get(k) == v for k, v in selector.items() if k != PROVISIONING_REQUEST_LABEL):
+            return pool
+    return None
+
+
+def provision(kube: Kube, pr: dict, pool: dict) -> list[str]:
+    name = pr["metadata"]["name"]
+    created = []
+    for index, template in enumerate(pool["nodes"]):
+        node = copy.deepcopy(template)
+        node_name = f"{template['metadata']['name'][:40]}-{zlib.crc32(name.encode()):08x}-{index}"
+        node["metadata"]["name"] = node_name
+        node["metadata"]["labels"].update({PROVISIONING_REQUEST_LABEL: name, "kubernetes.io/hostname": node_name})
+        if kube.find("v1", "Node", node_name) is None:
+            kube.create(node)
+        created.append(node_name)
+    now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    status = {
+        "conditions": [
+            {"type": t, "status": "True", "reason": r, "message": m, "lastTransitionTime": now,
+             "observedGeneration": pr["metadata"].get("generation", 1)}
+            for t, r, m in (("Accepted", "Accepted", "request accepted"),
+                            ("Provisioned", "Provisioned", f"nodes {', '.join(created)} provisioned"))
+        ],
+        "provisioningClassDetails": {RESIZE_DETAIL: name},
+    }
+    kube.patch_status(PR_API, "ProvisioningRequest", name, pr["metadata"]["namespace"], status)
+    return created
+
+
+def step(kube: Kube, pools: list[dict], mode: str) -> None:
+    if mode != "provision":
+        return
+    for pr in kube.list(PR_API, "ProvisioningRequest"):
+        conditions = _conditions(pr)
+        if conditions.get("Provisioned") == "True" or conditions.get("Failed") == "True":
+            continue
+        pool = matching_pool(pools, _selector(kube, pr))
+        if pool is not None:
+            created = provision(kube, pr, pool)
+            print(f"provisioner: {pr['metadata']['name']} -> {created}", flush=True)
+
+
+def main(argv: list[str]) -> int:
+    state = Path(argv[0])
+    settings = json.loads((state / "provisioner.json").read_text())
+    kube = Kube(settings["server"], settings["token"], settings["ca"])
+    while True:
+        mode_file = state / "provisioner-mode"
+        mode = mode_file.read_text().strip() if mode_file.exists() else "provision"
+        try:
+            step(kube, settings["pools"], mode)
+        except (ApiError, OSError) as err:
+            print(f"provisioner: {err}", flush=True)
+        time.sleep(POLL_SECONDS)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,65 @@
+"""What the real JobSet, Job and Kueue controllers do with the runs' failure policy, queues and priorities.
+
+On the scenario control plane (conftest.py `queued`: the shipped
+`tpu-queued` stack, its own runs removed); each test submits variants of
+its runs and removes them after.
+"""
+
+from __future__ import annotations
+
+from e2e.harness.kube import wait_for
+from e2e.harness.observe import wait_bound
+from e2e.harness.stages import FAIL_EXIT_CODE_ANNOTATION, FAIL_LABEL
+from e2e.tests.scenario import delete_and_wait, jobset_condition, jobset_status, variant
+
+SINGLE_HOST_RUN = "gemma3-single-host"
+TIMEOUT = 120.0
+
+
+def _pod_names(kube, jobset) -> list[str]:
+    return [p.pod for p in wait_bound(kube, jobset, TIMEOUT)]
+
+
+def test_a_pod_exiting_78_fails_its_jobset_without_a_restart(queued, submitted):
+    _, kube, runs = queued
+    run = submitted(variant(runs[SINGLE_HOST_RUN], "exit-78"))
+    pod = _pod_names(kube, run)[0]
+    ns = run["metadata"]["namespace"]
+    # kwok's chaos stage ends the running container with the annotated exit code.
+    kube.patch("v1", "Pod", pod, ns, {"metadata": {"annotations": {FAIL_EXIT_CODE_ANNOTATION: "78"},
+                                                   "labels": {FAIL_LABEL: "true"}}})
+    failed = wait_for("JobSet Failed", lambda: jobset_condition(kube, run, "Failed"), TIMEOUT,
+                      explain=lambda: str(jobset_status(kube, run)))
+    status = jobset_status(kube, run)
+    assert status.get("restarts", 0) == 0, status
+    assert "ConfigError" in failed.get("message", "") or failed.get("reason") == "FailedJobs", failed
+
+
+def test_an_evicted_pod_restarts_its_jobset_outside_the_restart_budget(queued, submitted):
+    _, kube, runs = queued
+    run = submitted(variant(runs[SINGLE_HOST_RUN], "evicted"))
+    pod = _pod_names(kube, run)[0]
+    ns = run["metadata"]["namespace"]
+    # The Eviction API marks the pod DisruptionTarget, as a node drain or preemption does.
+    kube.request("POST", f"/api/v1/namespaces/{ns}/pods/{pod}/eviction",
+                 {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": pod, "namespace": ns}})
+    restarted = wait_for("JobSet restarted", lambda: jobset_status(kube, run).get("restarts", 0) >= 1, TIMEOUT,
+                         explain=lambda: str(jobset_status(kube, run)))
+    assert restarted
+    status = jobset_status(kube, run)
+    assert status.get("restartsCountTowardsMax", 0) == 0, status
+    assert not jobset_condition(kube, run, "Failed"), status
+    assert pod not in _pod_names(kube, run)  # a new pod, bound again
+
+
+def test_a_deleted_pod_restarts_its_jobset_within_the_restart_budget(queued, submitted):
+    _, kube, runs = queued
+    run = submitted(variant(runs[SINGLE_HOST_RUN], "deleted"))
+    pod = _pod_names(kube, run)[0]
+    kube.delete("v1", "Pod", pod, run["metadata"]["namespace"])
+    wait_for("JobSet restarted", lambda: jobset_status(kube, run).get("restarts", 0) >= 1, TIMEOUT,
+             explain=lambda: str(jobset_status(kube, run)))
+    status = jobset_status(kube, run)
+    assert status.get("restartsCountTowardsMax", 0) == 1, status
+    assert not jobset_condition(kube, run, "Failed"), status
+    assert pod not in _pod_names(kube, run)

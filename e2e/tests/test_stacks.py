@@ -1,0 +1,104 @@
+"""Every shipped stack through the real control plane: accepted, created, bound, admitted, staged first."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import datetime
+
+from core.names import POOL_LABEL
+from e2e.harness.kube import wait_for
+from e2e.harness.observe import admissions, wait_bound
+from stack.queueing import rungs
+
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+POD_TIMEOUT = 120.0
+
+
+def _jobsets(stack_run) -> list[dict]:
+    return stack_run.objects.manifests("JobSet")
+
+
+def _run_config(stack_run, name: str):
+    return next(r for r in stack_run.objects.config.runs if r.name == name)
+
+
+def _node_pools(stack_run) -> dict[str, str]:
+    """node name -> the logical pool label the node pool declared."""
+    return {n["metadata"]["name"]: n["metadata"]["labels"].get(POOL_LABEL, "")
+            for n in stack_run.kube.list("v1", "Node")}
+
+
+def _bound_pods(stack_run, jobset: dict) -> list:
+    return wait_bound(stack_run.kube, jobset, POD_TIMEOUT)
+
+
+def test_every_declared_object_is_accepted_and_stored(stack_run):
+    kube = stack_run.kube
+    for manifest in stack_run.objects.applicable():
+        meta = manifest["metadata"]
+        stored = kube.get(manifest["apiVersion"], manifest["kind"], meta["name"], meta.get("namespace"))
+        assert stored["metadata"]["uid"], manifest
+    assert stack_run.installed.applied, "nothing was applied"
+    left_out = {m["metadata"]["name"] for m in stack_run.objects.manifests() if m not in stack_run.objects.applicable()}
+    assert all(any(name in x for x in stack_run.installed.left_out) for name in left_out)
+
+
+def test_staging_jobs_complete_before_the_runs_that_read_them_are_submitted(stack_run):
+    kube, objects = stack_run.kube, stack_run.objects
+    jobs = {s.name: s.manifest for s in objects.steps if s.manifest and s.manifest["kind"] == "Job"}
+    assert len(stack_run.installed.jobs_completed) == len(jobs)
+    for step in objects.steps:
+        if not step.manifest or step.manifest["kind"] != "JobSet":
+            continue
+        meta = step.manifest["metadata"]
+        submitted = kube.get("jobset.x-k8s.io/v1alpha2", "JobSet", meta["name"], meta["namespace"])
+        for dep in (d for d in step.after if d in jobs):
+            job = kube.get("batch/v1", "Job", jobs[dep]["metadata"]["name"], jobs[dep]["metadata"]["namespace"])
+            done = datetime.fromisoformat(job["status"]["completionTime"])
+            assert done <= datetime.fromisoformat(submitted["metadata"]["creationTimestamp"]), (dep, meta["name"])
+
+
+def _shape_labels(stack_run, run) -> dict[str, str]:
+    """The accelerator labels of the shape of the run's first rung (Autopilot: the node's class rule)."""
+    return stack_run.objects.config.contracts()[run.pool].shape.node_selector()
+
+
+def test_every_run_pod_is_created_and_bound_to_a_node_of_its_pool(stack_run):
+    pools = _node_pools(stack_run)
+    nodes = {n["metadata"]["name"]: n["metadata"]["labels"] for n in stack_run.kube.list("v1", "Node")}
+    for jobset in _jobsets(stack_run):
+        run = _run_config(stack_run, jobset["metadata"]["name"])
+        for pod in _bound_pods(stack_run, jobset):
+            if stack_run.objects.autopilot:  # no pools: a node Autopilot made for the run's shape
+                labels = nodes[pod.node]
+                assert all(labels.get(k) == v for k, v in _shape_labels(stack_run, run).items()), (pod, labels)
+            else:
+                assert pools[pod.node] in rungs(run), (pod, rungs(run))
+
+
+def test_each_slice_is_on_one_node_pool_and_slices_are_exclusive(stack_run):
+    for jobset in _jobsets(stack_run):
+        by_job: dict[str, set[str]] = defaultdict(set)
+        for pod in _bound_pods(stack_run, jobset):
+            by_job[pod.job].add(pod.node_pool)
+        assert all(len(pools) == 1 for pools in by_job.values()), dict(by_job)
+        used = [next(iter(p)) for p in by_job.values()]
+        assert len(used) == len(set(used)), f"two slices of {jobset['metadata']['name']} share a pool: {dict(by_job)}"
+
+
+def test_kueue_admits_each_queued_run_on_its_first_rung(stack_run):
+    queued = {j["metadata"]["name"]: j for j in _jobsets(stack_run) if QUEUE_LABEL in j["metadata"].get("labels", {})}
+    if not queued:
+        assert not stack_run.objects.manifests("ClusterQueue"), "a ClusterQueue but no queued run"
+        return
+    ns = stack_run.objects.runs_namespace
+
+    def admitted():
+        found = {a.owner: a for a in admissions(stack_run.kube, ns) if a.owner in queued}
+        return found if len(found) == len(queued) and all(a.admitted for a in found.values()) else None
+
+    found = wait_for("Kueue admitting every queued run", admitted, POD_TIMEOUT,
+                     explain=lambda: str(admissions(stack_run.kube, ns)))
+    for name, admission in found.items():
+        first = rungs(_run_config(stack_run, name))[0]
+        assert set(admission.flavors.values()) == {first}, (name, admission)
