@@ -77,13 +77,19 @@ def shielded() -> gcp.container.NodePoolNodeConfigShieldedInstanceConfigArgs:
 
 def _control_plane_range(private) -> str | None:
     """The source of the control plane's connections to the nodes: the /28 of a VPC-peering
-    private cluster, else (Private Service Connect) its private endpoint's address.
+    private cluster, else (Private Service Connect) its private endpoint's address; None for a
+    cluster without private nodes, which needs no rule. A cluster with private nodes that
+    reports neither fails the update here, rather than leaving a rule without a source.
     https://cloud.google.com/kubernetes-engine/docs/how-to/latest/network-isolation#add_firewall_rules"""
-    if private is None:
+    if private is None or not private.enable_private_nodes:
         return None
     if private.master_ipv4_cidr_block:
         return private.master_ipv4_cidr_block
-    return f"{private.private_endpoint}/32" if private.private_endpoint else None
+    if private.private_endpoint:
+        return f"{private.private_endpoint}/32"
+    raise ValueError("the cluster has private nodes but GKE reports neither privateClusterConfig."
+                     "masterIpv4CidrBlock nor privateClusterConfig.privateEndpoint: the control plane's "
+                     "source range for the webhook firewall rule is unknown")
 
 
 class Cluster(pulumi.ComponentResource):

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+import ssl
+import urllib.request
 from dataclasses import dataclass
 
 from core.catalog import NODEPOOL_LABEL
@@ -10,6 +13,7 @@ from e2e.harness.kube import Kube, wait_for
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
 KUEUE = "kueue.x-k8s.io/v1beta2"
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 
 
 @dataclass(frozen=True)
@@ -82,8 +86,10 @@ def report_lines(stack: str, applied: list[str], left_out: list[str], jobs: list
 
 
 def expected_pods(jobset: dict) -> int:
-    """Pods a JobSet's Jobs create: replicas x parallelism of each replicated job (none while suspended)."""
-    if jobset["spec"].get("suspend"):
+    """Pods a JobSet's Jobs create: replicas x parallelism of each replicated job. A run Kueue
+    manages is declared suspended and Kueue unsuspends it when it admits it, so its pods count in
+    full; any other suspended JobSet creates none."""
+    if jobset["spec"].get("suspend") and QUEUE_LABEL not in jobset["metadata"].get("labels", {}):
         return 0
     return sum(rj.get("replicas", 1) * rj["template"]["spec"].get("parallelism", 1)
                for rj in jobset["spec"]["replicatedJobs"])
@@ -105,3 +111,27 @@ def wait_bound(kube: Kube, jobset: dict, timeout: float) -> list[PodPlacement]:
             f"{p.pod} on {p.node}" if p.node else f"{p.pod} unbound: {p.unschedulable}" for p in pods)
 
     return wait_for(f"{want} pods of JobSet {ns}/{name} bound", probe, timeout, explain=explain)
+
+
+def scheduler_requests(server: str, token: str) -> dict[tuple[str, str], dict[str, float]]:
+    """What the scheduler itself counts as each pod's request, (namespace, pod) -> resource -> value.
+
+    kube-scheduler serves `kube_pod_resource_request` at /metrics/resources, computed with
+    `resourcehelper.PodRequests`, the helper its NodeResourcesFit plugin uses too (containers,
+    init containers, native sidecars, overhead); zero values are left out, terminal pods skipped
+    (k8s.io/kubernetes v1.35.4 pkg/scheduler/metrics/resources/resources.go,
+    cmd/kube-scheduler/app/server.go installMetricHandler)."""
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE  # the scheduler's own self-signed serving certificate
+    req = urllib.request.Request(f"{server}/metrics/resources", headers={"Authorization": f"Bearer {token}"})
+    with urllib.request.urlopen(req, context=context, timeout=10) as resp:
+        text = resp.read().decode()
+    out: dict[tuple[str, str], dict[str, float]] = {}
+    for line in text.splitlines():
+        if not line.startswith("kube_pod_resource_request{"):
+            continue
+        labels_text, value = line[len("kube_pod_resource_request{"):].rsplit("} ", 1)
+        labels = dict(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', labels_text))
+        out.setdefault((labels["namespace"], labels["pod"]), {})[labels["resource"]] = float(value)
+    return out

@@ -22,8 +22,12 @@ def variant(jobset: dict, name: str, change: Callable[[dict], None] | None = Non
     return out
 
 
+def pod_template(jobset: dict, index: int = 0) -> dict:
+    return jobset["spec"]["replicatedJobs"][index]["template"]["spec"]["template"]
+
+
 def pod_spec(jobset: dict, index: int = 0) -> dict:
-    return jobset["spec"]["replicatedJobs"][index]["template"]["spec"]["template"]["spec"]
+    return pod_template(jobset, index)["spec"]
 
 
 def delete_and_wait(kube: Kube, jobset: dict) -> None:

@@ -5,9 +5,8 @@ The offline rules reject a stack whose run doesn't fit its node
 ephemeral storage under the pod's 15Gi, its GCS FUSE sidecar included);
 every shipped stack they accept is placed by the real scheduler
 (test_stacks.py). Here the refused stack goes to the control plane with
-admission/ off: the scheduler must refuse it too, and say why. The FUSE
-sidecar is GKE's webhook's to inject, which this control plane lacks, so
-the scheduler sees the trainer's own request alone; it still doesn't fit.
+admission/ off: the scheduler must refuse it too, and say why, with GKE's
+FUSE sidecar injected into the pod as on GKE (e2e/harness/fuse_sidecar.py).
 """
 
 from __future__ import annotations
@@ -16,10 +15,15 @@ import json
 
 import pytest
 
+from admission import fit
+from core import quantity
+from core.allocatable import Allocatable
+from core.names import POOL_LABEL
 from e2e.harness.install import install_stack
 from e2e.harness.observe import wait_bound
 from e2e.harness.session import control_plane
 from e2e.harness.stack_objects import stack_objects
+from e2e.tests.scenario import pod_spec, pod_template, variant
 from e2e.tests.settings import LIFETIME
 from stack.problems import ConfigError
 
@@ -41,3 +45,60 @@ def test_a_run_admission_refuses_for_its_boot_disk_is_refused_by_the_scheduler(s
         with pytest.raises(TimeoutError) as unscheduled:
             wait_bound(kube, run, UNSCHEDULABLE_WAIT)
     assert "Insufficient ephemeral-storage" in str(unscheduled.value), str(unscheduled.value)
+
+
+SINGLE_HOST_RUN = "gemma3-single-host"
+BIND_WAIT = 60.0
+
+
+def _node_allocatable(kube, pool: str) -> Allocatable:
+    """The allocatable of a node of `pool`, as the API server stores it."""
+    node = next(n for n in kube.list("v1", "Node") if n["metadata"]["labels"].get(POOL_LABEL) == pool)
+    alloc = node["status"]["allocatable"]
+    return Allocatable(cpu=float(quantity.parse(alloc["cpu"])), memory=float(quantity.parse(alloc["memory"])),
+                       ephemeral_storage=float(quantity.parse(alloc["ephemeral-storage"])))
+
+
+def _sidecar_50gi(jobset: dict, _node: Allocatable) -> None:
+    pod_template(jobset)["metadata"]["annotations"]["gke-gcsfuse/ephemeral-storage-request"] = "50Gi"
+
+
+def _cpu_over(jobset: dict, node: Allocatable) -> None:
+    pod_spec(jobset)["containers"][0]["resources"]["requests"]["cpu"] = f"{int(node.cpu * 1000)}m"
+
+
+def _memory_in_margin(jobset: dict, node: Allocatable) -> None:
+    """Trainer memory so that the pod, without its in-memory cache volume, fits the node by 1Gi."""
+    pod = pod_template(jobset)
+    others = fit.pod_requests(pod)["memory"] - fit.memory_volume_bytes(pod["spec"])
+    trainer = pod["spec"]["containers"][0]["resources"]["requests"]
+    mine = float(quantity.parse(trainer["memory"]))
+    trainer["memory"] = str(int(node.memory - (others - mine) - 2**30))
+
+
+# (case, change, the scheduler binds it). The model refuses every one; where the scheduler binds,
+# the model is stricter on purpose: it counts memory-backed emptyDirs (their pages are charged to
+# the pod's memory, so the kubelet evicts on them) and keeps a 1% memory margin (core/allocatable.py).
+CASES = [
+    ("sidecar-50gi", _sidecar_50gi, False),
+    ("cpu-over", _cpu_over, False),
+    ("memory-in-margin", _memory_in_margin, True),
+]
+
+
+@pytest.mark.parametrize(("case", "change", "scheduler_binds"), CASES, ids=[c[0] for c in CASES])
+def test_the_fit_model_and_the_scheduler_agree_but_where_the_model_is_stricter_on_purpose(
+        queued, submitted, case, change, scheduler_binds):
+    _, kube, runs = queued
+    shipped = runs[SINGLE_HOST_RUN]
+    node = _node_allocatable(kube, pod_spec(shipped)["nodeSelector"][POOL_LABEL])
+    assert not fit.fit_findings(pod_template(shipped), node, "pod"), "the shipped run must fit"
+    run = variant(shipped, f"fit-{case}", lambda j: change(j, node))
+    assert fit.fit_findings(pod_template(run), node, "pod"), f"the model accepts {case}"
+    submitted(run)
+    if scheduler_binds:
+        assert wait_bound(kube, run, BIND_WAIT)
+    else:
+        with pytest.raises(TimeoutError) as unscheduled:
+            wait_bound(kube, run, UNSCHEDULABLE_WAIT)
+        assert "Insufficient" in str(unscheduled.value), str(unscheduled.value)

@@ -54,6 +54,18 @@ def _fill(kube, runs, submitted, ns: str, count: int, priority: str = "low") -> 
     return names
 
 
+def test_the_ladder_falls_to_the_next_rung_when_the_one_before_is_full(queued, submitted):
+    """README "Capacity": Kueue tries the rungs in order and takes the next one when the quota of
+    the one before is used up; the queued rung, last, is reached once every other is full."""
+    _, kube, runs = queued
+    flavors, rung = _ladder(queued)
+    assert flavors[-1] == rung, f"the queued rung {rung} must be last: {flavors}"
+    ns = runs[LADDER_RUN]["metadata"]["namespace"]
+    names = _fill(kube, runs, submitted, ns, len(flavors))
+    taken = [set(_admission(kube, ns, n).flavors.values()) for n in names]
+    assert taken == [{f} for f in flavors], list(zip(names, taken))
+
+
 def test_a_failed_provisioning_request_is_retried_on_its_rung_never_on_another(queued, submitted):
     cp, kube, runs = queued
     flavors, rung = _ladder(queued)

@@ -7,10 +7,13 @@ from datetime import datetime
 
 from core.names import POOL_LABEL
 from e2e.harness.kube import wait_for
-from e2e.harness.observe import admissions, wait_bound
+import pytest
+
+from admission import fit
+from e2e.harness.fuse_sidecar import SIDECAR
+from e2e.harness.observe import QUEUE_LABEL, admissions, scheduler_requests, wait_bound
 from stack.queueing import rungs
 
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 POD_TIMEOUT = 120.0
 
 
@@ -102,3 +105,32 @@ def test_kueue_admits_each_queued_run_on_its_first_rung(stack_run):
     for name, admission in found.items():
         first = rungs(_run_config(stack_run, name))[0]
         assert set(admission.flavors.values()) == {first}, (name, admission)
+
+
+def _template(jobset: dict, job: str) -> dict:
+    """The pod template of the replicated job a child Job (`<jobset>-<replicated job>-<index>`) belongs to."""
+    name = jobset["metadata"]["name"]
+    return next(rj["template"]["spec"]["template"] for rj in jobset["spec"]["replicatedJobs"]
+                if job.startswith(f"{name}-{rj['name']}-"))
+
+
+def test_the_scheduler_counts_each_run_pod_as_the_fit_model_does(stack_run):
+    """admission/fit.py's requests of a run's pod template against what kube-scheduler counts for
+    the pod the Job controller made of it, GKE's injected FUSE sidecar included. The one
+    difference is deliberate: the model adds memory-backed emptyDirs to memory (their pages are
+    charged to the pod's memory), the scheduler doesn't count them."""
+    kube, cp = stack_run.kube, stack_run.cp
+    for jobset in _jobsets(stack_run):
+        ns = jobset["metadata"]["namespace"]
+        pods = _bound_pods(stack_run, jobset)
+        counted = scheduler_requests(f"https://127.0.0.1:{cp.ports['scheduler']}", cp.pki.tokens["admin"])
+        for pod in pods:
+            template = _template(jobset, pod.job)
+            if template["metadata"].get("annotations", {}).get(fit.FUSE_ANNOTATION) == "true":
+                stored = kube.get("v1", "Pod", pod.pod, ns)
+                assert stored["spec"]["initContainers"][0]["name"] == SIDECAR, pod
+            model = fit.pod_requests(template)
+            model["memory"] -= fit.memory_volume_bytes(template["spec"])
+            seen = counted[(ns, pod.pod)]
+            for resource in fit.RESOURCES:
+                assert seen.get(resource, 0.0) == pytest.approx(model[resource], rel=1e-9), (pod.pod, resource)
