@@ -8,7 +8,7 @@ import urllib.request
 from dataclasses import dataclass
 
 from core.catalog import NODEPOOL_LABEL
-from e2e.harness.kube import Kube, wait_for
+from e2e.harness.kube import ApiError, Kube, wait_for
 
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
@@ -53,8 +53,15 @@ def placements(kube: Kube, namespace: str, run: str | None = None) -> list[PodPl
 
 
 def admissions(kube: Kube, namespace: str) -> list[Admission]:
+    """Kueue's Workloads in `namespace`; none where the stack installs no Kueue (no such API)."""
+    try:
+        workloads = kube.list(KUEUE, "Workload", namespace)
+    except ApiError as err:
+        if err.status != 404:
+            raise
+        return []
     out = []
-    for wl in kube.list(KUEUE, "Workload", namespace):
+    for wl in workloads:
         status = wl.get("status", {})
         flavors = {}
         for assignment in (status.get("admission") or {}).get("podSetAssignments", []):
