@@ -8,7 +8,20 @@ stages, from kwok's kustomize/stage/ directory:
   allocatable are kept as the harness created them (nodes.py).
 - node/heartbeat-with-lease: the node's Lease is renewed, so the node
   lifecycle controller keeps it Ready (kwok --node-lease-duration-seconds).
-- pod/fast pod-ready and pod-delete: a bound pod runs; a deleted one goes.
+- pod/fast pod-ready: a bound pod runs.
+- a deleted pod ends as the kubelet ends it (`pod-terminate`, the harness's
+  own stage): the kubelet stops a deleted pod's containers and reports the
+  pod in a terminal phase before it goes: Failed when a container exited
+  non-zero, with restartPolicy Never (k8s.io/kubernetes v1.35.4
+  pkg/kubelet/kubelet_pods.go getPhase, `podIsTerminal`). Its containers
+  exit with `TERMINATED_EXIT_CODE`, the trainers' code for "stopped on
+  SIGTERM after saving" (trainers/exit_codes.py), or the pod's
+  `EXIT_ON_SIGTERM_ANNOTATION`. Only then can the Job controller match its
+  podFailurePolicy (it waits for a terminating pod to be terminal) and drop
+  its finalizer; `pod-remove` (the harness's too) then removes the pod once
+  it is terminal and no finalizer is left, as the kubelet's final delete
+  does when the containers have stopped (kwok's own pod-delete stages wait
+  for the grace period, 300 s for the runs, or ignore the finalizers).
 - pod/fast pod-complete, narrowed: kwok's version completes every pod a Job
   owns as soon as it runs. Here it completes the pods of plain Jobs (the
   staging Jobs), and a JobSet's pods only when labelled `COMPLETE_LABEL`,
@@ -25,16 +38,19 @@ from pathlib import Path
 
 import yaml
 
+from trainers.exit_codes import TERMINATED
+
 COMPLETE_LABEL = "e2e.gke-finetune/complete"
 FAIL_LABEL = "pod-container-running-failed.stage.kwok.x-k8s.io"
 FAIL_EXIT_CODE_ANNOTATION = "pod-container-running-failed.stage.kwok.x-k8s.io/exit-code"
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
+EXIT_ON_SIGTERM_ANNOTATION = "e2e.gke-finetune/exit-code-on-sigterm"
+TERMINATED_EXIT_CODE = TERMINATED
 
 STAGE_FILES = (
     "node/fast/node-initialize.yaml",
     "node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",
     "pod/fast/pod-ready.yaml",
-    "pod/fast/pod-delete.yaml",
     "pod/fast/pod-complete.yaml",
     "pod/chaos/pod-container-running-failed.yaml",
 )
@@ -59,8 +75,58 @@ def _narrowed_complete(stage: dict) -> list[dict]:
     return [plain, labelled]
 
 
+def _terminate_on_delete() -> dict:
+    """A deleted, running pod: every container terminated (SIGTERM's exit code), the pod Failed."""
+    template = """
+{{ $now := Now }}
+{{ $annotations := or .metadata.annotations dict }}
+{{ $code := or ( index $annotations "%s" ) %d }}
+containerStatuses:
+{{ range $index, $item := .spec.containers }}
+- image: {{ $item.image | Quote }}
+  name: {{ $item.name | Quote }}
+  ready: false
+  restartCount: 0
+  started: false
+  state:
+    terminated:
+      exitCode: {{ $code }}
+      finishedAt: {{ $now | Quote }}
+      reason: Error
+      startedAt: {{ $now | Quote }}
+{{ end }}
+phase: Failed
+""" % (EXIT_ON_SIGTERM_ANNOTATION, TERMINATED_EXIT_CODE)
+    return {
+        "apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "Stage", "metadata": {"name": "pod-terminate"},
+        "spec": {
+            "resourceRef": {"apiGroup": "v1", "kind": "Pod"},
+            "selector": {"matchExpressions": [
+                {"key": ".metadata.deletionTimestamp", "operator": "Exists"},
+                {"key": ".status.phase", "operator": "In", "values": ["Pending", "Running"]},
+            ]},
+            "next": {"statusTemplate": template},
+        },
+    }
+
+
+def _remove_when_terminal() -> dict:
+    return {
+        "apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "Stage", "metadata": {"name": "pod-remove"},
+        "spec": {
+            "resourceRef": {"apiGroup": "v1", "kind": "Pod"},
+            "selector": {"matchExpressions": [
+                {"key": ".metadata.deletionTimestamp", "operator": "Exists"},
+                {"key": ".metadata.finalizers", "operator": "DoesNotExist"},
+                {"key": ".status.phase", "operator": "In", "values": ["Failed", "Succeeded"]},
+            ]},
+            "next": {"delete": True},
+        },
+    }
+
+
 def kwok_stages(stages_dir: Path) -> list[dict]:
-    stages = []
+    stages = [_terminate_on_delete(), _remove_when_terminal()]
     for relative in STAGE_FILES:
         stage = _load(stages_dir, relative)
         stages += _narrowed_complete(stage) if stage["metadata"]["name"] == "pod-complete" else [stage]

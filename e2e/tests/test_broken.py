@@ -66,5 +66,7 @@ def test_a_jobset_the_webhook_refuses_fails_with_the_webhook_reason(queued, subm
 
     with pytest.raises(ApiError) as failure:
         submitted(variant(runs[SINGLE_HOST_RUN], "broken-webhook", duplicate_rule))
-    assert 'admission webhook "vjobset.kb.io" denied the request' in failure.value.message, failure.value
+    # The chart's name for JobSet's validating webhook (charts/jobset, v0.12.0).
+    assert 'admission webhook "validate-jobset-x-k8s-io-v1alpha2-jobset.x-k8s.io" denied the request' \
+        in failure.value.message, failure.value
     assert "rule names are not unique" in failure.value.message, failure.value
