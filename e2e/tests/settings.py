@@ -7,7 +7,7 @@ import os
 from tools.offline import SHIPPED_STACKS
 
 # E2E_STACKS=dev,a4: the stacks to run (default: every shipped stack).
-STACKS = tuple(s for s in os.environ.get("E2E_STACKS", ",".join(SHIPPED_STACKS)).split(",") if s)
+STACKS = tuple(s for s in (os.environ.get("E2E_STACKS") or ",".join(SHIPPED_STACKS)).split(",") if s)
 # E2E_ADMISSION=off: the program runs without admission/, the real control plane judges alone.
 ADMISSION = os.environ.get("E2E_ADMISSION", "on") != "off"
 # E2E_LIFETIME: seconds after which the watchdog stops whatever is still running.
