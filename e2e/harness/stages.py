@@ -12,7 +12,7 @@ stages, from kwok's kustomize/stage/ directory:
 - a deleted pod ends as the kubelet ends it (`pod-terminate`, the harness's
   own stage): the kubelet stops a deleted pod's containers and reports the
   pod in a terminal phase before it goes: Failed when a container exited
-  non-zero, with restartPolicy Never (k8s.io/kubernetes v1.35.4
+  non-zero, Succeeded when none did, with restartPolicy Never (k8s.io/kubernetes v1.35.4
   pkg/kubelet/kubelet_pods.go getPhase, `podIsTerminal`). Its containers
   exit with `TERMINATED_EXIT_CODE`, the trainers' code for "stopped on
   SIGTERM after saving" (trainers/exit_codes.py), or the pod's
@@ -76,7 +76,8 @@ def _narrowed_complete(stage: dict) -> list[dict]:
 
 
 def _terminate_on_delete() -> dict:
-    """A deleted, running pod: every container terminated (SIGTERM's exit code), the pod Failed."""
+    """A deleted, running pod: every container terminated with SIGTERM's exit code; the pod Failed,
+    or Succeeded where that code is 0 (getPhase: every container stopped, none in failure)."""
     template = """
 {{ $now := Now }}
 {{ $annotations := or .metadata.annotations dict }}
@@ -95,7 +96,7 @@ containerStatuses:
       reason: Error
       startedAt: {{ $now | Quote }}
 {{ end }}
-phase: Failed
+phase: {{ if eq ( printf "%%v" $code ) "0" }}Succeeded{{ else }}Failed{{ end }}
 """ % (EXIT_ON_SIGTERM_ANNOTATION, TERMINATED_EXIT_CODE)
     return {
         "apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "Stage", "metadata": {"name": "pod-terminate"},

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from e2e.harness.kube import wait_for
 from e2e.harness.observe import wait_bound
-from e2e.harness.stages import FAIL_EXIT_CODE_ANNOTATION, FAIL_LABEL
-from e2e.tests.scenario import delete_and_wait, jobset_condition, jobset_status, variant
+from e2e.harness.stages import EXIT_ON_SIGTERM_ANNOTATION, FAIL_EXIT_CODE_ANNOTATION, FAIL_LABEL
+from e2e.tests.scenario import jobset_condition, jobset_status, pod_template, variant
 
 SINGLE_HOST_RUN = "gemma3-single-host"
 TIMEOUT = 120.0
@@ -64,3 +64,18 @@ def test_a_deleted_pod_restarts_its_jobset_within_the_restart_budget(queued, sub
     assert status.get("restartsCountTowardsMax", 0) == 1, status
     assert not jobset_condition(kube, run, "Failed"), status
     assert pod not in _pod_names(kube, run)
+
+
+def test_a_pod_stopped_by_sigterm_must_exit_non_zero_or_its_run_counts_as_done(queued, submitted):
+    """Why the trainers exit 143 after their SIGTERM save (trainers/exit_codes.py): a deleted pod
+    whose containers all exit 0 is Succeeded (the kubelet's getPhase), its Job completes, and the
+    JobSet is Completed with the training unfinished. The same deletion with 143 restarts it
+    (test above)."""
+    _, kube, runs = queued
+    run = submitted(variant(runs[SINGLE_HOST_RUN], "sigterm-exit-0", lambda j: pod_template(j)["metadata"]
+                            .setdefault("annotations", {}).update({EXIT_ON_SIGTERM_ANNOTATION: "0"})))
+    pod = _pod_names(kube, run)[0]
+    kube.delete("v1", "Pod", pod, run["metadata"]["namespace"])
+    done = wait_for("JobSet Completed", lambda: jobset_condition(kube, run, "Completed"), TIMEOUT,
+                    explain=lambda: str(jobset_status(kube, run)))
+    assert done and jobset_status(kube, run).get("restarts", 0) == 0
