@@ -12,8 +12,9 @@
 # PACKAGES, OUTPUT_NAMES, LDFLAGS, COPY_FROM_MODULE "module@version/path:dest";
 # a copy into bin/ is made executable). A recipe may define `prepare WORKDIR`,
 # run in the tool's directory before the build, to make files the build needs
-# (the module cache is read-only) and set OVERLAY to a `go build -overlay` file
-# naming them; WORKDIR is removed after the build.
+# (the module cache is read-only) and set BUILD_FLAGS for `go build` to use
+# them (-modfile with a replace of the module by a copy in WORKDIR: go build
+# -overlay refuses files in the module cache); WORKDIR is removed after the build.
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -41,7 +42,7 @@ build_tool() {
   tmp="$dir.partial.$$"
   rm -rf "$tmp" && mkdir -p "$tmp/bin"
   # shellcheck disable=SC1091
-  local PACKAGES="" OUTPUT_NAMES="" LDFLAGS="" COPY_FROM_MODULE="" OVERLAY=""
+  local PACKAGES="" OUTPUT_NAMES="" LDFLAGS="" COPY_FROM_MODULE="" BUILD_FLAGS=""
   unset -f prepare
   source "$HERE/$tool/recipe"
   start=$(date +%s)
@@ -52,7 +53,7 @@ build_tool() {
     if declare -F prepare >/dev/null; then
       mkdir -p "$tmp.prepare"
       prepare "$tmp.prepare"
-      [[ -z "$OVERLAY" ]] || flags+=(-overlay "$OVERLAY")
+      flags+=($BUILD_FLAGS)
     fi
     if [[ -n "$OUTPUT_NAMES" ]]; then
       # A main package whose directory name isn't the program's name: one -o each.
