@@ -19,7 +19,7 @@ set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 CACHE="${GKE_FINETUNE_E2E_TOOLS:-$HOME/.cache/gke-finetune/e2e-tools}"
-ALL_TOOLS=(etcd kubernetes kwok jobset kueue helm)
+ALL_TOOLS=(etcd kubernetes kwok jobset kueue helm pulumi pulumi-language-python pulumi-kubernetes)
 
 tool_key() {
   local tool="$1"
