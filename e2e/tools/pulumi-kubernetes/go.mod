@@ -1,3 +1,5 @@
+// The Kubernetes provider at the one commit the Go module proxy serves, the v4.25.0 tag's
+// (e2e/README.md, "The engine"); the recipe generates the schema it embeds.
 module gke-finetune/e2e/tools/pulumi-kubernetes
 
 go 1.26.0

@@ -1,3 +1,5 @@
+// The Python language host, from the last SDK versions that held it as a package; the
+// module it has been since 3.80.0 is served at no version (e2e/README.md, "The engine").
 module gke-finetune/e2e/tools/pulumi-language-python
 
 go 1.26.0

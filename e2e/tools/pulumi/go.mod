@@ -1,3 +1,7 @@
+// The Pulumi CLI. requirements.txt pins the SDK at 3.272.0; the Go module proxy serves
+// github.com/pulumi/pulumi/pkg/v3 at v3.274.0 and v3.274.1 but not 3.272.0 or 3.273.0
+// (e2e/README.md, "The engine"). The replace is the CLI module's own (pkg/go.mod), which
+// only the main module's go.mod can carry.
 module gke-finetune/e2e/tools/pulumi
 
 go 1.26.6
