@@ -9,12 +9,17 @@
 #
 # Each tool is a directory beside this script: go.mod (a `tool` directive per
 # main package, `require` at the pinned version), go.sum, and a recipe (bash:
-# PACKAGES, OUTPUT_NAMES, LDFLAGS, COPY_FROM_MODULE "module@version/path:dest").
+# PACKAGES, OUTPUT_NAMES, LDFLAGS, COPY_FROM_MODULE "module@version/path:dest";
+# a copy into bin/ is made executable). A recipe may define `prepare WORKDIR`,
+# run in the tool's directory before the build, to make files the build needs
+# (the module cache is read-only) and set BUILD_FLAGS for `go build` to use
+# them (-modfile with a replace of the module by a copy in WORKDIR: go build
+# -overlay refuses files in the module cache); WORKDIR is removed after the build.
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 CACHE="${GKE_FINETUNE_E2E_TOOLS:-$HOME/.cache/gke-finetune/e2e-tools}"
-ALL_TOOLS=(etcd kubernetes kwok jobset kueue helm fake-gcs)
+ALL_TOOLS=(etcd kubernetes kwok jobset kueue helm fake-gcs pulumi pulumi-language-python pulumi-kubernetes)
 
 tool_key() {
   local tool="$1"
@@ -37,29 +42,41 @@ build_tool() {
   tmp="$dir.partial.$$"
   rm -rf "$tmp" && mkdir -p "$tmp/bin"
   # shellcheck disable=SC1091
-  local PACKAGES="" OUTPUT_NAMES="" LDFLAGS="" COPY_FROM_MODULE=""
+  local PACKAGES="" OUTPUT_NAMES="" LDFLAGS="" COPY_FROM_MODULE="" BUILD_FLAGS=""
+  unset -f prepare
   source "$HERE/$tool/recipe"
   start=$(date +%s)
   (
     cd "$HERE/$tool"
     go mod download
+    local -a flags=(-ldflags "$LDFLAGS")
+    if declare -F prepare >/dev/null; then
+      mkdir -p "$tmp.prepare"
+      prepare "$tmp.prepare"
+      flags+=($BUILD_FLAGS)
+    fi
     if [[ -n "$OUTPUT_NAMES" ]]; then
       # A main package whose directory name isn't the program's name: one -o each.
       local -a pkgs=($PACKAGES) names=($OUTPUT_NAMES)
       for i in "${!pkgs[@]}"; do
         GOFLAGS="${GOFLAGS:-} -trimpath" CGO_ENABLED=0 \
-          go build -ldflags "$LDFLAGS" -o "$tmp/bin/${names[$i]}" "${pkgs[$i]}"
+          go build "${flags[@]}" -o "$tmp/bin/${names[$i]}" "${pkgs[$i]}"
       done
     else
-      GOFLAGS="${GOFLAGS:-} -trimpath" CGO_ENABLED=0 go build -ldflags "$LDFLAGS" -o "$tmp/bin/" $PACKAGES
+      GOFLAGS="${GOFLAGS:-} -trimpath" CGO_ENABLED=0 go build "${flags[@]}" -o "$tmp/bin/" $PACKAGES
     fi
     for pair in $COPY_FROM_MODULE; do
       local src="${pair%%:*}" dest="${pair#*:}"
+      # A module version outside the tool's build list is fetched by its own name.
+      local version="${src#*@}"; local modver="${src%%@*}@${version%%/*}"
+      [[ -e "$(go env GOMODCACHE)/$modver" ]] || go mod download "$modver"
       mkdir -p "$tmp/$(dirname "$dest")"
       cp -r "$(go env GOMODCACHE)/$src" "$tmp/$dest"
       chmod -R u+w "$tmp/$dest"
+      [[ "$dest" != bin/* ]] || chmod -R a+x "$tmp/$dest"
     done
   )
+  rm -rf "$tmp.prepare"
   local seconds=$(( $(date +%s) - start ))
   echo "built in ${seconds}s on $(nproc) cores, $(date -u +%FT%TZ)" > "$tmp/.complete"
   rm -rf "$dir" && mv "$tmp" "$dir"
