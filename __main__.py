@@ -35,7 +35,8 @@ cfg = admit(reader.load())
 apis = ProjectApis("apis", ProjectApisArgs(project=cfg.project, services=required_apis(cfg)))
 after_apis = apis.dependents
 
-identity = Identity("identity", IdentityArgs(project=cfg.project, stack=cfg.stack), after_apis)
+identity = Identity("identity", IdentityArgs(project=cfg.project, stack=cfg.stack, project_number=cfg.project_number),
+                    after_apis)
 registry = Registry(
     "registry",
     RegistryArgs(

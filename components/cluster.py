@@ -79,7 +79,8 @@ def _control_plane_range(private) -> str | None:
     """The source of the control plane's connections to the nodes: the /28 of a VPC-peering
     private cluster, else (Private Service Connect) its private endpoint's address; None for a
     cluster without private nodes, which needs no rule. A cluster with private nodes that
-    reports neither fails the update here, rather than leaving a rule without a source.
+    reports neither, once created, fails the update here rather than leaving a rule without
+    a source (on preview of a new cluster the endpoint is not assigned yet).
     https://cloud.google.com/kubernetes-engine/docs/how-to/latest/network-isolation#add_firewall_rules"""
     if private is None or not private.enable_private_nodes:
         return None
@@ -87,6 +88,8 @@ def _control_plane_range(private) -> str | None:
         return private.master_ipv4_cidr_block
     if private.private_endpoint:
         return f"{private.private_endpoint}/32"
+    if pulumi.runtime.is_dry_run():
+        return None  # a preview of a cluster to be created: GKE has not assigned the endpoint yet
     raise ValueError("the cluster has private nodes but GKE reports neither privateClusterConfig."
                      "masterIpv4CidrBlock nor privateClusterConfig.privateEndpoint: the control plane's "
                      "source range for the webhook firewall rule is unknown")

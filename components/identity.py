@@ -40,6 +40,15 @@ def member_of(account: gcp.serviceaccount.Account) -> pulumi.Output[str]:
 class IdentityArgs:
     project: str
     stack: str
+    project_number: str = ""  # empty: read from the Resource Manager API
+
+
+def project_number(args: IdentityArgs, parent: pulumi.Resource) -> pulumi.Output[str]:
+    """The number IAM principals name the project by: the stack's, or the API's."""
+    if args.project_number:
+        return pulumi.Output.from_input(args.project_number)
+    project = gcp.organizations.get_project_output(project_id=args.project, opts=pulumi.InvokeOutputOptions(parent=parent))
+    return project.number
 
 
 class Identity(pulumi.ComponentResource):
@@ -67,12 +76,12 @@ class Identity(pulumi.ComponentResource):
                 member=member_of(self.node_account),
                 opts=child,
             )
-        # The principal names the project by number, which only the API knows.
-        project = gcp.organizations.get_project_output(project_id=args.project, opts=pulumi.InvokeOutputOptions(parent=self))
-        self.trainer_member = project.number.apply(
+        # The principal names the project by number: the stack's projectNumber, else the API's.
+        number = project_number(args, self)
+        self.trainer_member = number.apply(
             lambda number: kubernetes_service_account_principal(number, args.project, RUNS_NAMESPACE, TRAINER_KSA)
         )
-        self.stager_member = project.number.apply(
+        self.stager_member = number.apply(
             lambda number: kubernetes_service_account_principal(number, args.project, RUNS_NAMESPACE, STAGER_KSA)
         )
         self.register_outputs({"node_email": self.node_account.email, "trainer_member": self.trainer_member})

@@ -34,6 +34,9 @@ class StackConfig(StackModel):
 
     project: str = Field(description="gcp:project")
     region: str = Field(description="gcp:region")
+    # The project's number, which IAM principals of Workload Identity name. Given, nothing
+    # reads it from the Resource Manager API, so a preview needs no live API.
+    project_number: str = Field(default="", description="default: read from the API on preview and up")
     stack: str = Field(default="dev", min_length=1, description="the Pulumi stack name")
     mode: Literal["standard", "autopilot"] = "standard"
     cluster_name: str = Field(default="finetune", pattern=DNS_1035_LABEL, max_length=40)
@@ -61,6 +64,15 @@ class StackConfig(StackModel):
             raise_problems([Problem("", value, "is not a project id",
                                     "6-30 lowercase letters, digits or hyphens, starting with a letter, "
                                     "not ending with a hyphen")])
+        return value
+
+    @field_validator("project_number")
+    @classmethod
+    def _project_number(cls, value: str) -> str:
+        if value and not (value.isdigit() and 1 <= len(value) <= 20 and value[0] != "0"):
+            raise_problems([Problem("", value, "is not a project number",
+                                    "the project's number as digits (gcloud projects describe <id> "
+                                    "--format='value(projectNumber)'), or empty")])
         return value
 
     @field_validator("region")
