@@ -94,7 +94,9 @@ def start_provisioner(cp: ControlPlane, pools: list[PoolNodes]) -> None:
     cp.supervisor.start("provisioner", [sys.executable, "-m", "e2e.harness.provisioner", str(cp.state)], cwd=ROOT)
 
 
-def install_stack(cp: ControlPlane, kube: Kube, objects: StackObjects) -> Installed:
+def install_stack(cp: ControlPlane, kube: Kube, objects: StackObjects, platform_only: bool = False) -> Installed:
+    """The stack's nodes and in-cluster steps. `platform_only`: what a platform team provides an
+    existing-cluster stack with, the nodes and the JobSet and Kueue controllers, nothing else."""
     pools = autopilot_node_pools(objects) if objects.autopilot else objects.node_pools
     installed = Installed(objects.stack, stack_nodes(pools, objects.cluster, objects.region))
     # GKE's own CRDs first: the cluster has them before anything of the stack.
@@ -108,6 +110,8 @@ def install_stack(cp: ControlPlane, kube: Kube, objects: StackObjects) -> Instal
             installed.applied += [f"{o['kind']} {o['metadata'].get('namespace', '')}/{o['metadata']['name']}"
                                   for o in release.objects]
             installed.left_out += release.left_out
+            continue
+        if platform_only:
             continue
         manifest = step.manifest
         if gke_only(manifest):

@@ -1,0 +1,110 @@
+"""The program through the real Pulumi engine: the CLI, its Python language host and the Kubernetes provider.
+
+The engine runs on a copy of the repository's tracked files (the program,
+Pulumi.yaml and the layers it imports) with one stack file written there, so
+a test can change the stack file without touching the clone. State is in a
+local file backend under the work directory, secrets by passphrase; the
+language host and the provider are found on PATH (e2e/README.md, "The
+engine", says why these versions and why `PULUMI_PYTHON_CMD`). Nothing
+reaches a network: the only cluster is the control plane on 127.0.0.1.
+
+Each command is timed; `preview_steps` reads `pulumi preview --json`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from e2e.harness.tools import ROOT, Tools
+
+ENGINE_TOOLS = ("pulumi", "pulumi-language-python", "pulumi-kubernetes")
+PASSPHRASE = "e2e-local-only"
+COMMAND_TIMEOUT = 600.0
+
+
+class EngineError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class Step:
+    command: str
+    seconds: float
+    output: str  # stdout and stderr
+    stdout: str
+
+
+@dataclass
+class Engine:
+    """One stack of the program in its own work directory, run through the real CLI."""
+
+    workdir: Path
+    stack: str
+    env: dict[str, str]
+    steps: list[Step] = field(default_factory=list)
+
+    @property
+    def stack_file(self) -> Path:
+        return self.workdir / f"Pulumi.{self.stack}.yaml"
+
+    def write_stack(self, config: dict) -> None:
+        self.stack_file.write_text(yaml.safe_dump({"config": config}, sort_keys=False))
+
+    def read_stack(self) -> dict:
+        return yaml.safe_load(self.stack_file.read_text())["config"]
+
+    def run(self, *args: str, check: bool = True, timeout: float = COMMAND_TIMEOUT) -> Step:
+        argv = ["pulumi", *args, "--stack", self.stack, "--non-interactive"]
+        start = time.monotonic()
+        done = subprocess.run(argv, cwd=self.workdir, env=self.env, capture_output=True, text=True, timeout=timeout)
+        step = Step(" ".join(args), time.monotonic() - start, done.stdout + done.stderr, done.stdout)
+        self.steps.append(step)
+        if check and done.returncode != 0:
+            raise EngineError(f"e2e: `pulumi {' '.join(args)}` exited {done.returncode}:\n{step.output[-6000:]}")
+        return step
+
+    def preview_steps(self) -> list[dict]:
+        """The steps `pulumi preview` plans: op (create, same, replace, ...), urn, type and name."""
+        step = self.run("preview", "--json")
+        return [{"op": s["op"], "urn": s["urn"], "type": s["urn"].split("::")[-2], "name": s["urn"].split("::")[-1]}
+                for s in json.loads(step.stdout).get("steps", [])]
+
+
+def _copy_program(dest: Path) -> None:
+    """The repository's tracked files, as a clean checkout has them (no stack files, no state)."""
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, text=True, check=True)
+    for name in filter(None, listed.stdout.split("\0")):
+        src = ROOT / name
+        if not src.is_file() or (name.startswith("Pulumi.") and name != "Pulumi.yaml"):
+            continue
+        target = dest / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src, target)
+
+
+def engine(tools: Tools, workdir: Path, stack: str, kubeconfig: Path) -> Engine:
+    """A work directory with the program, a local backend and the stack initialised."""
+    missing = [t for t in ENGINE_TOOLS if t not in tools.dirs]
+    if missing:
+        raise EngineError(f"e2e: the engine's tools {missing} are not built: run make e2e-tools")
+    _copy_program(workdir / "program")
+    (workdir / "state").mkdir(parents=True, exist_ok=True)
+    env = {
+        "PATH": ":".join([*tools.path_entries, os.environ.get("PATH", "")]),
+        "HOME": str(workdir), "PULUMI_HOME": str(workdir / "pulumi-home"),
+        "PULUMI_BACKEND_URL": f"file://{workdir / 'state'}", "PULUMI_CONFIG_PASSPHRASE": PASSPHRASE,
+        "PULUMI_SKIP_UPDATE_CHECK": "true", "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
+        "PULUMI_PYTHON_CMD": str(ROOT / ".venv" / "bin" / "python"), "KUBECONFIG": str(kubeconfig),
+        "PYTHONUNBUFFERED": "1",
+    }
+    made = Engine(workdir / "program", stack, env)
+    made.run("stack", "init", stack)
+    return made
