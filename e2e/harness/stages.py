@@ -98,32 +98,25 @@ containerStatuses:
 {{ end }}
 phase: {{ if eq ( printf "%%v" $code ) "0" }}Succeeded{{ else }}Failed{{ end }}
 """ % (EXIT_ON_SIGTERM_ANNOTATION, TERMINATED_EXIT_CODE)
-    return {
-        "apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "Stage", "metadata": {"name": "pod-terminate"},
-        "spec": {
-            "resourceRef": {"apiGroup": "v1", "kind": "Pod"},
-            "selector": {"matchExpressions": [
-                {"key": ".metadata.deletionTimestamp", "operator": "Exists"},
-                {"key": ".status.phase", "operator": "In", "values": ["Pending", "Running"]},
-            ]},
-            "next": {"statusTemplate": template},
-        },
-    }
+    return _pod_stage("pod-terminate", {".metadata.deletionTimestamp": ("Exists",),
+                                         ".status.phase": ("In", "Pending", "Running")},
+                      {"statusTemplate": template})
 
 
 def _remove_when_terminal() -> dict:
-    return {
-        "apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "Stage", "metadata": {"name": "pod-remove"},
-        "spec": {
-            "resourceRef": {"apiGroup": "v1", "kind": "Pod"},
-            "selector": {"matchExpressions": [
-                {"key": ".metadata.deletionTimestamp", "operator": "Exists"},
-                {"key": ".metadata.finalizers", "operator": "DoesNotExist"},
-                {"key": ".status.phase", "operator": "In", "values": ["Failed", "Succeeded"]},
-            ]},
-            "next": {"delete": True},
-        },
-    }
+    return _pod_stage("pod-remove", {".metadata.deletionTimestamp": ("Exists",),
+                                     ".metadata.finalizers": ("DoesNotExist",),
+                                     ".status.phase": ("In", "Failed", "Succeeded")},
+                      {"delete": True})
+
+
+def _pod_stage(name: str, match: dict[str, tuple[str, ...]], then: dict) -> dict:
+    """A kwok Stage for pods: `match` maps a field to (operator, values...)."""
+    expressions = [{"key": key, "operator": op, **({"values": list(values)} if values else {})}
+                   for key, (op, *values) in match.items()]
+    return {"apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "Stage", "metadata": {"name": name},
+            "spec": {"resourceRef": {"apiGroup": "v1", "kind": "Pod"},
+                     "selector": {"matchExpressions": expressions}, "next": then}}
 
 
 def kwok_stages(stages_dir: Path) -> list[dict]:
