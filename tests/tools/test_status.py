@@ -206,6 +206,15 @@ def test_the_reader_accepts_what_each_trainer_writes(module, tmp_path):
     assert rec["restore_seconds"] == 100.0 and rec["starts"] == 1
 
 
+def test_the_record_names_the_run_the_manifests_name():
+    from core.names import RUN_ENV
+    from manifests.pod import env
+
+    assert jax_progress.RUN_ENV == gpu_progress.RUN_ENV == RUN_ENV
+    config = load_files("tpu-queued", ROOT)
+    assert {"name": RUN_ENV, "value": "gemma3-ladder"} in env(config.runs[0])
+
+
 def test_both_trainers_write_the_same_format():
     """Two copies of one writer (trainers import nothing of each other): the code is the same."""
     code = [Path(m.__file__).read_text().split('"""', 2)[2] for m in (jax_progress, gpu_progress)]

@@ -14,6 +14,7 @@ from peft import PeftModel
 from safetensors.torch import load_file
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
+from tools.status_model import validate_progress
 from trainers import exit_codes
 from trainers.trl_gpu import data
 from trainers.trl_gpu.args import parse_args
@@ -114,7 +115,7 @@ def test_entry_point_end_to_end(gemma4_dir, sql_file, tmp_path):
     assert rates and all(r > 0 for r in rates)
 
     # The progress record world process zero wrote beside the checkpoints (trainers/trl_gpu/progress.py).
-    record = json.loads((out / "progress.json").read_text())
+    record = validate_progress(json.loads((out / "progress.json").read_text()))  # as `make status` reads it
     assert (record["schema"], record["trainer"], record["starts"], record["redone_steps"]) == (1, "trl-gpu", 1, 0)
     assert (record["step"], record["total_steps"], record["checkpoint_step"]) == (8, 8, 8)
     last_train = [h for h in history if "loss" in h][-1]
