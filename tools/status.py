@@ -35,11 +35,13 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def rows(facts: Mapping[str, RunFacts], objects: Mapping[str, list], progress, now: float) -> list[RunStatus]:
-    """A status row for each run of the stack that has a JobSet in the cluster."""
+    """A status row for each run of the stack; `not submitted` where the cluster has no JobSet of it."""
     out = []
     for name, fact in facts.items():
         jobset = next((j for j in objects["jobsets"] if j["metadata"]["name"] == name), None)
         if jobset is None:
+            out.append(RunStatus(run=name, phase="not submitted", detail="no JobSet in the cluster (make up)",
+                                 pods=fact.pods, slices=fact.slices, chips=fact.chips))
             continue
         workload = next((w for w in objects["workloads"] if owned_by(w, "JobSet", name)), None)
         wl_name = (workload or {}).get("metadata", {}).get("name", "")
@@ -132,7 +134,7 @@ def snapshot(args, config, facts) -> tuple[int, str]:
     progress = LocalProgress(args.progress_dir) if args.progress_dir else BucketProgress(config.data_bucket, config.project)
     found = rows(facts, objects, progress, time.time())
     if args.run:
-        found = [r for r in found if r.run == args.run]
+        found = [r for r in found if r.run == args.run and r.phase != "not submitted"]
         if not found:
             return EX_NOINPUT, f"status: run {args.run!r} of stack {args.stack} has no JobSet in the cluster"
     if args.json:

@@ -281,6 +281,11 @@ def test_clear_messages_and_exit_codes(tmp_path):
     res = _cli("--stack", "tpu-queued", "--run", "gemma3-ladder", "--from-json", _dump(tmp_path, jobset("gemma3-single-host")),
                "--progress-dir", str(tmp_path))
     assert res.returncode == status.EX_NOINPUT and "run 'gemma3-ladder' of stack tpu-queued has no JobSet" in res.stderr
+    res = _cli("--stack", "tpu-queued", "--from-json", _dump(tmp_path, jobset("gemma3-single-host")),
+               "--progress-dir", str(tmp_path), "--watch", "0.01", "--iterations", "2")
+    assert res.returncode == 0, res.stderr
+    ladder_lines = [line for line in res.stdout.splitlines() if line.startswith("gemma3-ladder ")]
+    assert len(ladder_lines) == 2 and "not submitted" in ladder_lines[0]  # shown twice: --watch
     res = _cli("--stack", "no-such-stack")
     assert res.returncode == status.EX_CONFIG and "stack no-such-stack" in res.stderr
 
