@@ -71,9 +71,11 @@ class KubeCluster:
         try:
             return fn(*args, _request_timeout=TIMEOUT_S, **kwargs)
         except ApiException as err:
+            if err.status == 404:
+                raise  # the caller says what is missing
             if err.status in (401, 403):
                 raise ClusterUnreachable(f"the API server refused the request ({err.status} {err.reason})") from None
-            raise
+            raise ClusterUnreachable(f"the API server answered {err.status} {err.reason}") from None
         except (HTTPError, OSError) as err:
             raise ClusterUnreachable(f"the API server did not answer: {err}") from None
 
@@ -126,12 +128,17 @@ class BucketProgress:
     """Records from the stack's bucket: gs://<bucket>/checkpoints/<run>/progress.json."""
 
     def __init__(self, bucket: str, project: str):
-        from google.cloud import storage  # pylint: disable=import-outside-toplevel
+        self.name, self.bucket, self.problem = bucket, None, ""
+        try:
+            from google.cloud import storage  # pylint: disable=import-outside-toplevel
 
-        self.bucket = storage.Client(project=project).bucket(bucket)
-        self.name = bucket
+            self.bucket = storage.Client(project=project).bucket(bucket)
+        except Exception as err:  # pylint: disable=broad-except  # no client, no credentials: say so per run
+            self.problem = f"gs://{bucket} cannot be read: {type(err).__name__}: {err}"
 
     def read(self, run: str) -> tuple[dict | None, str]:
+        if self.bucket is None:
+            return None, self.problem
         from google.api_core import exceptions  # pylint: disable=import-outside-toplevel
 
         path = f"{CHECKPOINT_PREFIX}/{run}/{PROGRESS_FILE}"

@@ -11,7 +11,7 @@ V6E_1X1 = catalog.lookup("tpu-v6e", "1x1", None)
 A4 = catalog.A4_SHAPE
 
 
-@pytest.mark.parametrize("shape", [V6E_1X1, V6E_2X4, A4])
+@pytest.mark.parametrize("shape", catalog.SHAPES, ids=lambda s: s.description)
 @pytest.mark.parametrize("capacity", prices.CAPACITIES)
 def test_every_shape_has_a_dated_sourced_price_on_every_capacity(shape, capacity):
     price = prices.price(shape, capacity)

@@ -16,7 +16,7 @@ from stack.reader import load_files
 from tools import status
 from tools.status_model import ProgressError, validate_progress
 from tools.status_row import run_facts, status_row
-from tools.status_sources import LocalProgress
+from tools.status_sources import BucketProgress, LocalProgress
 from trainers.gemma_jax import progress as jax_progress
 from trainers.trl_gpu import progress as gpu_progress
 
@@ -237,6 +237,12 @@ def test_a_bad_record_in_the_bucket_layout_is_reported_not_fatal(tmp_path):
     rec, problem = LocalProgress(str(tmp_path)).read("gemma3-ladder")
     assert rec is None and "not JSON" in problem and str(run_dir / "progress.json") in problem
     assert LocalProgress(str(tmp_path)).read("other") == (None, "")
+
+
+def test_a_bucket_that_cannot_be_read_is_reported_per_run(monkeypatch):
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", "/nonexistent/key.json")
+    rec, problem = BucketProgress("my-bucket", "my-project-id").read("gemma3-ladder")
+    assert rec is None and problem.startswith("gs://my-bucket cannot be read: ")
 
 
 # --- the command ------------------------------------------------------------------------------
