@@ -317,3 +317,74 @@ def test_a_cluster_that_does_not_answer_exits_69(tmp_path):
     res = subprocess.run([sys.executable, "-m", "tools.status", "show", "--stack", "tpu-queued"], cwd=ROOT,
                          capture_output=True, text=True, timeout=120, env=env)
     assert res.returncode == status.EX_UNAVAILABLE and "no usable kubeconfig" in res.stderr, res.stderr
+
+
+class _ApiServer:
+    """A Kubernetes API on 127.0.0.1 that serves fixed objects by path (plain HTTP), for the real client."""
+
+    def __init__(self, routes: dict[str, dict | None]):
+        import http.server
+        import threading
+
+        self.routes = routes
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802 (the http.server API)
+                body = outer.routes.get(self.path.split("?")[0])
+                code = 200 if body is not None else 404
+                if body is None:
+                    body = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound", "code": 404}
+                data = json.dumps(body).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def kubeconfig(self, path: Path) -> dict:
+        path.write_text(json.dumps({
+            "apiVersion": "v1", "kind": "Config", "current-context": "here",
+            "clusters": [{"name": "here", "cluster": {"server": f"http://127.0.0.1:{self.server.server_port}"}}],
+            "users": [{"name": "me", "user": {"token": "t"}}],
+            "contexts": [{"name": "here", "context": {"cluster": "here", "user": "me"}}],
+        }))
+        return {**__import__("os").environ, "KUBECONFIG": str(path)}
+
+
+def _served_pod(run: str) -> dict:
+    """A pod as the API serves it (the fields the client requires)."""
+    p = pod(run, 0, True)
+    p["spec"] = {"containers": [{"name": "trainer", "image": "trainer@sha256:0"}]}
+    p["status"]["containerStatuses"] = [{"name": "trainer", "image": "trainer@sha256:0", "imageID": "", "ready": True,
+                                         "restartCount": 0, "state": {"running": {"startedAt": at(600)}}}]
+    return p
+
+
+def test_the_kubernetes_client_path_not_deployed_and_served_objects(tmp_path):
+    ns, jobsets = "/api/v1/namespaces/finetune", "/apis/jobset.x-k8s.io/v1alpha2/namespaces/finetune/jobsets"
+    api = _ApiServer({})
+    env = api.kubeconfig(tmp_path / "kubeconfig")
+    cmd = [sys.executable, "-m", "tools.status", "show", "--stack", "tpu-queued", "--progress-dir", str(tmp_path)]
+    res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
+    assert res.returncode == status.EX_NOINPUT, res.stderr
+    assert "stack tpu-queued has nothing deployed here: namespace 'finetune' does not exist" in res.stderr
+    api.routes[ns] = {"kind": "Namespace", "apiVersion": "v1", "metadata": {"name": "finetune"}}
+    res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
+    assert res.returncode == status.EX_NOINPUT and "the JobSet API (jobset.x-k8s.io/v1alpha2) is not installed" in res.stderr
+    # Kueue's Workloads served, the ProvisioningRequest API absent (404: no such objects).
+    wl = workload("gemma3-ladder", [cond("QuotaReserved"), cond("Admitted")], flavor="spot-v6e-2x4")
+    api.routes[jobsets] = {"items": [jobset("gemma3-ladder", ready=1)]}
+    api.routes["/apis/kueue.x-k8s.io/v1beta2/namespaces/finetune/workloads"] = {"items": [wl]}
+    api.routes[f"{ns}/pods"] = {"kind": "PodList", "apiVersion": "v1", "metadata": {},
+                                "items": [_served_pod("gemma3-ladder")]}
+    res = subprocess.run([*cmd, "--run", "gemma3-ladder"], cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
+    assert res.returncode == 0, res.stderr
+    assert "run gemma3-ladder: admitted (1/2 pods ready)" in res.stdout
+    assert "rung 1 of 3: pool spot-v6e-2x4 (spot)" in res.stdout
