@@ -20,11 +20,11 @@ import json
 import sys
 import time
 from collections.abc import Mapping
+from pathlib import Path
 
-from core.names import RUNS_NAMESPACE
+from core.names import RUN_LABEL, RUNS_NAMESPACE
 from stack.problems import ConfigError
 from stack.reader import load_files
-from pathlib import Path
 from tools.status_model import RunStatus
 from tools.status_row import RunFacts, run_facts, status_row
 from tools.status_sources import (BucketProgress, ClusterUnreachable, KubeCluster, LocalProgress, NotDeployed,
@@ -46,7 +46,7 @@ def rows(facts: Mapping[str, RunFacts], objects: Mapping[str, list], progress, n
         workload = next((w for w in objects["workloads"] if owned_by(w, "JobSet", name)), None)
         wl_name = (workload or {}).get("metadata", {}).get("name", "")
         requests = [r for r in objects["requests"] if wl_name and owned_by(r, "Workload", wl_name)]
-        pods = [p for p in objects["pods"] if (p["metadata"].get("labels") or {}).get("gke-finetune/run") == name]
+        pods = [p for p in objects["pods"] if (p["metadata"].get("labels") or {}).get(RUN_LABEL) == name]
         record, problem = progress.read(name)
         row = status_row(fact, jobset, workload, requests, pods, record, now)
         row.progress_problem = problem

@@ -26,7 +26,7 @@ What the fields mean, as the controllers write them:
 from __future__ import annotations
 
 import datetime
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 
 PROGRESS_SCHEMA = 1
