@@ -233,6 +233,15 @@ def inspect(cfg: cli.Config, plan: comp.DataPlan) -> int:
     return exit_codes.OK
 
 
+def open_progress(cfg: cli.Config, plan: comp.DataPlan, start: int, started: float) -> progress_lib.Progress:
+    """The run's progress record, kept by process 0 beside the checkpoints (a local or FUSE-mounted
+    directory; none for a gs:// checkpoint directory)."""
+    owner = jax.process_index() == 0 and "://" not in cfg.checkpoint_dir
+    progress = progress_lib.Progress(cfg.checkpoint_dir, "gemma-jax", plan.total_steps, started, owner)
+    progress.resumed(start)
+    return progress
+
+
 def run(cfg: cli.Config) -> int:
     """The whole run; returns the exit code."""
     started = time.time()
@@ -264,11 +273,7 @@ def run(cfg: cli.Config) -> int:
             cfg,
             "before",
         )
-    # The record lives beside the checkpoints on a local (or FUSE-mounted) directory only.
-    owner = jax.process_index() == 0 and "://" not in cfg.checkpoint_dir
-    progress = progress_lib.Progress(cfg.checkpoint_dir, "gemma-jax", plan.total_steps, started, owner)
-    progress.resumed(start)
-    loop = Loop(cfg, layout, parts, plan, frozen, ckpt, meta, progress)
+    loop = Loop(cfg, layout, parts, plan, frozen, ckpt, meta, open_progress(cfg, plan, start, started))
     if start == 0:  # the starting point of a fresh run, on the held-out stories
         loop.evaluate_at(0, state)
     code = loop.run(state, data_iter, start, stop)
