@@ -112,9 +112,9 @@ plan: $(VENV)/.installed
 	$(VENV)/bin/python -m tools.plan show --stack $(STACK) $(PLAN_SECRETS)
 
 # Where each run of a stack is: phase, pods, restarts, step, ETA, goodput, $ (tools/status.py).
-# RUN=<run> for one run's details; STATUS_ARGS=--json or STATUS_ARGS=--watch.
+# RUN=<run> for one run's details; WATCH=<seconds> to refresh; STATUS_ARGS=--json for scripts.
 status: $(VENV)/.installed
-	$(VENV)/bin/python -m tools.status show --stack $(STACK) $(if $(RUN),--run $(RUN)) $(STATUS_ARGS)
+	$(VENV)/bin/python -m tools.status show --stack $(STACK) $(if $(RUN),--run $(RUN)) $(if $(WATCH),--watch $(WATCH)) $(STATUS_ARGS)
 
 plan-diff: $(VENV)/.installed
 	$(VENV)/bin/python -m tools.plan diff --base $(BASE) --stack $(STACK) $(PLAN_SECRETS)
