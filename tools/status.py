@@ -47,8 +47,10 @@ def rows(facts: Mapping[str, RunFacts], objects: Mapping[str, list], progress, n
         wl_name = (workload or {}).get("metadata", {}).get("name", "")
         requests = [r for r in objects["requests"] if wl_name and owned_by(r, "Workload", wl_name)]
         pods = [p for p in objects["pods"] if (p["metadata"].get("labels") or {}).get(RUN_LABEL) == name]
+        on = {(p.get("spec") or {}).get("nodeName") for p in pods}
+        nodes = [n for n in objects.get("nodes", ()) if n["metadata"]["name"] in on]
         record, problem = progress.read(name)
-        row = status_row(fact, jobset, workload, requests, pods, record, now)
+        row = status_row(fact, jobset, workload, requests, pods, record, now, nodes)
         row.progress_problem = problem
         out.append(row)
     return out

@@ -15,7 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from core import prices
-from core.catalog import Shape
+from core.catalog import FLEX_START_LABEL, QUEUED_LABEL, RESERVATION_NAME_LABEL, SPOT_LABEL, Shape
+from core.names import POOL_LABEL
 from stack.queueing import rungs
 from tools.status_model import Rung, RunStatus, condition, parse_time
 from tools.status_phase import admitted_pool, failed_exit_code, phase, pods_ready
@@ -49,10 +50,37 @@ def run_facts(config) -> dict[str, RunFacts]:
     return out
 
 
-def the_rung(facts: RunFacts, workload: Mapping | None) -> Rung | None:
-    """The rung Kueue admitted the run on; a run outside Kueue is on its pool; None if not yet known."""
+def node_capacity(labels: Mapping[str, str]) -> str:
+    """The capacity a node came from, by the labels GKE puts on it (core/catalog.py gives their sources)."""
+    if labels.get(SPOT_LABEL) == "true":
+        return "spot"
+    if labels.get(QUEUED_LABEL) == "true":
+        return "queued"
+    if labels.get(FLEX_START_LABEL) == "true":
+        return "flex-start"
+    return "reservation" if labels.get(RESERVATION_NAME_LABEL) else "on-demand"
+
+
+def _node_rung(pools: list[str], facts: RunFacts, nodes: Sequence[Mapping]) -> str | None:
+    """The rung of the nodes the pods run on: their pool label (Standard), else their capacity
+    (Autopilot, whose ComputeClass rungs differ in capacity)."""
+    for node in nodes:
+        labels = (node.get("metadata") or {}).get("labels") or {}
+        if labels.get(POOL_LABEL) in pools:
+            return labels[POOL_LABEL]
+        matching = [p for p, capacity in facts.ladder if capacity == node_capacity(labels)]
+        if matching:
+            return matching[0]
+    return None
+
+
+def the_rung(facts: RunFacts, workload: Mapping | None, nodes: Sequence[Mapping] = ()) -> Rung | None:
+    """The rung Kueue admitted the run on, else the one its pods' nodes are on; a one-pool run is
+    on its pool; None while not known."""
     pools = [p for p, _ in facts.ladder]
-    pool = admitted_pool(workload) if workload is not None else (pools[0] if len(pools) == 1 else None)
+    pool = admitted_pool(workload) if workload is not None else None
+    if pool is None:
+        pool = pools[0] if len(pools) == 1 else _node_rung(pools, facts, nodes)
     if pool not in pools:
         return None
     i = pools.index(pool)
@@ -89,12 +117,13 @@ def _progress(row: RunStatus, record: Mapping, now: float) -> None:
 
 
 def status_row(facts: RunFacts, jobset: Mapping, workload: Mapping | None, requests: Sequence[Mapping],
-               pods: Sequence[Mapping], record: Mapping | None, now: float) -> RunStatus:
-    """The status of one run at `now` (seconds since the epoch)."""
+               pods: Sequence[Mapping], record: Mapping | None, now: float,
+               nodes: Sequence[Mapping] = ()) -> RunStatus:
+    """The status of one run at `now` (seconds since the epoch); `nodes`: those its pods run on."""
     name, detail = phase(jobset, workload, requests, pods, facts.pods)
     row = RunStatus(run=facts.name, phase=name, detail=detail, pods=facts.pods, slices=facts.slices,
                     chips=facts.chips, pods_ready=pods_ready(pods))
-    row.rung = the_rung(facts, workload)
+    row.rung = the_rung(facts, workload, nodes)
     status, spec = jobset.get("status") or {}, jobset.get("spec") or {}
     row.slices_ready = sum(int(r.get("ready") or 0) for r in status.get("replicatedJobsStatus") or ())
     row.restarts, row.restarts_counted = int(status.get("restarts") or 0), int(status.get("restartsCountTowardsMax") or 0)

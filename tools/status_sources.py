@@ -1,5 +1,6 @@
 """Where `make status` reads from: the cluster (the `kubernetes` client, KUBECONFIG and its current
-context) or a `kubectl get -o json` dump of it, and the progress records from the bucket (the
+context: the namespace's JobSets, Workloads, ProvisioningRequests and run pods, and the nodes'
+labels) or a `kubectl get -o json` dump of it, and the progress records from the bucket (the
 `google-cloud-storage` client, Application Default Credentials) or a local copy of its layout.
 
 Objects come back as plain dicts with the API's camelCase keys, as `kubectl get -o json` prints them.
@@ -33,13 +34,13 @@ class NotDeployed(Exception):
 
 
 def empty() -> dict[str, list]:
-    return {"jobsets": [], "workloads": [], "requests": [], "pods": []}
+    return {"jobsets": [], "workloads": [], "requests": [], "pods": [], "nodes": []}
 
 
 def from_dump(path: str) -> dict[str, list]:
     """The objects of a `kubectl get jobsets,workloads,provisioningrequests,pods -o json` dump."""
     items = json.loads(Path(path).read_text()).get("items", [])
-    by_kind = {kind: key for key, (_, _, _, kind) in KINDS.items()} | {"Pod": "pods"}
+    by_kind = {kind: key for key, (_, _, _, kind) in KINDS.items()} | {"Pod": "pods", "Node": "nodes"}
     out = empty()
     for item in items:
         key = by_kind.get(item.get("kind"))
@@ -101,7 +102,18 @@ class KubeCluster:
             out[key] = found.get("items", [])
         pods = self._call(self.core.list_namespaced_pod, namespace, label_selector=RUN_LABEL)
         out["pods"] = [self.client.ApiClient().sanitize_for_serialization(p) for p in pods.items]
+        out["nodes"] = self._nodes()
         return out
+
+    def _nodes(self) -> list[dict]:
+        """The nodes (their labels tell a pod's rung where Kueue does not); none where listing them is not allowed."""
+        try:
+            nodes = self._call(self.core.list_node)
+        except ClusterUnreachable:
+            return []
+        except self.client.exceptions.ApiException:
+            return []
+        return [{"metadata": {"name": n.metadata.name, "labels": n.metadata.labels or {}}} for n in nodes.items]
 
 
 def _record(text: str | None, where: str) -> tuple[dict | None, str]:

@@ -153,6 +153,24 @@ def test_a_deactivated_workload_is_a_failed_run_and_a_run_outside_kueue_waits_on
     assert "0/3 nodes are available" in single.detail
 
 
+def test_outside_kueue_the_nodes_tell_the_rung(queued):
+    """Autopilot: the ComputeClass's rungs differ in capacity, which GKE labels its nodes with."""
+    facts = run_facts(load_files("autopilot", ROOT))["gemma3-single-host"]
+    js, p = jobset("gemma3-single-host"), pod("gemma3-single-host", 0, True) | {"spec": {"nodeName": "n1"}}
+    spot = {"metadata": {"name": "n1", "labels": {"cloud.google.com/gke-spot": "true"}}}
+    on_demand = {"metadata": {"name": "n1", "labels": {}}}
+    assert status_row(facts, js, None, [], [p], None, NOW, [spot]).rung.capacity == "spot"
+    r = status_row(facts, js, None, [], [p], record(started=3600), NOW, [on_demand])
+    assert (r.rung.index, r.rung.pool, r.rung.capacity) == (2, "v6e-1x1-on-demand", "on-demand")
+    assert (r.usd_low, r.usd_high) == (2.70, 2.70)  # 1 chip, 1 hour, on demand
+    unknown = status_row(facts, js, None, [], [p], record(started=3600), NOW, [])
+    assert unknown.rung is None and (unknown.usd_low, unknown.usd_high) == (0.24, 2.70)  # the ladder's range
+    # Standard: the pool label the platform puts on every node of a pool.
+    pooled = {"metadata": {"name": "n1", "labels": {"gke-finetune/pool": "v6e-2x4"}}}
+    ladder = queued["gemma3-ladder"]
+    assert status_row(ladder, jobset("gemma3-ladder"), None, [], [p], None, NOW, [pooled]).rung.index == 2
+
+
 # --- progress, ETA, goodput and money ---------------------------------------------------------
 
 
