@@ -32,6 +32,7 @@ help:
 	@echo "make destroy STACK=dev    pulumi destroy (the data bucket is kept)"
 	@echo "make plan STACK=dev       offline plan: resources, cost, run manifests in plan/<stack>/"
 	@echo "make plan STACK=a4 SECRETS=hfToken   ... planned as if the secret were set"
+	@echo "make status STACK=dev [RUN=<run>]   where each run is: phase, step, ETA, goodput, \$$ so far"
 	@echo "make golden               rewrite the run manifests' goldens in tests/golden/"
 	@echo "make e2e                  every shipped stack through a real control plane on 127.0.0.1 (e2e/README.md)"
 	@echo "make scan                 checkov on every shipped stack's rendered runs (tools/scan_skips.yaml)"
@@ -105,10 +106,15 @@ BASE ?= origin/main
 # Secret keys to plan as set (e.g. SECRETS=hfToken); a stack file's `secure:` values always are.
 SECRETS ?=
 PLAN_SECRETS := $(foreach key,$(SECRETS),--secret $(key))
-.PHONY: plan plan-diff golden
+.PHONY: plan plan-diff golden status
 
 plan: $(VENV)/.installed
 	$(VENV)/bin/python -m tools.plan show --stack $(STACK) $(PLAN_SECRETS)
+
+# Where each run of a stack is: phase, pods, restarts, step, ETA, goodput, $ (tools/status.py).
+# RUN=<run> for one run's details; WATCH=<seconds> to refresh; STATUS_ARGS=--json for scripts.
+status: $(VENV)/.installed
+	$(VENV)/bin/python -m tools.status show --stack $(STACK) $(if $(RUN),--run $(RUN)) $(if $(WATCH),--watch $(WATCH)) $(STATUS_ARGS)
 
 plan-diff: $(VENV)/.installed
 	$(VENV)/bin/python -m tools.plan diff --base $(BASE) --stack $(STACK) $(PLAN_SECRETS)

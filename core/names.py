@@ -24,6 +24,10 @@ PROFILE_PREFIX = "profiles"
 # node pools.
 POOL_LABEL = "gke-finetune/pool"
 
+# The environment variable naming the run in its trainer container (the trainers' progress
+# records carry it: trainers/*/progress.py RUN_ENV).
+RUN_ENV = "GKE_FINETUNE_RUN"
+
 # Labels every run's JobSet (and its pods) carries.
 APP_LABEL = "app.kubernetes.io/name"
 RUN_LABEL = "gke-finetune/run"

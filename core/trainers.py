@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from core.catalog import Family
+from core.names import RUN_ENV
 from trainers.exit_codes import CONFIG_ERROR
 
 __all__ = ["CONFIG_ERROR", "TRAINERS", "Port", "Trainer", "TrainerImage"]
@@ -32,6 +33,7 @@ WORKDIR = "/app"
 # Environment variables the manifests set; a run's `env` may not replace them.
 RESERVED_ENV = frozenset(
     {
+        RUN_ENV,
         "HF_HOME",
         "HF_TOKEN_PATH",
         "MEGASCALE_COORDINATOR_ADDRESS",

@@ -12,7 +12,7 @@ import math
 from core import quantity
 from core.allocatable import MEMORY_MODEL_MARGIN
 from core.contract import SchedulingContract
-from core.names import HF_TOKEN_KEY, HF_TOKEN_SECRET
+from core.names import HF_TOKEN_KEY, HF_TOKEN_SECRET, RUN_ENV
 from core.trainers import CONTAINER, WORKDIR, Trainer
 from manifests import storage
 from manifests.storage import CHECKPOINT_DIR, DATA_DIR, PROFILE_DIR, Owner
@@ -114,7 +114,7 @@ def platform_args(run: RunConfig, contract: SchedulingContract, data_path: str |
 
 
 def env(run: RunConfig) -> list[dict]:
-    variables = [{"name": "PYTHONUNBUFFERED", "value": "1"}]
+    variables = [{"name": "PYTHONUNBUFFERED", "value": "1"}, {"name": RUN_ENV, "value": run.name}]
     if run.row.hf_token:
         # The token is a file from the Secret, never a literal in the manifest.
         variables.append({"name": "HF_TOKEN_PATH", "value": f"{HF_TOKEN_DIR}/{HF_TOKEN_KEY}"})

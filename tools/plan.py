@@ -196,7 +196,7 @@ def render(plan: Mapping) -> str:
     lines += render_tree(plan)
     if plan.get("access"):
         lines += ["", "Access"] + [f"  {line}" for line in plan["access"]]
-    lines += ["", "Accelerators (on-demand $/hour)"]
+    lines += ["", "Accelerators ($/hour at each pool's capacity)"]
     lines += render_cost(plan["cost"])
     lines += ["", "Fit: each run's pod (FUSE sidecar and memory-backed volumes included) on one node"]
     lines += render_fit(plan.get("fit", []))

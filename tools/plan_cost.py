@@ -1,37 +1,54 @@
-"""The offline plan's cost table: chips, VMs, slices and on-demand $/hour of each pool and run."""
+"""The offline plan's cost table: chips, VMs, slices and $/hour of each pool and run at its capacity's price.
+
+Each pool is priced at its own capacity (core/prices.py): on demand at list price, Spot, flex-start
+and queued (Dynamic Workload Scheduler) at the range their published discounts allow, a reservation
+at nothing more (its hours are paid for whether used or not). A ladder's rungs show each one's
+price, and its worst case is the dearest rung at the top of its range.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
+from core import prices
+
+
+def _pool_row(group, contract) -> dict[str, Any]:
+    shape = contract.shape
+    capacity = getattr(group, "capacity", "on-demand")
+    price = prices.price(shape, capacity)
+    low, high = prices.usd_per_hour(shape, capacity, contract.slices)
+    list_price = prices.usd_per_hour(shape, "on-demand", contract.slices)[1]
+    return {
+        "name": group.name,
+        "accelerator": shape.accelerator.name,
+        "shape": shape.description,
+        "capacity": capacity,
+        "slices": contract.slices,
+        "vms": shape.vms_per_slice * contract.slices,
+        "chips": contract.total_chips,
+        # A VM priced whole (A4) shows its price per chip, for comparison.
+        "usd_per_chip_hour": round(high / contract.total_chips, 2),
+        "usd_per_chip_hour_low": round(low / contract.total_chips, 2),
+        "priced_per": price.unit,
+        "price_as_of": price.as_of,
+        "price_source": price.source,
+        "price_note": price.note,
+        "usd_per_hour": round(high, 2),
+        "usd_per_hour_low": round(low, 2),
+        "list_usd_per_hour": round(list_price, 2),
+        "list_price_source": f"{prices.on_demand(shape).source}, read {prices.on_demand(shape).as_of}",
+        "note": shape.accelerator.on_demand_note if capacity == "on-demand" else "",
+    }
+
 
 def cost(config) -> dict[str, Any]:
-    """Chips, VMs, slices and on-demand $/hour of each pool and run, from the catalog."""
+    """Chips, VMs, slices and $/hour (low, high) of each pool and run at its capacity, from the catalog."""
     if config is None:
-        return {"pools": [], "runs": [], "total_usd_per_hour": 0.0}
+        return {"pools": [], "runs": [], "ladders": [], "total_usd_per_hour": 0.0}
     contracts = config.contracts()
-    pools = []
-    for group in config.accelerator_groups():
-        contract = contracts[group.name]
-        shape = contract.shape
-        capacity = getattr(group, "capacity", "on-demand")
-        usd_per_hour = shape.usd_per_hour(contract.slices)
-        pools.append({
-            "name": group.name,
-            "shape": shape.description,
-            "capacity": capacity,
-            "slices": contract.slices,
-            "vms": shape.vms_per_slice * contract.slices,
-            "chips": contract.total_chips,
-            # A VM priced whole (A4) shows its price per chip, for comparison.
-            "usd_per_chip_hour": round(usd_per_hour / contract.total_chips, 2),
-            "priced_per": "VM" if shape.machine.price else "chip",
-            "price_as_of": shape.price_as_of,
-            "price_source": shape.price_source,
-            "usd_per_hour": round(usd_per_hour, 2),
-            "note": shape.accelerator.on_demand_note if capacity == "on-demand" else "",
-        })
+    pools = [_pool_row(group, contracts[group.name]) for group in config.accelerator_groups()]
     by_pool = {p["name"]: p for p in pools}
     runs = []
     for run in getattr(config, "runs", ()):
@@ -49,6 +66,7 @@ def cost(config) -> dict[str, Any]:
             "chips": per_host * contract.hosts_per_slice * contract.slices,
             # A run holds whole VMs, so it costs its pool's VMs while it runs.
             "usd_per_hour": pool["usd_per_hour"],
+            "usd_per_hour_low": pool["usd_per_hour_low"],
             "suspended": bool(getattr(run, "suspend", False)),
         })
     return {
@@ -56,23 +74,25 @@ def cost(config) -> dict[str, Any]:
         "runs": runs,
         "ladders": ladders(config, by_pool),
         "total_usd_per_hour": round(sum(p["usd_per_hour"] for p in pools), 2),
+        "total_usd_per_hour_low": round(sum(p["usd_per_hour_low"] for p in pools), 2),
     }
 
 
 def ladders(config, by_pool: Mapping[str, Mapping]) -> list[dict[str, Any]]:
-    """Each capacity ladder: its rungs in order with their $/hour, and its worst case.
+    """Each capacity ladder: its rungs in order with their $/hour at their capacity, and its worst case.
 
-    The worst case is the dearest rung at list price (the last such, where
-    rungs tie): what the run costs when Kueue (on Autopilot, GKE, by the run's
-    ComputeClass) falls through to it.
+    The worst case is the rung dearest at the top of its price range (the last such, where rungs
+    tie): what the run may cost when Kueue (on Autopilot, GKE, by the run's ComputeClass) falls
+    through to it.
     """
     found = []
     autopilot = bool(getattr(config, "autopilot", False))
     for run in getattr(config, "runs", ()):
-        names = [run.pool, *getattr(run, "ladder", ())]
+        names = list(dict.fromkeys([run.pool, *getattr(run, "ladder", ())]))
         if len(names) < 2 or not all(n in by_pool for n in names):
             continue
-        rungs = [{"pool": n, "capacity": by_pool[n]["capacity"], "usd_per_hour": by_pool[n]["usd_per_hour"]}
+        rungs = [{key: by_pool[n][key] for key in ("capacity", "usd_per_hour", "usd_per_hour_low",
+                                                   "price_source", "price_as_of")} | {"pool": n}
                  for n in names]
         worst = max(range(len(rungs)), key=lambda i: (rungs[i]["usd_per_hour"], i))
         found.append({"run": run.name, "rungs": rungs, "worst": rungs[worst]["pool"],
@@ -81,46 +101,68 @@ def ladders(config, by_pool: Mapping[str, Mapping]) -> list[dict[str, Any]]:
     return found
 
 
+def money(low: float, high: float) -> str:
+    """A $/hour figure, or the range its source allows."""
+    return f"{high:.2f}" if low == high else f"{low:.2f}-{high:.2f}"
+
+
 def render_ladders(rows: list[Mapping]) -> list[str]:
     lines = []
     for ladder in rows:
         lines.append(f"  run {ladder['run']}: {ladder.get('tried_by', 'Kueue')} tries, in order")
         for i, rung in enumerate(ladder["rungs"], 1):
             mark = "  <- worst case" if rung["pool"] == ladder["worst"] else ""
-            lines.append(f"    {i}. {rung['pool']:<24} {rung['capacity']:<11} {rung['usd_per_hour']:>9.2f}{mark}")
-        lines.append(f"    worst case: {ladder['worst']}, {ladder['worst_usd_per_hour']:.2f} $/hour at list price")
+            price = money(rung.get("usd_per_hour_low", rung["usd_per_hour"]), rung["usd_per_hour"])
+            lines.append(f"    {i}. {rung['pool']:<24} {rung['capacity']:<11} {price:>13}{mark}")
+        lines.append(f"    worst case: {ladder['worst']}, at most {ladder['worst_usd_per_hour']:.2f} $/hour")
+    return lines
+
+
+def render_sources(pools: list[Mapping]) -> list[str]:
+    """One line per distinct price the pools use: accelerator, capacity, unit price, date read, source."""
+    seen, lines = set(), ["  Prices ($ per chip-hour, or per VM-hour where a VM is priced whole):"]
+    for p in pools:
+        key = (p["accelerator"], p["capacity"])
+        if key in seen:
+            continue
+        seen.add(key)
+        note = f"; {p['price_note']}" if p.get("price_note") else ""
+        lines.append(f"    {p['accelerator']} {p['capacity']} per {p['priced_per']}, read {p['price_as_of']}{note}")
+        lines.append(f"      {p['price_source']}")
+        if p["capacity"] != "on-demand":
+            lines.append(f"      of the on-demand list price: {p['list_price_source']}")
     return lines
 
 
 def render_cost(cost_data: Mapping) -> list[str]:
-    lines = []
     pools = cost_data["pools"]
     if not pools:
         return ["  (no accelerator pools)"]
-    as_of = sorted({p["price_as_of"] for p in pools})
-    lines.append(f"  {'pool':<20} {'shape':<34} {'capacity':<11} {'slices':>6} {'VMs':>4} {'chips':>5} {'$/chip-h':>8} {'$/hour':>9}")
+    lines = [f"  {'pool':<20} {'shape':<34} {'capacity':<11} {'slices':>6} {'VMs':>4} {'chips':>5} "
+             f"{'$/chip-h':>10} {'$/hour':>13}"]
     for p in pools:
         lines.append(
             f"  {p['name']:<20} {p['shape']:<34} {p['capacity']:<11} {p['slices']:>6} {p['vms']:>4} "
-            f"{p['chips']:>5} {p['usd_per_chip_hour']:>8.2f} {p['usd_per_hour']:>9.2f}"
+            f"{p['chips']:>5} {money(p.get('usd_per_chip_hour_low', p['usd_per_chip_hour']), p['usd_per_chip_hour']):>10} {money(p.get('usd_per_hour_low', p['usd_per_hour']), p['usd_per_hour']):>13}"
         )
-    lines.append(f"  {'total, every pool at full size':<86} {cost_data['total_usd_per_hour']:>9.2f}")
+    total = money(cost_data.get("total_usd_per_hour_low", cost_data["total_usd_per_hour"]), cost_data["total_usd_per_hour"])
+    lines.append(f"  {'total, every pool at full size':<88} {total:>13}")
     lines += [f"  {p['name']}: {p['note']}" for p in pools if p.get("note")]
     if cost_data["runs"]:
         lines.append("")
-        lines.append(f"  {'run':<24} {'trainer':<10} {'pool':<20} {'slices':>6} {'VMs':>4} {'chips':>5} {'$/hour':>9}")
+        lines.append(f"  {'run':<24} {'trainer':<10} {'pool':<20} {'slices':>6} {'VMs':>4} {'chips':>5} {'$/hour':>13}")
         for r in cost_data["runs"]:
             note = "  (suspended)" if r["suspended"] else ""
             lines.append(
                 f"  {r['name']:<24} {r['trainer']:<10} {r['pool']:<20} {r['slices']:>6} {r['vms']:>4} "
-                f"{r['chips']:>5} {r['usd_per_hour']:>9.2f}{note}"
+                f"{r['chips']:>5} {money(r.get('usd_per_hour_low', r['usd_per_hour']), r['usd_per_hour']):>13}{note}"
             )
     if cost_data.get("ladders"):
-        lines += ["", "  Capacity ladders ($/hour of each rung's pool at full size)"] + render_ladders(cost_data["ladders"])
-    lines.append("")
-    lines.append(f"  On-demand list prices of {', '.join(as_of)} (core/catalog.py and core/machines.py give each source;")
-    lines.append("  A4 is priced per VM: GPUs, vCPUs, memory and local SSDs together);")
-    lines.append("  spot, reservations and committed use bill differently. Idle pools that scale to zero cost nothing.")
+        lines += ["", "  Capacity ladders ($/hour of each rung's pool at full size, at its capacity's price)"]
+        lines += render_ladders(cost_data["ladders"])
+    lines += ["", *render_sources(pools)]
+    lines.append("  A range is what the published discounts allow where Google publishes no figure; a reservation")
+    lines.append("  adds nothing (it bills whether used or not). Idle pools that scale to zero cost nothing.")
     return lines
 
 

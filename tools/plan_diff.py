@@ -50,5 +50,5 @@ def render_diff(changes: Mapping, stack: str, base_ref: str) -> str:
         for path, (old, new) in inputs.items():
             lines.append(f"    {path}: {short(old) if old is not None else '(none)'} → {short(new) if new is not None else '(none)'}")
     before, after = changes["cost"]
-    lines += ["", f"Accelerators at full size: ${before:.2f}/hour → ${after:.2f}/hour (on-demand list prices)"]
+    lines += ["", f"Accelerators at full size: ${before:.2f}/hour → ${after:.2f}/hour (each at the top of its capacity's price range)"]
     return "\n".join(lines)

@@ -131,3 +131,16 @@ def max_abs_diff(a, b) -> float:
 
     diffs = jax.tree.leaves(jax.tree.map(lambda x, y: float(np.max(np.abs(x - y))), a, b))
     return max(diffs)
+
+
+PROGRESS_FILE = "progress.json"  # trainers/gemma_jax/progress.py: the record beside the checkpoints
+
+
+def checkpoint_entries(ckpt_dir) -> list[str]:
+    """The checkpoint directory's entries, its progress record left out."""
+    return [n for n in os.listdir(ckpt_dir) if not n.startswith(PROGRESS_FILE)]
+
+
+def read_progress(ckpt_dir) -> dict:
+    with open(os.path.join(ckpt_dir, PROGRESS_FILE), encoding="utf-8") as f:
+        return json.load(f)

@@ -15,9 +15,11 @@ import pytest
 from gemma_jax_helpers import (
     REPO,
     base_args,
+    checkpoint_entries,
     cpu_env,
     load_params,
     max_abs_diff,
+    read_progress,
     read_samples,
     run_train,
     train_cmd,
@@ -116,6 +118,8 @@ def test_sigterm_on_two_processes_saves_one_common_step(tmp_path, stories_file, 
     outs = [p.communicate(timeout=300)[0] for p in procs]
     assert [p.returncode for p in procs] == [exit_codes.TERMINATED] * 2, outs
     step = re.search(r"checkpoint of step (\d+) written", outs[0]).group(1)
-    assert os.listdir(tmp_path / "ckpt") == [step]
+    assert checkpoint_entries(tmp_path / "ckpt") == [step]
+    record = read_progress(tmp_path / "ckpt")  # process 0's record alone
+    assert (record["step"], record["checkpoint_step"]) == (int(step), int(step))
     data_files = os.listdir(tmp_path / "ckpt" / step / "data")
     assert {"process_0-of-2.json", "process_1-of-2.json"} <= set(data_files)

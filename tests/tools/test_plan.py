@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from core import catalog
+from core import catalog, prices
 from tools import plan
 from tools.offline import ROOT, SHIPPED_STACKS
 
@@ -42,9 +42,11 @@ def test_every_shipped_stack_plans_with_its_pools_and_costs(plans, stack):
         assert line["chips"] == shape.chips_per_slice * slices
         assert line["vms"] == shape.vms_per_slice * slices
         assert line["slices"] == slices
-        assert line["usd_per_hour"] == pytest.approx(shape.usd_per_hour(slices))
-        assert line["price_as_of"] == shape.price_as_of
-        total += shape.usd_per_hour(slices)
+        low, high = prices.usd_per_hour(shape, group.get("capacity", "on-demand"), slices)
+        assert (line["usd_per_hour_low"], line["usd_per_hour"]) == (pytest.approx(low, abs=0.01), pytest.approx(high))
+        assert line["list_usd_per_hour"] == pytest.approx(shape.usd_per_hour(slices))
+        assert line["price_as_of"] == prices.price(shape, line["capacity"]).as_of
+        total += high
     assert result["cost"]["total_usd_per_hour"] == pytest.approx(total)
     # Standard stacks declare one GKE node pool per slice of each accelerator pool.
     if stack_file.get("gke-finetune:mode", "standard") == "standard":
@@ -60,9 +62,11 @@ def test_plan_text_shows_the_tree_the_prices_and_the_total(plans):
     assert "├─ " in text and "└─ " in text
     assert "tpuTopology=2x4" in text
     price = catalog.TPU_V6E.price
-    assert f"On-demand list prices of {price.as_of}" in text
+    # A Spot pool: the range Spot's published discount allows, from the on-demand list price, both sourced.
+    assert "tpu-v6e spot per chip, read 2026-12-02; at least 0.243, at most the on-demand 2.70" in text
+    assert prices.SPOT_SOURCE in text and f"of the on-demand list price: {price.source}, read {price.as_of}" in text
     assert "total, every pool at full size" in text
-    assert f"{catalog.TPU_V6E.price.usd_per_chip_hour * 16:.2f}" in text  # 2 slices x 8 chips
+    assert "3.89-43.20" in text  # 2 slices x 8 chips x 2.70, at most 91% off
     assert "[protect]" in text  # the data bucket survives destroy
 
 
@@ -252,9 +256,12 @@ def test_plan_diff_of_a_trainer_change_shows_a_new_image_and_the_run_using_it(tm
 def test_a4_is_priced_per_vm_and_flagged_when_on_demand(plans):
     """An A4 VM bills its GPUs, vCPUs, memory and local SSDs: the plan prices the VM, not 8 GPUs."""
     [pool] = plans["a4"]["cost"]["pools"]
-    assert pool["usd_per_hour"] == pytest.approx(catalog.A4_SHAPE.machine.price.usd_per_hour)
-    assert pool["priced_per"] == "VM" and pool["price_source"] == catalog.A4_SHAPE.machine.price.source
-    assert pool["note"] == ""  # the shipped A4 stack uses a reservation
+    # The shipped A4 stack uses a reservation: paid for whether used or not, a run adds nothing.
+    assert pool["capacity"] == "reservation" and pool["usd_per_hour"] == 0.0 == pool["usd_per_hour_low"]
+    assert pool["list_usd_per_hour"] == pytest.approx(catalog.A4_SHAPE.machine.price.usd_per_hour)
+    assert pool["priced_per"] == "VM" and pool["price_source"] == prices.RESERVATION_SOURCE
+    assert "already paid for (list price 90.22 $/VM-hour)" in plan.render(plans["a4"])
+    assert pool["note"] == ""
     on_demand = plan.render_cost({"pools": [{**pool, "capacity": "on-demand",
                                              "note": catalog.NVIDIA_B200.on_demand_note}],
                                   "runs": [], "total_usd_per_hour": pool["usd_per_hour"]})
@@ -300,12 +307,18 @@ def test_plan_diff_of_one_trainers_change_leaves_the_other_trainers_runs_alone(t
 def test_the_plan_shows_each_ladder_rung_and_the_worst_case(plans):
     [ladder] = plans["tpu-queued"]["cost"]["ladders"]
     assert [r["pool"] for r in ladder["rungs"]] == ["spot-v6e-2x4", "v6e-2x4", "queued-v6e-2x4"]
-    two_vms = catalog.lookup("tpu-v6e", "2x4", "ct6e-standard-4t").usd_per_hour()
-    assert [r["usd_per_hour"] for r in ladder["rungs"]] == [round(two_vms, 2)] * 3
-    assert ladder["worst"] == "queued-v6e-2x4"  # a tie at list price: the last rung
+    # 8 chips at 2.70 $/chip-hour on demand; Spot at most 91% off, queued (DWS) at most 53% off.
+    assert [(r["usd_per_hour_low"], r["usd_per_hour"]) for r in ladder["rungs"]] == [
+        (1.94, 21.60), (21.60, 21.60), (10.15, 21.60)]
+    assert len({(r["usd_per_hour_low"], r["usd_per_hour"]) for r in ladder["rungs"]}) == 3  # a price per rung
+    assert ladder["worst"] == "queued-v6e-2x4"  # every rung tops out at list price: the last rung
     text = plan.render(plans["tpu-queued"])
     assert "run gemma3-ladder: Kueue tries, in order" in text
-    assert re.search(r"3\. queued-v6e-2x4 +queued +21\.60  <- worst case", text)
+    assert re.search(r"1\. spot-v6e-2x4 +spot +1\.94-21\.60\n", text)
+    assert re.search(r"2\. v6e-2x4 +on-demand +21\.60\n", text)
+    assert re.search(r"3\. queued-v6e-2x4 +queued +10\.15-21\.60  <- worst case", text)
+    for source in (prices.SPOT_SOURCE, prices.DWS_SOURCE, catalog.TPU_V6E.price.source):
+        assert source in text
     for stack in ("dev", "tpu-multihost", "tpu-multislice", "a4"):
         assert plans[stack]["cost"]["ladders"] == [] and "Capacity ladders" not in plan.render(plans[stack])
     # Autopilot: GKE tries the rungs, as the run's ComputeClass lists them.

@@ -18,6 +18,7 @@ from safetensors.torch import load_file
 from torch.distributed.checkpoint.format_utils import dcp_to_torch_save
 from transformers import AutoModelForCausalLM
 
+from tools.status_model import validate_progress
 from trainers.trl_gpu.model import lora_config
 
 from . import fsdp_cpu
@@ -121,3 +122,14 @@ def test_the_resumed_run_continues_from_the_trained_adapter(sequence):
     assert logged[-STEPS_AFTER_RESUME:] == [seq.stopped_at + 1, seq.stopped_at + STEPS_AFTER_RESUME], logged
     final = load_file(str(seq.out / "adapter_model.safetensors"))
     assert any(not torch.equal(final[k], resumed_from[k]) for k in final)
+
+
+def test_world_process_zero_alone_keeps_the_progress_record(sequence):
+    """Two ranks, one record: started twice (SIGTERM, resume), read back as `make status` reads it."""
+    _, _, seq = sequence
+    record = validate_progress(json.loads((seq.out / "progress.json").read_text()))
+    final = seq.stopped_at + STEPS_AFTER_RESUME
+    assert (record["starts"], record["step"], record["total_steps"], record["redone_steps"]) == (2, final, final, 0)
+    assert seq.stopped_at <= record["checkpoint_step"] <= final
+    assert record["restore_seconds"] > 0 and record["train_seconds"] > 0
+    assert not list(seq.out.glob("progress.json.tmp-*"))

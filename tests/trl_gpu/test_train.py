@@ -14,6 +14,7 @@ from peft import PeftModel
 from safetensors.torch import load_file
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
+from tools.status_model import validate_progress
 from trainers import exit_codes
 from trainers.trl_gpu import data
 from trainers.trl_gpu.args import parse_args
@@ -113,6 +114,18 @@ def test_entry_point_end_to_end(gemma4_dir, sql_file, tmp_path):
     rates = [h["tokens_per_second"] for h in history if "tokens_per_second" in h]
     assert rates and all(r > 0 for r in rates)
 
+    # The progress record world process zero wrote beside the checkpoints (trainers/trl_gpu/progress.py).
+    record = validate_progress(json.loads((out / "progress.json").read_text()))  # as `make status` reads it
+    assert (record["schema"], record["trainer"], record["starts"], record["redone_steps"]) == (1, "trl-gpu", 1, 0)
+    assert (record["step"], record["total_steps"], record["checkpoint_step"]) == (8, 8, 8)
+    last_train = [h for h in history if "loss" in h][-1]
+    assert record["loss"] == pytest.approx(last_train["loss"])
+    assert record["tokens_per_s"] == pytest.approx(rates[-1])
+    assert record["eval_step"] == 8 and record["eval_loss"] > 0  # the final held-out loss
+    assert record["train_seconds"] > 0 and record["restore_seconds"] > 0
+    assert record["started_at"] == record["attempt_started_at"] <= record["updated_at"]
+    assert not list(out.glob("progress.json.tmp-*"))  # renamed into place, nothing left behind
+
 
 def _adapter(path: Path) -> dict[str, torch.Tensor]:
     return load_file(str(path / "adapter_model.safetensors"))
@@ -173,8 +186,17 @@ def test_kill_then_restart_resumes_and_matches_uninterrupted_run(sig, uninterrup
     partial.mkdir(exist_ok=True)
     (partial / "adapter_model.safetensors").write_bytes(b"truncated")
 
+    first_record = json.loads((resumed / "progress.json").read_text())
+    assert first_record["starts"] == 1 and first_record["step"] >= stopped_at
+
     second = run(sft_command(*common, "--output_dir", resumed))
     assert second.returncode == 0, tail(second)
+    record = json.loads((resumed / "progress.json").read_text())
+    assert (record["starts"], record["step"], record["checkpoint_step"]) == (2, RESUME_STEPS, RESUME_STEPS)
+    # Steps trained after checkpoint-<stopped_at> were trained again: counted as redone (none on SIGTERM).
+    assert record["redone_steps"] == first_record["step"] - stopped_at
+    assert record["started_at"] == first_record["started_at"]
+    assert record["restore_seconds"] > first_record["restore_seconds"] > 0
     assert f"resuming from {resumed / f'checkpoint-{stopped_at}'}" in second.output
     assert f"removed incomplete checkpoint {partial}" in second.output
 

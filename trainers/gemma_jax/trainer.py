@@ -17,7 +17,7 @@ from jax.experimental import multihost_utils
 import numpy as np
 
 from trainers import exit_codes
-from trainers.gemma_jax import checkpointing
+from trainers.gemma_jax import checkpointing, progress as progress_lib
 from trainers.gemma_jax import cli
 from trainers.gemma_jax import components as comp
 from trainers.gemma_jax import data
@@ -102,9 +102,9 @@ def restore_or_init(cfg, parts, plan, ckpt, meta):
 class Loop:
     """The step loop and what happens around each step."""
 
-    def __init__(self, cfg, layout, parts, plan, frozen, ckpt, meta):
+    def __init__(self, cfg, layout, parts, plan, frozen, ckpt, meta, progress):
         self.cfg, self.layout, self.parts, self.plan = cfg, layout, parts, plan
-        self.frozen, self.ckpt, self.meta = frozen, ckpt, meta
+        self.frozen, self.ckpt, self.meta, self.progress = frozen, ckpt, meta, progress
         self.bsh = sharding.batch_sharding(layout.mesh)
         self.train_step = steps.make_train_step(
             parts.model, parts.optimizer, parts.lora, parts.state_shardings
@@ -145,6 +145,11 @@ class Loop:
                 self.flops_per_step / dt / (self.cfg.peak_flops_per_device * jax.device_count())
             )
         self.writer.scalars(step, values)
+        self.progress.trained(step, dt, values["loss"], values["tokens_per_s"])
+
+    def _save(self, step, state, data_iter):
+        self.ckpt.save(step, state, data_iter, self.meta)
+        self.progress.checkpointed(step)
 
     def evaluate_at(self, step, state):
         loss = evaluate(
@@ -152,6 +157,7 @@ class Loop:
         )
         if loss is not None:
             self.writer.scalars(step, {"loss": loss}, prefix="eval")
+            self.progress.evaluated(step, loss)
 
     def _profile(self, step, state, start: bool):
         prof = self.cfg.profile_steps
@@ -179,6 +185,7 @@ class Loop:
                     step, {"loss": float(m["loss"]), "grad_norm": float(m["grad_norm"])}
                 )
                 log(f"[train] first step (with compilation) done at step {step}")
+                self.progress.first_step(step, float(m["loss"]))
                 timer.lap()
             elif step % cfg.log_every == 0 or step == self.plan.total_steps:
                 self._log_train(step, m, timer)
@@ -186,14 +193,14 @@ class Loop:
                 self.evaluate_at(step, state)
                 timer.lap()  # keep eval time out of the train step time
             if step % cfg.save_every == 0:
-                self.ckpt.save(step, state, data_iter, self.meta)
+                self._save(step, state, data_iter)
                 timer.lap()
             if stop.requested(step):
                 return self._terminate(step, state, data_iter)
         return self._finish(state, data_iter)
 
     def _terminate(self, step, state, data_iter) -> int:
-        self.ckpt.save(step, state, data_iter, self.meta)
+        self._save(step, state, data_iter)
         self.ckpt.close()
         self.samples.close()
         log(f"[signal] checkpoint of step {step} written; exiting {exit_codes.TERMINATED}")
@@ -203,7 +210,7 @@ class Loop:
         step = self.plan.total_steps
         if not (self.cfg.eval_every and step % self.cfg.eval_every == 0):
             self.evaluate_at(step, state)
-        self.ckpt.save(step, state, data_iter, self.meta)
+        self._save(step, state, data_iter)
         self.ckpt.close()
         self.samples.close()
         self.state = state
@@ -226,8 +233,18 @@ def inspect(cfg: cli.Config, plan: comp.DataPlan) -> int:
     return exit_codes.OK
 
 
+def open_progress(cfg: cli.Config, plan: comp.DataPlan, start: int, started: float) -> progress_lib.Progress:
+    """The run's progress record, kept by process 0 beside the checkpoints (a local or FUSE-mounted
+    directory; none for a gs:// checkpoint directory)."""
+    owner = jax.process_index() == 0 and "://" not in cfg.checkpoint_dir
+    progress = progress_lib.Progress(cfg.checkpoint_dir, "gemma-jax", plan.total_steps, started, owner)
+    progress.resumed(start)
+    return progress
+
+
 def run(cfg: cli.Config) -> int:
     """The whole run; returns the exit code."""
+    started = time.time()
     distributed = sharding.initialize_distributed(
         cfg.distributed, cfg.coordinator_address, cfg.num_processes, cfg.process_id
     )
@@ -256,7 +273,7 @@ def run(cfg: cli.Config) -> int:
             cfg,
             "before",
         )
-    loop = Loop(cfg, layout, parts, plan, frozen, ckpt, meta)
+    loop = Loop(cfg, layout, parts, plan, frozen, ckpt, meta, open_progress(cfg, plan, start, started))
     if start == 0:  # the starting point of a fresh run, on the held-out stories
         loop.evaluate_at(0, state)
     code = loop.run(state, data_iter, start, stop)

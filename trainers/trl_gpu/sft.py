@@ -32,6 +32,7 @@ import faulthandler
 import logging
 import signal
 import sys
+import time
 
 from trainers import exit_codes
 
@@ -40,6 +41,7 @@ from .launch import record_exit_code
 
 
 def _main(argv: list[str] | None) -> int:
+    started = time.time()
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
     # `kill -USR1 <pid>` prints every thread's stack: the first look at a hung rank.
     faulthandler.register(signal.SIGUSR1, file=sys.__stderr__, all_threads=True)
@@ -47,7 +49,7 @@ def _main(argv: list[str] | None) -> int:
         script_args, training_args = parse_args(argv)
         from .training import run  # heavy imports after the flags are known to be valid
 
-        return run(script_args, training_args)
+        return run(script_args, training_args, started)
     except ConfigError as err:
         print(f"configuration error: {err}", file=sys.stderr, flush=True)
         return exit_codes.CONFIG_ERROR

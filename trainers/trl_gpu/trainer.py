@@ -15,6 +15,7 @@ from transformers import TrainerCallback
 from transformers.trainer import TRAINING_ARGS_NAME
 from trl import SFTTrainer
 
+from . import progress as progress_lib
 from .checkpoints import CompleteMarker, GracefulStop
 from .errors import ConfigError
 from .model import lora_config
@@ -31,6 +32,7 @@ class Throughput(TrainerCallback):
     def __init__(self):
         self._mark: tuple[float, int] | None = None
         self._paused = 0.0
+        self.last_busy = 0.0  # the training seconds of the last measure
 
     def on_train_begin(self, args, state, control, **kwargs):
         # After a resume the counter starts from the checkpoint's value.
@@ -48,9 +50,47 @@ class Throughput(TrainerCallback):
         then, tokens_then = self._mark
         busy = now - then - self._paused
         self._mark, self._paused = (now, tokens_seen), 0.0
+        self.last_busy = max(0.0, busy)
         if busy <= 0:
             return {}
         return {"tokens_per_second": (tokens_seen - tokens_then) / busy}
+
+
+class ProgressCallback(TrainerCallback):
+    """progress.json beside the checkpoints (trainers/trl_gpu/progress.py), from world process zero:
+    at each training log, each evaluation and each complete checkpoint."""
+
+    def __init__(self, throughput: Throughput, started: float):
+        self.throughput, self.started = throughput, started
+        self.progress: progress_lib.Progress | None = None
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self.progress = progress_lib.Progress(
+            args.output_dir, "trl-gpu", state.max_steps, self.started, state.is_world_process_zero
+        )
+        self.progress.resumed(state.global_step)  # the checkpoint's step after a resume
+        return control
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if self.progress is not None and not self.progress.first_step_seen:
+            self.progress.first_step(state.global_step)
+        return control
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if self.progress is None or not logs:
+            return control
+        if "loss" in logs:
+            self.progress.trained(state.global_step, self.throughput.last_busy, logs["loss"],
+                                  logs.get("tokens_per_second"))
+        if "eval_loss" in logs:
+            self.progress.evaluated(state.global_step, logs["eval_loss"])
+        return control
+
+    def on_save(self, args, state, control, **kwargs):
+        # After CompleteMarker (registered first): the checkpoint is complete on every process.
+        if self.progress is not None:
+            self.progress.checkpointed(state.global_step)
+        return control
 
 
 def adapter_state_dict(model) -> dict[str, torch.Tensor]:
@@ -114,10 +154,11 @@ def agree_on_problem(problem: str | None) -> bool:
 
 
 class TextToSqlTrainer(SFTTrainer):
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, started: float | None = None, **kwargs):
         super().__init__(*args, **kwargs)
         self.throughput = Throughput()
         self.add_callback(self.throughput)
+        self.add_callback(ProgressCallback(self.throughput, started if started is not None else time.time()))
 
     def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
         if "loss" in logs:  # a training-step log (eval logs carry eval_loss)
@@ -171,8 +212,10 @@ class TextToSqlTrainer(SFTTrainer):
             self.push_to_hub(commit_message="Model save", revision=self.args.hub_revision)
 
 
-def build_trainer(model, tokenizer, script_args, training_args, train_set, eval_set, stopper: GracefulStop):
+def build_trainer(model, tokenizer, script_args, training_args, train_set, eval_set, stopper: GracefulStop,
+                  started: float | None = None):
     return TextToSqlTrainer(
+        started=started,
         model=model,
         args=training_args,
         train_dataset=train_set,

@@ -101,7 +101,7 @@ def _tokenizer(script_args):
     )
 
 
-def build(script_args, training_args):
+def build(script_args, training_args, started: float | None = None):
     """Everything up to a ready trainer: token check, tokenizer, data, model."""
     model_lib.check_hub_token(script_args.model_id, training_args.push_to_hub)
     tokenizer = _tokenizer(script_args)
@@ -114,7 +114,7 @@ def build(script_args, training_args):
         script_args.model_id, training_args.bf16, script_args.trust_remote, training_args.use_liger_kernel
     )
     stopper = GracefulStop()
-    trainer = build_trainer(model, tokenizer, script_args, training_args, train_set, eval_set, stopper)
+    trainer = build_trainer(model, tokenizer, script_args, training_args, train_set, eval_set, stopper, started)
     check_distributed(trainer)
     return trainer, stopper, eval_rows
 
@@ -136,8 +136,9 @@ def leave(code: int, trainer) -> int:
     os._exit(code)
 
 
-def run(script_args, training_args) -> int:
-    trainer, stopper, eval_rows = build(script_args, training_args)
+def run(script_args, training_args, started: float | None = None) -> int:
+    """The run; `started` is when the process started (for the progress record's restore time)."""
+    trainer, stopper, eval_rows = build(script_args, training_args, started)
     trainer.train(resume_from_checkpoint=resume_point(script_args, training_args))
     if stopper.stopped:
         log.warning("stopped on request after saving checkpoint-%d", trainer.state.global_step)

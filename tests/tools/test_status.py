@@ -1,0 +1,408 @@
+"""`make status`: phases, pods, restarts, progress, ETA, goodput and money from the objects the
+controllers write (JobSet v0.12.0, Kueue v0.19.2 Workload, ProvisioningRequest, pods) and the
+trainers' progress record; the CLI's messages and exit codes."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from stack.reader import load_files
+from tools import status
+from tools.status_model import ProgressError, validate_progress
+from tools.status_row import run_facts, status_row
+from tools.status_sources import BucketProgress, LocalProgress
+from trainers.gemma_jax import progress as jax_progress
+from trainers.trl_gpu import progress as gpu_progress
+
+ROOT = Path(__file__).resolve().parents[2]
+NOW = datetime.datetime(2026, 12, 2, 12, 0, tzinfo=datetime.timezone.utc).timestamp()
+
+
+def at(seconds_ago: float) -> str:
+    t = datetime.datetime.fromtimestamp(NOW - seconds_ago, datetime.timezone.utc)
+    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def cond(kind: str, state: bool = True, reason: str = "", message: str = "", ago: float = 0) -> dict:
+    return {"type": kind, "status": "True" if state else "False", "reason": reason, "message": message,
+            "lastTransitionTime": at(ago)}
+
+
+def jobset(name: str, conditions=(), restarts=0, counted=0, ready=0, submitted=3 * 3600, suspend=False) -> dict:
+    return {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+            "metadata": {"name": name, "namespace": "finetune", "creationTimestamp": at(submitted), "uid": f"{name}-uid"},
+            "spec": {"suspend": suspend, "failurePolicy": {"maxRestarts": 3}},
+            "status": {"conditions": list(conditions), "restarts": restarts, "restartsCountTowardsMax": counted,
+                       "replicatedJobsStatus": [{"name": "trainer", "ready": ready, "active": 1}]}}
+
+
+def workload(run: str, conditions=(), flavor: str | None = None, checks=(), active=True) -> dict:
+    status = {"conditions": list(conditions), "admissionChecks": list(checks)}
+    if flavor:
+        status["admission"] = {"clusterQueue": "finetune", "podSetAssignments": [
+            {"name": "trainer", "flavors": {"google.com/tpu": flavor, "cpu": flavor}, "count": 2}]}
+    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+            "metadata": {"name": f"jobset-{run}-1a2b3", "namespace": "finetune",
+                         "ownerReferences": [{"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "name": run,
+                                              "uid": f"{run}-uid", "controller": True}]},
+            "spec": {"active": active, "queueName": "finetune"}, "status": status}
+
+
+def request(wl: str, check: str, attempt: int, conditions=()) -> dict:
+    return {"apiVersion": "autoscaling.x-k8s.io/v1", "kind": "ProvisioningRequest",
+            "metadata": {"name": f"{wl}-{check}-{attempt}", "namespace": "finetune", "creationTimestamp": at(600 - attempt),
+                         "ownerReferences": [{"kind": "Workload", "name": wl, "controller": True}]},
+            "status": {"conditions": list(conditions)}}
+
+
+def pod(run: str, i: int, ready: bool, exit_code: int | None = None, unschedulable: str = "") -> dict:
+    conditions = [cond("Ready", ready)]
+    if unschedulable:
+        conditions.append(cond("PodScheduled", False, "Unschedulable", unschedulable))
+    statuses = []
+    if exit_code is not None:
+        statuses = [{"name": "trainer", "state": {"terminated": {"exitCode": exit_code, "finishedAt": at(60)}}}]
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": f"{run}-trainer-0-{i}", "namespace": "finetune", "labels": {"gke-finetune/run": run}},
+            "status": {"conditions": conditions, "containerStatuses": statuses}}
+
+
+def record(step=100, total=400, train_seconds=1000.0, started=2 * 3600, updated=60, **extra) -> dict:
+    base = {"schema": 1, "trainer": "gemma-jax", "run": None, "step": step, "total_steps": total,
+            "tokens_per_s": 5120.0, "loss": 2.5, "eval_loss": 2.75, "eval_step": 80, "checkpoint_step": 96,
+            "started_at": at(started), "attempt_started_at": at(started), "updated_at": at(updated),
+            "starts": 1, "train_seconds": train_seconds, "restore_seconds": 120.0, "redone_steps": 0}
+    return base | extra
+
+
+@pytest.fixture(scope="module")
+def queued():
+    return run_facts(load_files("tpu-queued", ROOT))
+
+
+def row(facts, name, js, wl=None, requests=(), pods=(), rec=None):
+    return status_row(facts[name], js, wl, list(requests), list(pods), rec, NOW)
+
+
+# --- phases -----------------------------------------------------------------------------------
+
+
+def test_a_run_kueue_has_not_reserved_quota_for_is_waiting_for_quota(queued):
+    wl = workload("gemma3-ladder", [cond("QuotaReserved", False, "WaitingForQuota",
+                                         "couldn't assign flavors to pod set trainer: insufficient quota")])
+    r = row(queued, "gemma3-ladder", jobset("gemma3-ladder", suspend=True), wl)
+    assert r.phase == "waiting for quota" and "insufficient quota" in r.detail
+    assert r.rung is None and r.usd_high == 0.0 and r.chip_hours == 0.0  # no trainer started: nothing billed
+
+
+def test_a_run_on_its_queued_rung_waits_for_capacity_with_the_provisioning_request_s_state(queued):
+    check = "queued-v6e-2x4-provisioning"
+    wl = workload("gemma3-ladder", [cond("QuotaReserved"), cond("Admitted", False, "UnsatisfiedAdmissionChecks")],
+                  flavor="queued-v6e-2x4", checks=[{"name": check, "state": "Pending", "message": ""}])
+    name = wl["metadata"]["name"]
+    prs = [request(name, check, 1, [cond("Failed", True, "NotProvisioned", "out of capacity")]),
+           request(name, check, 2, [cond("Accepted", True, "Accepted", "queued for 2 VMs")])]
+    r = row(queued, "gemma3-ladder", jobset("gemma3-ladder", suspend=True), wl, prs)
+    assert r.phase == "waiting for capacity"
+    assert f"admission check {check}: Pending" in r.detail
+    assert f"ProvisioningRequest {name}-{check}-2: Accepted (queued for 2 VMs)" in r.detail  # the newest
+    assert (r.rung.index, r.rung.of, r.rung.pool, r.rung.capacity) == (3, 3, "queued-v6e-2x4", "queued")
+
+
+def test_an_admitted_run_shows_its_rung_then_runs_when_every_pod_is_ready(queued):
+    wl = workload("gemma3-ladder", [cond("QuotaReserved"), cond("Admitted")], flavor="v6e-2x4")
+    js = jobset("gemma3-ladder", ready=0)
+    r = row(queued, "gemma3-ladder", js, wl, pods=[pod("gemma3-ladder", 0, True), pod("gemma3-ladder", 1, False)])
+    assert (r.phase, r.detail, r.pods_ready, r.pods) == ("admitted", "1/2 pods ready", 1, 2)
+    assert (r.rung.index, r.rung.pool, r.rung.capacity) == (2, "v6e-2x4", "on-demand")
+    r = row(queued, "gemma3-ladder", jobset("gemma3-ladder", ready=1), wl,
+            pods=[pod("gemma3-ladder", 0, True), pod("gemma3-ladder", 1, True)])
+    assert (r.phase, r.slices_ready, r.slices) == ("running", 1, 1)
+
+
+def test_restarting_succeeded_and_failed_with_the_reason_and_exit_code(queued):
+    wl = workload("gemma3-ladder", [cond("QuotaReserved"), cond("Admitted")], flavor="spot-v6e-2x4")
+    restarting = jobset("gemma3-ladder", [cond("RestartingJobSet", True, "FailurePolicy_Disruption")], restarts=2, counted=1)
+    r = row(queued, "gemma3-ladder", restarting, wl)
+    assert (r.phase, r.detail, r.restarts, r.restarts_counted, r.max_restarts) == (
+        "restarting", "FailurePolicy_Disruption", 2, 1, 3)
+    done = jobset("gemma3-ladder", [cond("Completed", True, "AllJobsCompleted", "jobset completed successfully", ago=600)])
+    assert row(queued, "gemma3-ladder", done, wl).phase == "succeeded"
+    failed = jobset("gemma3-ladder", [cond("Failed", True, "FailJobSetFailurePolicyAction",
+                                           "applying FailJobSet failure policy action (first failed job: gemma3-ladder-trainer-0)")])
+    r = row(queued, "gemma3-ladder", failed, wl, pods=[pod("gemma3-ladder", 0, False, exit_code=78)])
+    assert (r.phase, r.exit_code) == ("failed", 78)
+    assert r.reason.startswith("FailJobSetFailurePolicyAction: applying FailJobSet failure policy action")
+
+
+def test_a_deactivated_workload_is_a_failed_run_and_a_run_outside_kueue_waits_on_its_pods(queued):
+    wl = workload("gemma3-ladder", [cond("QuotaReserved", False, "Inadmissible"),
+                                    cond("Evicted", True, "Deactivated", "the admission check was rejected")],
+                  active=False)
+    r = row(queued, "gemma3-ladder", jobset("gemma3-ladder", suspend=True), wl)
+    assert (r.phase, r.detail) == ("failed", "Kueue deactivated the run: the admission check was rejected")
+    single = row(queued, "gemma3-single-host", jobset("gemma3-single-host"), None,
+                 pods=[pod("gemma3-single-host", 0, False, unschedulable="0/3 nodes are available")])
+    assert (single.phase, single.rung.pool, single.rung.of) == ("waiting for capacity", "v6e-1x1", 1)
+    assert "0/3 nodes are available" in single.detail
+
+
+def test_outside_kueue_the_nodes_tell_the_rung(queued):
+    """Autopilot: the ComputeClass's rungs differ in capacity, which GKE labels its nodes with."""
+    facts = run_facts(load_files("autopilot", ROOT))["gemma3-single-host"]
+    js, p = jobset("gemma3-single-host"), pod("gemma3-single-host", 0, True) | {"spec": {"nodeName": "n1"}}
+    spot = {"metadata": {"name": "n1", "labels": {"cloud.google.com/gke-spot": "true"}}}
+    on_demand = {"metadata": {"name": "n1", "labels": {}}}
+    assert status_row(facts, js, None, [], [p], None, NOW, [spot]).rung.capacity == "spot"
+    r = status_row(facts, js, None, [], [p], record(started=3600), NOW, [on_demand])
+    assert (r.rung.index, r.rung.pool, r.rung.capacity) == (2, "v6e-1x1-on-demand", "on-demand")
+    assert (r.usd_low, r.usd_high) == (2.70, 2.70)  # 1 chip, 1 hour, on demand
+    unknown = status_row(facts, js, None, [], [p], record(started=3600), NOW, [])
+    assert unknown.rung is None and (unknown.usd_low, unknown.usd_high) == (0.24, 2.70)  # the ladder's range
+    # Standard: the pool label the platform puts on every node of a pool.
+    pooled = {"metadata": {"name": "n1", "labels": {"gke-finetune/pool": "v6e-2x4"}}}
+    ladder = queued["gemma3-ladder"]
+    assert status_row(ladder, jobset("gemma3-ladder"), None, [], [p], None, NOW, [pooled]).rung.index == 2
+
+
+# --- progress, ETA, goodput and money ---------------------------------------------------------
+
+
+def test_eta_goodput_and_money_on_the_spot_rung_by_hand(queued):
+    wl = workload("gemma3-ladder", [cond("QuotaReserved"), cond("Admitted")], flavor="spot-v6e-2x4")
+    pods = [pod("gemma3-ladder", 0, True), pod("gemma3-ladder", 1, True)]
+    r = row(queued, "gemma3-ladder", jobset("gemma3-ladder", ready=1, submitted=3 * 3600), wl, pods=pods,
+            rec=record(step=100, total=400, train_seconds=5400.0, started=2 * 3600, updated=60))
+    assert r.phase == "running" and (r.step, r.total_steps, r.tokens_per_s, r.loss, r.eval_loss) == (100, 400, 5120.0, 2.5, 2.75)
+    # 5400 s for 100 steps: 54 s/step; 300 steps left = 16200 s, less the 60 s since the record was written.
+    assert r.eta_seconds == 16140.0
+    assert r.wall_seconds == 3 * 3600 and r.goodput == 0.5  # 5400 s training in 3 hours since submission
+    # Billed since the trainer first started, 2 hours ago: 8 chips x 2 h = 16 chip-hours. Spot v6e: at most
+    # the on-demand 2.70 $/chip-hour (43.20 $), at least 91% off (0.243 x 16 = 3.888 $).
+    assert r.chip_hours == 16.0 and (r.usd_low, r.usd_high) == (3.89, 43.20)
+
+
+def test_money_at_the_on_demand_rung_and_outside_kueue_by_hand(queued):
+    wl = workload("gemma3-ladder", [cond("QuotaReserved"), cond("Admitted")], flavor="v6e-2x4")
+    r = row(queued, "gemma3-ladder", jobset("gemma3-ladder"), wl, rec=record(started=5400))
+    assert r.chip_hours == 12.0 and (r.usd_low, r.usd_high) == (32.40, 32.40)  # 8 chips x 1.5 h x 2.70
+    single = row(queued, "gemma3-single-host", jobset("gemma3-single-host"), None,
+                 rec=record(started=1800, train_seconds=900.0))
+    assert single.chip_hours == 0.5 and (single.usd_low, single.usd_high) == (1.35, 1.35)  # 1 chip x 0.5 h x 2.70
+
+
+def test_a_finished_run_stops_its_clock_and_a_reservation_adds_nothing():
+    facts = run_facts(load_files("a4", ROOT))
+    done = jobset("gemma4-sql", [cond("Completed", True, "AllJobsCompleted", ago=3600)], submitted=4 * 3600)
+    r = status_row(facts["gemma4-sql"], done, None, [], [], record(step=400, total=400, train_seconds=5400.0,
+                                                                   started=3 * 3600), NOW)
+    assert r.phase == "succeeded" and r.wall_seconds == 3 * 3600  # submitted 4 h ago, finished 1 h ago
+    assert r.chip_hours == 16.0 and (r.usd_low, r.usd_high) == (0.0, 0.0)  # 8 GPUs x 2 h, on a reservation
+    assert "already paid for (list price 90.22 $/VM-hour)" in r.price_note
+    assert r.eta_seconds is None and r.goodput == 0.5
+
+
+# --- the progress record ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("module", [jax_progress, gpu_progress], ids=["gemma-jax", "trl-gpu"])
+def test_the_reader_accepts_what_each_trainer_writes(module, tmp_path):
+    p = module.Progress(str(tmp_path), "t", 10, started=NOW - 100, clock=lambda: NOW)
+    p.resumed(0)
+    p.first_step(1, 3.0)
+    p.trained(5, 40.0, 2.0, 100.0)
+    p.evaluated(5, 2.2)
+    p.checkpointed(5)
+    rec = validate_progress(json.loads((tmp_path / "progress.json").read_text()))
+    assert (rec["step"], rec["checkpoint_step"], rec["eval_loss"], rec["train_seconds"]) == (5, 5, 2.2, 40.0)
+    assert rec["restore_seconds"] == 100.0 and rec["starts"] == 1
+
+
+def test_the_record_names_the_run_the_manifests_name():
+    from core.names import RUN_ENV
+    from manifests.pod import env
+
+    assert jax_progress.RUN_ENV == gpu_progress.RUN_ENV == RUN_ENV
+    config = load_files("tpu-queued", ROOT)
+    assert {"name": RUN_ENV, "value": "gemma3-ladder"} in env(config.runs[0])
+
+
+def test_both_trainers_write_the_same_format():
+    """Two copies of one writer (trainers import nothing of each other): the code is the same."""
+    code = [Path(m.__file__).read_text().split('"""', 2)[2] for m in (jax_progress, gpu_progress)]
+    assert code[0] == code[1]
+
+
+@pytest.mark.parametrize("change, key", [({"schema": 2}, "schema"), ({"step": "7"}, "step"),
+                                         ({"updated_at": "yesterday"}, "updated_at"),
+                                         ({"step": 500}, "step"), ({"loss": "low"}, "loss")])
+def test_a_bad_record_names_its_key_and_what_is_allowed(change, key):
+    with pytest.raises(ProgressError) as err:
+        validate_progress(record() | change)
+    assert err.value.key == key and "allowed:" in str(err.value)
+
+
+def test_a_bad_record_in_the_bucket_layout_is_reported_not_fatal(tmp_path):
+    run_dir = tmp_path / "checkpoints" / "gemma3-ladder"
+    run_dir.mkdir(parents=True)
+    (run_dir / "progress.json").write_text("{not json")
+    rec, problem = LocalProgress(str(tmp_path)).read("gemma3-ladder")
+    assert rec is None and "not JSON" in problem and str(run_dir / "progress.json") in problem
+    assert LocalProgress(str(tmp_path)).read("other") == (None, "")
+
+
+def test_a_bucket_that_cannot_be_read_is_reported_per_run(monkeypatch):
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", "/nonexistent/key.json")
+    rec, problem = BucketProgress("my-bucket", "my-project-id").read("gemma3-ladder")
+    assert rec is None and problem.startswith("gs://my-bucket cannot be read: ")
+
+
+# --- the command ------------------------------------------------------------------------------
+
+
+def _cli(*args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tools.status", "show", *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+
+
+def _dump(tmp_path, *items) -> str:
+    path = tmp_path / "objects.json"
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": list(items)}))
+    return str(path)
+
+
+def test_the_command_prints_a_line_per_run_then_one_run_s_details(tmp_path):
+    wl = workload("gemma3-ladder", [cond("QuotaReserved"), cond("Admitted")], flavor="spot-v6e-2x4")
+    dump = _dump(tmp_path, jobset("gemma3-ladder", ready=1), wl, pod("gemma3-ladder", 0, True),
+                 pod("gemma3-ladder", 1, True), jobset("gemma3-single-host"))
+    (tmp_path / "checkpoints" / "gemma3-ladder").mkdir(parents=True)
+    (tmp_path / "checkpoints" / "gemma3-ladder" / "progress.json").write_text(json.dumps(record()))
+    res = _cli("--stack", "tpu-queued", "--from-json", dump, "--progress-dir", str(tmp_path))
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.splitlines()
+    assert lines[0].split()[:3] == ["run", "phase", "rung"]
+    assert lines[1].split()[:3] == ["gemma3-ladder", "running", "1/3"] and "100/400" in lines[1]
+    assert lines[2].startswith("gemma3-single-host") and len(lines) == 3  # two runs: no details
+    res = _cli("--stack", "tpu-queued", "--from-json", dump, "--progress-dir", str(tmp_path), "--run", "gemma3-ladder")
+    assert "run gemma3-ladder: running" in res.stdout
+    assert "rung 1 of 3: pool spot-v6e-2x4 (spot)" in res.stdout and "restarts         0 of a budget of 3" in res.stdout
+    res = _cli("--stack", "tpu-queued", "--from-json", dump, "--progress-dir", str(tmp_path), "--json")
+    [ladder, single] = json.loads(res.stdout)
+    assert ladder["rung"]["pool"] == "spot-v6e-2x4" and ladder["step"] == 100 and single["step"] is None
+
+
+def test_clear_messages_and_exit_codes(tmp_path):
+    res = _cli("--stack", "tpu-queued", "--run", "nope", "--from-json", _dump(tmp_path))
+    assert res.returncode == status.EX_NOINPUT and "'nope' is not a run of stack tpu-queued" in res.stderr
+    res = _cli("--stack", "tpu-queued", "--from-json", _dump(tmp_path))
+    assert res.returncode == status.EX_NOINPUT and "has no runs submitted in namespace 'finetune'" in res.stderr
+    res = _cli("--stack", "tpu-queued", "--run", "gemma3-ladder", "--from-json", _dump(tmp_path, jobset("gemma3-single-host")),
+               "--progress-dir", str(tmp_path))
+    assert res.returncode == status.EX_NOINPUT and "run 'gemma3-ladder' of stack tpu-queued has no JobSet" in res.stderr
+    res = _cli("--stack", "tpu-queued", "--from-json", _dump(tmp_path, jobset("gemma3-single-host")),
+               "--progress-dir", str(tmp_path), "--watch", "0.01", "--iterations", "2")
+    assert res.returncode == 0, res.stderr
+    ladder_lines = [line for line in res.stdout.splitlines() if line.startswith("gemma3-ladder ")]
+    assert len(ladder_lines) == 2 and "not submitted" in ladder_lines[0]  # shown twice: --watch
+    res = _cli("--stack", "no-such-stack")
+    assert res.returncode == status.EX_CONFIG and "stack no-such-stack" in res.stderr
+
+
+def test_a_cluster_that_does_not_answer_exits_69(tmp_path):
+    """The Kubernetes client against a kubeconfig whose API server is a closed port on 127.0.0.1."""
+    with __import__("socket").socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed once the block ends
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "here",
+        "clusters": [{"name": "here", "cluster": {"server": f"https://127.0.0.1:{port}", "insecure-skip-tls-verify": True}}],
+        "users": [{"name": "me", "user": {"token": "t"}}],
+        "contexts": [{"name": "here", "context": {"cluster": "here", "user": "me"}}],
+    }))
+    env = {**__import__("os").environ, "KUBECONFIG": str(kubeconfig)}
+    res = subprocess.run([sys.executable, "-m", "tools.status", "show", "--stack", "tpu-queued"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120, env=env)
+    assert res.returncode == status.EX_UNAVAILABLE, res.stderr
+    assert "the cluster of stack tpu-queued cannot be reached: the API server did not answer" in res.stderr
+    env["KUBECONFIG"] = str(tmp_path / "missing")
+    res = subprocess.run([sys.executable, "-m", "tools.status", "show", "--stack", "tpu-queued"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120, env=env)
+    assert res.returncode == status.EX_UNAVAILABLE and "no usable kubeconfig" in res.stderr, res.stderr
+
+
+class _ApiServer:
+    """A Kubernetes API on 127.0.0.1 that serves fixed objects by path (plain HTTP), for the real client."""
+
+    def __init__(self, routes: dict[str, dict | None]):
+        import http.server
+        import threading
+
+        self.routes = routes
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802 (the http.server API)
+                body = outer.routes.get(self.path.split("?")[0])
+                code = 200 if body is not None else 404
+                if body is None:
+                    body = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound", "code": 404}
+                data = json.dumps(body).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def kubeconfig(self, path: Path) -> dict:
+        path.write_text(json.dumps({
+            "apiVersion": "v1", "kind": "Config", "current-context": "here",
+            "clusters": [{"name": "here", "cluster": {"server": f"http://127.0.0.1:{self.server.server_port}"}}],
+            "users": [{"name": "me", "user": {"token": "t"}}],
+            "contexts": [{"name": "here", "context": {"cluster": "here", "user": "me"}}],
+        }))
+        return {**__import__("os").environ, "KUBECONFIG": str(path)}
+
+
+def _served_pod(run: str) -> dict:
+    """A pod as the API serves it (the fields the client requires)."""
+    p = pod(run, 0, True)
+    p["spec"] = {"containers": [{"name": "trainer", "image": "trainer@sha256:0"}]}
+    p["status"]["containerStatuses"] = [{"name": "trainer", "image": "trainer@sha256:0", "imageID": "", "ready": True,
+                                         "restartCount": 0, "state": {"running": {"startedAt": at(600)}}}]
+    return p
+
+
+def test_the_kubernetes_client_path_not_deployed_and_served_objects(tmp_path):
+    ns, jobsets = "/api/v1/namespaces/finetune", "/apis/jobset.x-k8s.io/v1alpha2/namespaces/finetune/jobsets"
+    api = _ApiServer({})
+    env = api.kubeconfig(tmp_path / "kubeconfig")
+    cmd = [sys.executable, "-m", "tools.status", "show", "--stack", "tpu-queued", "--progress-dir", str(tmp_path)]
+    res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
+    assert res.returncode == status.EX_NOINPUT, res.stderr
+    assert "stack tpu-queued has nothing deployed here: namespace 'finetune' does not exist" in res.stderr
+    api.routes[ns] = {"kind": "Namespace", "apiVersion": "v1", "metadata": {"name": "finetune"}}
+    res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
+    assert res.returncode == status.EX_NOINPUT and "the JobSet API (jobset.x-k8s.io/v1alpha2) is not installed" in res.stderr
+    # Kueue's Workloads served, the ProvisioningRequest API absent (404: no such objects).
+    wl = workload("gemma3-ladder", [cond("QuotaReserved"), cond("Admitted")], flavor="spot-v6e-2x4")
+    api.routes[jobsets] = {"items": [jobset("gemma3-ladder", ready=1)]}
+    api.routes["/apis/kueue.x-k8s.io/v1beta2/namespaces/finetune/workloads"] = {"items": [wl]}
+    api.routes[f"{ns}/pods"] = {"kind": "PodList", "apiVersion": "v1", "metadata": {},
+                                "items": [_served_pod("gemma3-ladder")]}
+    res = subprocess.run([*cmd, "--run", "gemma3-ladder"], cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
+    assert res.returncode == 0, res.stderr
+    assert "run gemma3-ladder: admitted (1/2 pods ready)" in res.stdout
+    assert "rung 1 of 3: pool spot-v6e-2x4 (spot)" in res.stdout
