@@ -82,6 +82,12 @@ def submitted(queued):
 
 
 def pytest_terminal_summary(terminalreporter):
+    from e2e.tests.test_engine import ENGINE_REPORT
+
+    if ENGINE_REPORT:
+        terminalreporter.section("e2e: existing-cluster stacks through the Pulumi CLI, wall time per step")
+        for line in ENGINE_REPORT:
+            terminalreporter.write_line(line)
     if REPORT:
         terminalreporter.section("e2e: what the API server shows, per stack")
         for line in REPORT:

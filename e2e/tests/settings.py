@@ -12,3 +12,7 @@ STACKS = tuple(s for s in (os.environ.get("E2E_STACKS") or ",".join(SHIPPED_STAC
 ADMISSION = os.environ.get("E2E_ADMISSION", "on") != "off"
 # E2E_LIFETIME: seconds after which the watchdog stops whatever is still running.
 LIFETIME = int(os.environ.get("E2E_LIFETIME", "1800"))
+# E2E_ENGINE_STACKS=dev: the shipped stacks deployed as existing-cluster stacks through the real
+# Pulumi CLI (test_engine.py); default: the Standard stacks of STACKS.
+ENGINE_STACKS = tuple(s for s in (os.environ.get("E2E_ENGINE_STACKS") or ",".join(
+    s for s in STACKS if s != "autopilot")).split(",") if s)

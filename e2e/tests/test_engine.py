@@ -1,0 +1,136 @@
+"""Each shipped stack as a stack for an existing cluster, through the real Pulumi CLI against the control plane.
+
+The platform team's part is the harness's: the stack's GKE-shaped nodes and
+the JobSet and Kueue controllers (install_stack, platform_only). The stack
+declares the rest through `pulumi`, its Python language host and the
+Kubernetes provider (e2e/harness/engine.py): preview lists what up creates;
+up creates it and the runs start; a second preview changes nothing; one
+run's changed arguments replace that run's JobSet and nothing else; an added
+run adds only it; destroy leaves nothing of the stack in the cluster. Each
+step's wall time is reported.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import yaml
+
+from e2e.harness.engine import Engine, engine
+from e2e.harness.install import install_stack
+from e2e.harness.kube import ApiError
+from e2e.harness.observe import KUEUE, wait_bound
+from e2e.harness.session import control_plane
+from e2e.harness.stack_objects import stack_objects
+from e2e.harness.tools import ROOT
+from e2e.tests.settings import ENGINE_STACKS, LIFETIME
+from stack.contracts import node_pool_names
+
+JOBSET = "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"
+FAKE_DIGEST = "sha256:" + "e2" * 32
+BUCKET = "e2e-existing-bucket"
+TIMEOUT = 180.0
+ENGINE_REPORT: list[str] = []
+
+
+def existing_cluster_config(stack: str, kubeconfig: str) -> dict:
+    """The shipped stack file as a stack for an existing cluster: the same pools (named by the node
+    pools the shipped stack would have made), runs and datasets; images by digest; the bucket named."""
+    config = yaml.safe_load((ROOT / f"Pulumi.{stack}.yaml").read_text())["config"]
+    out = {k: v for k, v in config.items() if k.startswith("gcp:")}
+    prefix = "gke-finetune:"
+    zones = config.get(f"{prefix}zones", [])
+    pools = []
+    for pool in config.get(f"{prefix}pools", []):
+        pool = {**pool, "zones": pool.get("zones") or zones}
+        names = list(node_pool_names(pool["name"], pool.get("slices", 1)))
+        pool.update({"nodePools": names} if len(names) > 1 else {"nodePool": names[0]})
+        pools.append(pool)
+    trainers = {r["trainer"] for r in config.get(f"{prefix}runs", [])}
+    out.update({
+        f"{prefix}existingCluster": {"context": "e2e", "kubeconfig": kubeconfig, "controllers": "existing"},
+        f"{prefix}pools": pools,
+        f"{prefix}images": {t: f"us-docker.pkg.dev/e2e/finetune/{t}@{FAKE_DIGEST}" for t in trainers},
+        f"{prefix}bucketName": BUCKET,
+    })
+    for key in ("runs", "datasets"):
+        if f"{prefix}{key}" in config:
+            out[f"{prefix}{key}"] = config[f"{prefix}{key}"]
+    return out
+
+
+def _changes(steps: list[dict]) -> list[tuple[str, str, str]]:
+    return sorted((s["op"], s["type"], s["name"]) for s in steps if s["op"] != "same")
+
+
+# Every kind an existing-cluster stack declares (the Kubernetes provider labels what it creates).
+DECLARED_KINDS = (("v1", "Namespace"), ("v1", "ServiceAccount"), ("v1", "Secret"), ("batch/v1", "Job"),
+                  ("jobset.x-k8s.io/v1alpha2", "JobSet"), (KUEUE, "ResourceFlavor"), (KUEUE, "ClusterQueue"),
+                  (KUEUE, "LocalQueue"), (KUEUE, "WorkloadPriorityClass"), (KUEUE, "AdmissionCheck"),
+                  (KUEUE, "ProvisioningRequestConfig"))
+MANAGED_BY_PULUMI = "app.kubernetes.io/managed-by=pulumi"  # pulumi-kubernetes pkg/metadata/labels.go
+
+
+def _left_by_pulumi(kube) -> list[str]:
+    found = []
+    for api, kind in DECLARED_KINDS:
+        try:
+            objects = kube.list(api, kind, labels=MANAGED_BY_PULUMI)
+        except ApiError as err:
+            if err.status != 404:  # a stack without Kueue: no such API
+                raise
+            continue
+        found += [f"{kind} {o['metadata'].get('namespace', '')}/{o['metadata']['name']}" for o in objects
+                  if not o["metadata"].get("deletionTimestamp")]
+    return found
+
+
+@pytest.fixture(scope="module", params=ENGINE_STACKS)
+def deployed(request, state_root):
+    stack = request.param
+    shipped = stack_objects(stack)
+    with control_plane(state_root / f"{stack}-engine", LIFETIME) as cp:
+        kube = cp.client()
+        install_stack(cp, kube, shipped, platform_only=True)
+        made = engine(cp.tools, state_root / f"{stack}-engine" / "pulumi", f"existing-{stack}", cp.kubeconfig)
+        made.write_stack(existing_cluster_config(stack, str(cp.kubeconfig)))
+        yield stack, shipped, kube, made
+        ENGINE_REPORT.append(f"== existing-cluster {stack} through pulumi: "
+                             + ", ".join(f"{s.command.split()[0]} {s.seconds:.1f}s" for s in made.steps))
+
+
+def test_preview_up_noop_replace_add_destroy(deployed):
+    stack, shipped, kube, made = deployed
+    planned = made.preview_steps()
+    creates = {(s["type"], s["name"]) for s in planned if s["op"] == "create"}
+    runs = [j["metadata"]["name"] for j in shipped.manifests("JobSet")]
+    assert {(JOBSET, f"runs-{r}") for r in runs} <= creates, sorted(creates)
+    assert not [s for s in planned if s["type"].startswith("gcp:")], "an existing-cluster stack declares no GCP resource"
+
+    made.run("up", "--yes", "--skip-preview")
+    for jobset in shipped.manifests("JobSet"):
+        assert wait_bound(kube, jobset, TIMEOUT), jobset["metadata"]["name"]
+
+    assert _changes(made.preview_steps()) == [], "a second preview changes nothing"
+
+    config = made.read_stack()
+    changed = copy.deepcopy(config)
+    first = changed["gke-finetune:runs"][0]
+    first["args"] = [*first.get("args", []), "--seed", "7"]
+    made.write_stack(changed)
+    replaced = _changes(made.preview_steps())
+    assert replaced and {(t, n) for _, t, n in replaced} == {(JOBSET, f"runs-{first['name']}")}, replaced
+    assert any(op.endswith("replace") or op == "replace" for op, _, _ in replaced), replaced
+    made.run("up", "--yes", "--skip-preview")
+
+    added = copy.deepcopy(changed)
+    extra = {**copy.deepcopy(first), "name": f"{first['name'][:40]}-b"}
+    added["gke-finetune:runs"].append(extra)
+    made.write_stack(added)
+    assert _changes(made.preview_steps()) == [("create", JOBSET, f"runs-{extra['name']}")]
+    made.run("up", "--yes", "--skip-preview")
+
+    assert _left_by_pulumi(kube), "the provider labels what it creates"
+    made.run("destroy", "--yes", "--skip-preview")
+    assert _left_by_pulumi(kube) == []
