@@ -120,6 +120,8 @@ def _parse(argv):
     show.add_argument("--context", help="kubeconfig context (default: the current one)")
     show.add_argument("--from-json", help="a `kubectl get ... -o json` dump instead of the cluster")
     show.add_argument("--progress-dir", help="a directory laid out as the bucket, instead of the bucket")
+    show.add_argument("--root", type=Path, default=ROOT,
+                      help="the directory of Pulumi.yaml and the stack file (default: the repository's)")
     return parser.parse_args(argv)
 
 
@@ -150,7 +152,7 @@ def snapshot(args, config, facts) -> tuple[int, str]:
 def main(argv=None) -> int:
     args = _parse(argv)
     try:
-        config = load_files(args.stack, ROOT)
+        config = load_files(args.stack, args.root)
     except (ConfigError, FileNotFoundError) as err:
         print(f"status: stack {args.stack}: {err}", file=sys.stderr)
         return EX_CONFIG

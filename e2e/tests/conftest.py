@@ -83,7 +83,14 @@ def submitted(queued):
 
 def pytest_terminal_summary(terminalreporter):
     from e2e.tests.test_engine import ENGINE_REPORT
+    from e2e.tests.test_status import STATUS_REPORT
 
+    if STATUS_REPORT:
+        terminalreporter.section("e2e: make status against the control plane, as the phases went by")
+        for table in STATUS_REPORT:
+            for line in table.splitlines():
+                terminalreporter.write_line(line)
+            terminalreporter.write_line("")
     if ENGINE_REPORT:
         terminalreporter.section("e2e: existing-cluster stacks through the Pulumi CLI, wall time per step")
         for line in ENGINE_REPORT:

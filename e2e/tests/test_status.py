@@ -1,0 +1,147 @@
+"""`make status` against the real control plane and a Cloud Storage emulator: every phase a run goes through.
+
+The shipped `tpu-queued` stack with runs made to land in each phase: four
+runs on the capacity ladder (Spot, on demand and queued rungs of one slice
+each), so two are admitted, one waits on its ProvisioningRequest (the
+harness's provisioner holds it) and one waits for quota; two single-host
+runs outside Kueue, one failing with the trainers' configuration error (78),
+one finishing. One run's pod is deleted for a restart. Progress records are
+written by the JAX trainer's own progress code and uploaded to the bucket the
+status command reads through the Cloud Storage client.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from e2e.harness import fake_gcs
+from e2e.harness.install import install_stack
+from e2e.harness.kube import wait_for
+from e2e.harness.observe import placements
+from e2e.harness.session import control_plane
+from e2e.harness.stack_objects import stack_objects
+from e2e.harness.stages import COMPLETE_LABEL, FAIL_EXIT_CODE_ANNOTATION, FAIL_LABEL
+from e2e.harness.tools import ROOT
+from e2e.tests.settings import LIFETIME
+from trainers.gemma_jax.progress import Progress
+
+STACK = "tpu-queued"
+TIMEOUT = 120.0
+STATUS_REPORT: list[str] = []
+
+
+def _runs() -> list[dict]:
+    shipped = yaml.safe_load((ROOT / f"Pulumi.{STACK}.yaml").read_text())["config"]["gke-finetune:runs"]
+    ladder, single = (next(r for r in shipped if ("ladder" in r) == is_ladder) for is_ladder in (True, False))
+    runs = [{**copy.deepcopy(ladder), "name": f"ladder-{c}"} for c in "abcd"]
+    runs += [{**copy.deepcopy(single), "name": name} for name in ("single-78", "single-ok")]
+    return runs
+
+
+def _status(root: Path, env: dict[str, str]) -> dict[str, dict]:
+    done = subprocess.run([sys.executable, "-m", "tools.status", "show", "--stack", STACK, "--root", str(root),
+                           "--json"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return {r["run"]: r for r in json.loads(done.stdout)}
+
+
+def _table(root: Path, env: dict[str, str]) -> str:
+    done = subprocess.run([sys.executable, "-m", "tools.status", "show", "--stack", STACK, "--root", str(root)],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    return done.stdout + done.stderr
+
+
+@pytest.fixture(scope="module")
+def status_plane(state_root):
+    runs = _runs()
+    overrides = {"gke-finetune:runs": runs}
+    objects = stack_objects(STACK, overrides_json=json.dumps(overrides))
+    root = state_root / "status-stack"
+    root.mkdir(parents=True)
+    shutil.copy(ROOT / "Pulumi.yaml", root / "Pulumi.yaml")
+    config = yaml.safe_load((ROOT / f"Pulumi.{STACK}.yaml").read_text())
+    config["config"].update(overrides)
+    (root / f"Pulumi.{STACK}.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    with control_plane(state_root / "status", LIFETIME) as cp:
+        gcs = fake_gcs.start(cp.supervisor, cp.tools)
+        gcs.create_bucket(objects.config.data_bucket)
+        (cp.state / "provisioner-mode").write_text("hold")  # no queued capacity ever comes
+        kube = cp.client()
+        install_stack(cp, kube, objects)
+        env = {**os.environ, "KUBECONFIG": str(cp.kubeconfig), **gcs.env, "PYTHONPATH": str(ROOT)}
+        yield kube, objects, root, env, gcs
+
+
+def _record(gcs, bucket: str, run: str, tmp: Path) -> dict:
+    """A progress record as the JAX trainer writes it, at step 40 of 100, uploaded where the run's is."""
+    directory = tmp / run
+    started = time.time() - 600
+    progress = Progress(str(directory), "gemma-jax", total_steps=100, started=started, clock=lambda: started + 600)
+    progress.resumed(0)
+    progress.first_step(1, loss=3.0)
+    progress.trained(40, seconds=400.0, loss=2.5, tokens_per_s=1200.0)
+    progress.checkpointed(40)
+    gcs.upload(bucket, f"checkpoints/{run}/progress.json", (directory / "progress.json").read_bytes())
+    return progress.record
+
+
+def _pod(kube, namespace: str, run: str) -> str:
+    return wait_for(f"a bound pod of {run}",
+                    lambda: next((p.pod for p in placements(kube, namespace, run) if p.node), None), TIMEOUT)
+
+
+def test_the_status_shows_each_phase_from_the_cluster_and_the_bucket(status_plane, tmp_path):
+    kube, objects, root, env, gcs = status_plane
+    ns = objects.runs_namespace
+    record = _record(gcs, objects.config.data_bucket, "ladder-a", tmp_path)
+
+    def ladder_settled():
+        found = _status(root, env)
+        phases = sorted(found[f"ladder-{c}"]["phase"] for c in "abcd")
+        return found if phases == ["running", "running", "waiting for capacity", "waiting for quota"] else None
+
+    found = wait_for("the ladder's runs in their phases", ladder_settled, TIMEOUT,
+                     explain=lambda: str({r: s["phase"] for r, s in _status(root, env).items()}))
+    rungs = sorted((found[f"ladder-{c}"]["rung"] or {}).get("pool", "") for c in "abcd"
+                   if found[f"ladder-{c}"]["phase"] == "running")
+    assert rungs == ["spot-v6e-2x4", "v6e-2x4"], rungs
+    capacity = next(s for s in found.values() if s["phase"] == "waiting for capacity")
+    assert "ProvisioningRequest" in capacity["detail"] or "provisioning" in capacity["detail"].lower(), capacity
+    a = found["ladder-a"]
+    assert (a["step"], a["total_steps"], a["tokens_per_s"], a["loss"]) == (40, 100, 1200.0, 2.5), a
+    assert a["checkpoint_step"] == record["checkpoint_step"] == 40
+    assert a["chips"] == 8 and a["usd_high"] > 0, a
+    STATUS_REPORT.append(_table(root, env))
+
+    # A restart: the first admitted run's pod deleted (kwok plays the kubelet: SIGTERM's 143).
+    kube.delete("v1", "Pod", _pod(kube, ns, "ladder-a"), ns)
+    wait_for("ladder-a restarted", lambda: _status(root, env)["ladder-a"]["restarts"] >= 1, TIMEOUT,
+             explain=lambda: str(_status(root, env)["ladder-a"]))
+
+    # The single-host pool's one node: single-78 first fails with 78, then single-ok runs and finishes.
+    first = wait_for("a single-host run bound", lambda: next(
+        (r for r in ("single-78", "single-ok") for p in placements(kube, ns, r) if p.node), None), TIMEOUT)
+    order = [first, "single-ok" if first == "single-78" else "single-78"]
+    for run in order:
+        pod = _pod(kube, ns, run)
+        if run == "single-78":
+            kube.patch("v1", "Pod", pod, ns, {"metadata": {"annotations": {FAIL_EXIT_CODE_ANNOTATION: "78"},
+                                                           "labels": {FAIL_LABEL: "true"}}})
+        else:
+            kube.patch("v1", "Pod", pod, ns, {"metadata": {"labels": {COMPLETE_LABEL: "true"}}})
+    final = wait_for("single-78 failed and single-ok succeeded", lambda: (
+        lambda s: s if s["single-78"]["phase"] == "failed" and s["single-ok"]["phase"] == "succeeded" else None)(
+        _status(root, env)), TIMEOUT, explain=lambda: str({r: (s["phase"], s["detail"])
+                                                           for r, s in _status(root, env).items()}))
+    assert final["single-78"]["exit_code"] == 78, final["single-78"]
+    STATUS_REPORT.append(_table(root, env))
