@@ -40,10 +40,9 @@ def existing_cluster_config(stack: str, kubeconfig: str) -> dict:
     config = yaml.safe_load((ROOT / f"Pulumi.{stack}.yaml").read_text())["config"]
     out = {k: v for k, v in config.items() if k.startswith("gcp:")}
     prefix = "gke-finetune:"
-    zones = config.get(f"{prefix}zones", [])
     pools = []
     for pool in config.get(f"{prefix}pools", []):
-        pool = {**pool, "zones": pool.get("zones") or zones}
+        pool = dict(pool)
         names = list(node_pool_names(pool["name"], pool.get("slices", 1)))
         pool.update({"nodePools": names} if len(names) > 1 else {"nodePool": names[0]})
         pools.append(pool)
