@@ -106,5 +106,5 @@ def engine(tools: Tools, workdir: Path, stack: str, kubeconfig: Path) -> Engine:
         "PYTHONUNBUFFERED": "1",
     }
     made = Engine(workdir / "program", stack, env)
-    made.run("stack", "init", stack)
+    made.run("stack", "init")
     return made
