@@ -74,8 +74,9 @@ class Engine:
     def preview_steps(self) -> list[dict]:
         """The steps `pulumi preview` plans: op (create, same, replace, ...), urn, type and name."""
         step = self.run("preview", "--json")
-        return [{"op": s["op"], "urn": s["urn"], "type": s["urn"].split("::")[-2], "name": s["urn"].split("::")[-1]}
-                for s in json.loads(step.stdout).get("steps", [])]
+        # urn:pulumi:<stack>::<project>::<parent type>$<type>::<name>
+        return [{"op": s["op"], "urn": s["urn"], "type": s["urn"].split("::")[-2].split("$")[-1],
+                 "name": s["urn"].split("::")[-1]} for s in json.loads(step.stdout).get("steps", [])]
 
 
 def _copy_program(dest: Path) -> None:
