@@ -63,19 +63,26 @@ def _changes(steps: list[dict]) -> list[tuple[str, str, str]]:
     return sorted((s["op"], s["type"], s["name"]) for s in steps if s["op"] != "same")
 
 
-# Every kind an existing-cluster stack declares (the Kubernetes provider labels what it creates).
+# Every kind an existing-cluster stack declares.
 DECLARED_KINDS = (("v1", "Namespace"), ("v1", "ServiceAccount"), ("v1", "Secret"), ("batch/v1", "Job"),
                   ("jobset.x-k8s.io/v1alpha2", "JobSet"), (KUEUE, "ResourceFlavor"), (KUEUE, "ClusterQueue"),
                   (KUEUE, "LocalQueue"), (KUEUE, "WorkloadPriorityClass"), (KUEUE, "AdmissionCheck"),
                   (KUEUE, "ProvisioningRequestConfig"))
-MANAGED_BY_PULUMI = "app.kubernetes.io/managed-by=pulumi"  # pulumi-kubernetes pkg/metadata/labels.go
+# The provider applies server-side as field manager `pulumi-kubernetes-<random>` (its label
+# `app.kubernetes.io/managed-by` is for client-side apply only): pulumi-kubernetes
+# provider/pkg/provider/provider.go, fieldManagerName and Check (v4.25.0).
+FIELD_MANAGER_PREFIX = "pulumi-kubernetes"
+
+
+def _applied_by_pulumi(obj: dict) -> bool:
+    return any(m.get("manager", "").startswith(FIELD_MANAGER_PREFIX) for m in obj["metadata"].get("managedFields") or [])
 
 
 def _left_by_pulumi(kube) -> list[str]:
     found = []
     for api, kind in DECLARED_KINDS:
         try:
-            objects = kube.list(api, kind, labels=MANAGED_BY_PULUMI)
+            objects = [o for o in kube.list(api, kind) if _applied_by_pulumi(o)]
         except ApiError as err:
             if err.status != 404:  # a stack without Kueue: no such API
                 raise
@@ -130,6 +137,6 @@ def test_preview_up_noop_replace_add_destroy(deployed):
     assert _changes(made.preview_steps()) == [("create", JOBSET, f"runs-{extra['name']}")]
     made.run("up", "--yes", "--skip-preview")
 
-    assert _left_by_pulumi(kube), "the provider labels what it creates"
+    assert _left_by_pulumi(kube), "the objects the stack applied carry the provider's field manager"
     made.run("destroy", "--yes", "--skip-preview")
     assert _left_by_pulumi(kube) == []
