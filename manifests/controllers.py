@@ -94,7 +94,7 @@ def chart_source(chart: str, version: str, charts: Charts) -> dict:
     name = chart.rstrip("/").rsplit("/", 1)[-1]
     if charts.dir:
         return {"chart": f"{charts.dir.rstrip('/')}/{name}", "version": None, "repository_opts": None}
-    if charts.repository.startswith("oci://"):
+    if charts.repository and charts.repository.startswith("oci://"):
         return {"chart": f"{charts.repository.rstrip('/')}/{name}", "version": version, "repository_opts": None}
     if charts.repository:
         return {"chart": name, "version": version, "repository_opts": {"repo": charts.repository}}

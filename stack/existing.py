@@ -74,8 +74,8 @@ def access_problems(e: ExistingCluster) -> list[Problem]:
 class Charts(StackModel):
     """`charts`: where the controllers' Helm charts come from; empty: their upstream repositories."""
 
-    dir: str = Field(default="", description="a local directory holding jobset/ and kueue/ chart directories")
-    repository: str = Field(default="", description="an oci:// or https:// mirror of the charts")
+    dir: str | None = Field(default=None, description="a local directory holding jobset/ and kueue/ chart directories")
+    repository: str | None = Field(default=None, description="an oci:// or https:// mirror of the charts")
 
     @model_validator(mode="after")
     def _one_source(self) -> Charts:
