@@ -182,3 +182,12 @@ def test_node_pools_are_refused_without_an_existing_cluster():
     pools = [{"name": "v6e-1x1", "accelerator": "tpu-v6e", "topology": "1x1", "nodePool": "x"}]
     _, err = declared_before_error("dev", overrides={POOLS: pools})
     assert "pools[0].nodePool: 'x' without `existingCluster`" in str(err)
+
+
+def test_an_existing_autopilot_cluster_takes_shapes_and_declares_no_node_pool_label():
+    shapes = [{"name": "v6e-1x1", "accelerator": "tpu-v6e", "topology": "1x1", "capacity": "spot"}]
+    d = run_stack(STACK, overrides={"gke-finetune:mode": "autopilot", POOLS: [], "gke-finetune:shapes": shapes})
+    selector = pod(d.of_type(JOBSET)[0])["nodeSelector"]
+    assert selector["cloud.google.com/gke-spot"] == "true"
+    assert NODEPOOL_LABEL not in selector and POOL_LABEL not in selector
+    assert not [r for r in d.resources if r.type.startswith("gcp:")]
