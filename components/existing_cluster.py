@@ -23,7 +23,8 @@ def existing_cluster(cfg: StackConfig) -> Footing:
                                                                    kubeconfig=existing.kubeconfig or None))
         pulumi.export("context", existing.context)
     else:
-        access = ExistingClusterAccess("gke", existing_cluster_endpoint(existing.name, existing.location, cfg.project))
+        access = ExistingClusterAccess("gke", existing_cluster_endpoint(
+            existing.name, existing.location, cfg.project, existing.dns_endpoint))
         pulumi.export("clusterName", existing.name)
         pulumi.export("clusterLocation", existing.location)
     grants, stager = [], None

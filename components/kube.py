@@ -100,7 +100,7 @@ class ExistingClusterAccess(pulumi.ComponentResource):
             context: str | None = args.context
         else:
             config = pulumi.Output.all(args.cluster_name, args.endpoint, args.ca_certificate).apply(
-                lambda v: kubeconfig(v[0], v[1], v[2]))
+                lambda v: kubeconfig(v[0], v[1], None if args.dns_endpoint else v[2]))
             context = None
         self.provider = k8s.Provider(
             name, kubeconfig=config, context=context, enable_server_side_apply=True,
@@ -109,15 +109,19 @@ class ExistingClusterAccess(pulumi.ComponentResource):
         self.register_outputs({"context": context})
 
 
-def existing_cluster_endpoint(name: str, location: str, project: str,
+def existing_cluster_endpoint(name: str, location: str, project: str, dns_endpoint: bool = False,
                               opts: pulumi.InvokeOutputOptions | None = None) -> KubernetesAccessArgs:
     """An existing cluster's endpoint and CA, read from GKE (the one read of a Google Cloud API such a
-    stack makes): the same kubeconfig `gcloud container clusters get-credentials` writes."""
+    stack makes): the same kubeconfig `gcloud container clusters get-credentials` writes (with
+    `--dns-endpoint`: the DNS-based endpoint, whose certificate needs no cluster CA)."""
     cluster = gcp.container.get_cluster_output(name=name, location=location, project=project, opts=opts)
+    endpoint = cluster.control_plane_endpoints_configs.apply(
+        lambda configs: configs[0].dns_endpoint_configs[0].endpoint) if dns_endpoint else cluster.endpoint
     return KubernetesAccessArgs(
         cluster_name=name,
-        endpoint=cluster.endpoint,
+        endpoint=endpoint,
         ca_certificate=cluster.master_auths.apply(lambda auths: auths[0].cluster_ca_certificate),
+        dns_endpoint=dns_endpoint,
     )
 
 

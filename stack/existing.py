@@ -38,6 +38,9 @@ class ExistingCluster(StackModel):
     kubeconfig: str = Field(default="", description="the kubeconfig file; default: $KUBECONFIG or ~/.kube/config")
     name: str = Field(default="", description="the GKE cluster's name (with `location`)")
     location: str = Field(default="", description="the cluster's region or zone")
+    # name + location: reach the control plane at its DNS-based endpoint (no cluster CA), as
+    # `gcloud container clusters get-credentials --dns-endpoint` does; default: its IP endpoint.
+    dns_endpoint: bool = False
     controllers: Literal["install", "existing"] = Field(
         default="install", description="install: the stack installs JobSet (and Kueue); existing: they are installed")
     bucket_grants: bool = Field(default=False, description="declare the bucket grants to the workload identities")
@@ -65,6 +68,9 @@ def access_problems(e: ExistingCluster) -> list[Problem]:
         problems.append(Problem("name", MISSING, "and `location` is set", "the cluster's name"))
     if by_name and not e.location:
         problems.append(Problem("location", MISSING, "and `name` is set", "the cluster's region or zone"))
+    if e.dns_endpoint and by_context:
+        problems.append(Problem("dnsEndpoint", True, "with `context`", "dnsEndpoint only with {name, location} "
+                                "(a context's endpoint is its kubeconfig's)"))
     if e.kubeconfig and not by_context:
         problems.append(Problem("kubeconfig", e.kubeconfig, "without `context`",
                                 "a kubeconfig file only with `context`"))

@@ -149,7 +149,9 @@ class _Mocks(pulumi.runtime.Mocks):
         if args.token == "gcp:container/getCluster:getCluster":
             # An existing cluster as GKE reports it: its IP endpoint and CA.
             return {"name": args.args.get("name"), "location": args.args.get("location"),
-                    "endpoint": MOCK_EXISTING_ENDPOINT, "masterAuths": [{"clusterCaCertificate": "Q0EtREFUQQ=="}]}
+                    "endpoint": MOCK_EXISTING_ENDPOINT, "masterAuths": [{"clusterCaCertificate": "Q0EtREFUQQ=="}],
+                    "controlPlaneEndpointsConfigs": [{"dnsEndpointConfigs": [
+                        {"endpoint": f"gke-mock-{args.args.get('name')}.{args.args.get('location')}.gke.goog"}]}]}
         return {}
 
 

@@ -7,6 +7,7 @@ from core.catalog import NODEPOOL_LABEL
 from core.names import POOL_LABEL
 from stack.problems import ConfigError
 from tests.support.pulumi_harness import ROOT, declared_before_error, run_stack
+from tools import plan
 from tools.offline import EXISTING_CLUSTER_STACKS, MOCK_EXISTING_ENDPOINT, SHIPPED_STACKS
 
 STACK = "existing-dev"
@@ -76,6 +77,12 @@ def test_by_name_and_location_it_reads_the_endpoint_and_authenticates_with_the_g
     assert config["users"][0]["user"]["exec"]["command"] == "gke-gcloud-auth-plugin"
     assert not [r for r in d.resources if r.type.startswith("gcp:")]
     assert d.outputs["clusterName"] == "team-cluster"
+
+
+def test_at_its_dns_endpoint_the_kubeconfig_carries_no_cluster_ca():
+    change = {KEY: {"name": "team-cluster", "location": "us-east5", "dnsEndpoint": True}}
+    config = yaml.safe_load(run_stack(STACK, overrides=change).of_type(PROVIDER)[0].inputs["kubeconfig"])
+    assert config["clusters"][0]["cluster"] == {"server": "https://gke-mock-team-cluster.us-east5.gke.goog"}
 
 
 def test_the_runs_select_the_clusters_node_pool_not_the_platform_label():
@@ -154,6 +161,7 @@ def test_bucket_grants_are_declared_only_when_asked_for():
      "'location': 'us-east5'} names the cluster twice; allowed: either {context (, kubeconfig)} or {name, location}"),
     ({KEY: {"controllers": "install"}}, "existingCluster: not set, and the cluster is named neither"),
     ({KEY: {"name": "n"}}, "existingCluster.location: not set, and `name` is set"),
+    ({KEY: {"context": "c", "dnsEndpoint": True}}, "existingCluster.dnsEndpoint: true with `context`"),
     ({KEY: {"context": "c", "controllers": "maybe"}}, "existingCluster.controllers: 'maybe'"),
     ({"gke-finetune:images": {}}, "images.gemma-jax: not set, and images can't be built for an existing cluster"),
     ({"gke-finetune:bucketName": ""}, "bucketName: not set, and the stack uses an existing cluster"),
@@ -191,3 +199,9 @@ def test_an_existing_autopilot_cluster_takes_shapes_and_declares_no_node_pool_la
     assert selector["cloud.google.com/gke-spot"] == "true"
     assert NODEPOOL_LABEL not in selector and POOL_LABEL not in selector
     assert not [r for r in d.resources if r.type.startswith("gcp:")]
+
+
+def test_the_plan_says_whose_control_plane_it_is():
+    access = plan.collect(STACK)["access"]
+    assert access == ["control plane: an existing cluster's (context gke_my-project-id_us-east5_team-cluster), "
+                      "as the platform team set it up"]
