@@ -28,11 +28,14 @@ def existing_cluster(cfg: StackConfig) -> Footing:
         pulumi.export("clusterName", existing.name)
         pulumi.export("clusterLocation", existing.location)
     grants, stager = [], None
-    if existing.bucket_grants:
+    if cfg.project_number:
+        # The principals the bucket grants name, declared here or by the platform team.
         trainer = kubernetes_service_account_principal(cfg.project_number, cfg.project, RUNS_NAMESPACE, TRAINER_KSA)
         stager = kubernetes_service_account_principal(cfg.project_number, cfg.project, RUNS_NAMESPACE, STAGER_KSA)
-        grants = [BucketGrants("data", BucketGrantsArgs(bucket=cfg.data_bucket, trainer_member=trainer))]
         pulumi.export("trainerPrincipal", trainer)
+        pulumi.export("stagerPrincipal", stager)
+    if existing.bucket_grants:  # projectNumber is set (stack/config.py)
+        grants = [BucketGrants("data", BucketGrantsArgs(bucket=cfg.data_bucket, trainer_member=trainer))]
     pulumi.export("bucketUrl", f"gs://{cfg.data_bucket}")
     return Footing(provider=access.provider, images=dict(cfg.images.by_trainer()), contracts=cfg.contracts(),
                    stager_member=stager, bucket=grants, install_controllers=existing.controllers == "install",

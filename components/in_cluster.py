@@ -39,7 +39,6 @@ class Footing:
     staging_grants: bool = True
 
 
-
 def in_cluster(cfg: StackConfig, at: Footing) -> None:
     """The runs' workspace, the controllers, the queues, the staging Jobs and the runs."""
     workspace = RunsWorkspace("runs-workspace", RunsWorkspaceArgs(

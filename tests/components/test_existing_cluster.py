@@ -154,6 +154,13 @@ def test_bucket_grants_are_declared_only_when_asked_for():
     assert all(r.inputs["bucket"] == "my-project-id-team-finetune" and r.inputs["member"].startswith(PRINCIPAL)
                for r in d.of_type(GRANT))
     assert {r.type for r in d.resources if r.type.startswith("gcp:")} == {GRANT}
+    assert d.outputs["trainerPrincipal"] == PRINCIPAL + "trainer"
+
+
+def test_without_grants_the_principals_are_exported_for_the_platform_team():
+    d = run_stack(STACK, overrides={"gke-finetune:projectNumber": "123456789012"})
+    assert not d.of_type(GRANT)
+    assert (d.outputs["trainerPrincipal"], d.outputs["stagerPrincipal"]) == (PRINCIPAL + "trainer", PRINCIPAL + "stager")
 
 
 @pytest.mark.parametrize("overrides, expected", [
