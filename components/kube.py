@@ -98,12 +98,18 @@ class ExistingClusterAccess(pulumi.ComponentResource):
         if isinstance(args, KubeconfigAccessArgs):
             config: pulumi.Input[str] | None = os.path.expanduser(args.kubeconfig) if args.kubeconfig else None
             context: str | None = args.context
+            identifier: pulumi.Input[str] = args.context
         else:
             config = pulumi.Output.all(args.cluster_name, args.endpoint, args.ca_certificate).apply(
                 lambda v: kubeconfig(v[0], v[1], None if args.dns_endpoint else v[2]))
-            context = None
+            context, identifier = None, args.cluster_name
         self.provider = k8s.Provider(
             name, kubeconfig=config, context=context, enable_server_side_apply=True,
+            # The provider (and so every object of the stack) is replaced only when this changes, not when
+            # a teammate's kubeconfig differs: "the provider will _only_ be replaced when
+            # `clusterIdentifier` changes" (@pulumi/kubernetes 4.24.0 provider.d.ts,
+            # https://app.unpkg.com/@pulumi/kubernetes@4.24.0/files/provider.d.ts, read 2026-12-02).
+            cluster_identifier=identifier,
             opts=pulumi.ResourceOptions(parent=self),
         )
         self.register_outputs({"context": context})

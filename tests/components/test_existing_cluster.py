@@ -64,6 +64,7 @@ def test_its_provider_uses_the_named_context_and_the_default_kubeconfig():
     provider = run_stack(STACK).of_type(PROVIDER)[0].inputs
     assert provider["context"] == "gke_my-project-id_us-east5_team-cluster"
     assert "kubeconfig" not in provider  # $KUBECONFIG or ~/.kube/config, as kubectl reads it
+    assert provider["clusterIdentifier"] == "gke_my-project-id_us-east5_team-cluster"  # not the file's content
     given = run_stack(STACK, overrides=existing(kubeconfig="/etc/team/kubeconfig")).of_type(PROVIDER)[0].inputs
     assert given["kubeconfig"] == "/etc/team/kubeconfig"
 
