@@ -82,11 +82,11 @@ def chart_source(chart: str, version: str, charts: Charts) -> dict:
     """Where a controller's chart (its upstream `oci://.../<name>` reference and pinned version) comes from,
     as the Helm Release's `chart`, `version` and `repository_opts`.
 
-    A local chart directory is a `chart` path, installed as it is: its own
-    Chart.yaml gives the version (Helm installs a chart path without
-    `--version`; https://helm.sh/docs/helm/helm_install/, read 2026-12-02,
-    and the Pulumi Release's "Local Chart Directory" example,
-    https://www.pulumi.com/registry/packages/kubernetes/api-docs/helm/v3/release/).
+    A local chart directory is a `chart` path, installed as it is, its own
+    Chart.yaml naming its version, so none is given ("a path to an unpacked
+    chart directory": https://helm.sh/docs/helm/helm_install/, read 2026-12-02;
+    the Pulumi Release's "Local Chart Directory" example sets `chart` alone:
+    https://www.pulumi.com/registry/packages/kubernetes/api-docs/helm/v3/release/, read 2026-12-02).
     An OCI mirror serves the chart under its own path (`oci://<mirror>/<name>`)
     and an https Helm repository by name through `repositoryOpts.repo`, both at
     the pinned version.
