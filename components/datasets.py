@@ -38,6 +38,8 @@ class DatasetStagingArgs:
     stager_member: pulumi.Input[str]
     # The namespace, the bucket, the cluster (its Workload Identity pool), the HF Secret if any.
     depends_on: list[pulumi.Resource] = field(default_factory=list)
+    # False: the stager's grants on the buckets are the platform team's (an existing cluster's default).
+    grants: bool = True
 
 
 def datasets_condition(bucket: str) -> str:
@@ -63,7 +65,7 @@ class DatasetStaging(pulumi.ComponentResource):
         account = k8s.core.v1.ServiceAccount(
             f"{name}-ksa", metadata={"name": STAGER_KSA, "namespace": RUNS_NAMESPACE}, opts=k8s_opts
         )
-        grants = self._grants(name, args)
+        grants = self._grants(name, args) if args.grants else []
         ready = pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[account, *grants]))
         # Images still being built stand in until their digest is known (as in the runs' specs).
         known = {t: i if isinstance(i, str) else IMAGE_STAND_IN for t, i in args.images.items()}

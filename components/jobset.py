@@ -13,12 +13,15 @@ import pulumi_kubernetes as k8s
 
 from components.kube import controller_release
 from core.names import JOBSET_CHART, JOBSET_CHART_VERSION, JOBSET_NAMESPACE
+from manifests.controllers import chart_source
+from stack.existing import Charts
 
 
 @dataclass
 class JobSetControllerArgs:
     provider: k8s.Provider
     depends_on: list[pulumi.Resource] = field(default_factory=list)  # nodes to run on
+    charts: Charts = field(default_factory=Charts)  # where the chart comes from (upstream by default)
 
 
 class JobSetController(pulumi.ComponentResource):
@@ -30,7 +33,7 @@ class JobSetController(pulumi.ComponentResource):
         super().__init__("gke-finetune:platform:JobSetController", name, None, opts)
         # Awaited: the controller and its webhook exist before anything submits a JobSet.
         self.release = controller_release(
-            name, "jobset", JOBSET_CHART, JOBSET_CHART_VERSION, JOBSET_NAMESPACE,
+            name, "jobset", chart_source(JOBSET_CHART, JOBSET_CHART_VERSION, args.charts), JOBSET_NAMESPACE,
             pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=args.depends_on),
         )
         self.register_outputs({"version": JOBSET_CHART_VERSION})

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import pulumi
+import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 import yaml
 
@@ -73,17 +75,76 @@ class KubernetesAccess(pulumi.ComponentResource):
         self.register_outputs({})
 
 
+@dataclass
+class KubeconfigAccessArgs:
+    """An existing cluster reached through a kubeconfig context, as kubectl reaches it."""
+
+    context: str
+    # The kubeconfig file; None: the provider's default, $KUBECONFIG or ~/.kube/config
+    # ("If this is set, this config will be used instead of $KUBECONFIG":
+    # https://pkg.go.dev/github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/config, read 2026-12-02).
+    kubeconfig: str | None = None
+
+
+class ExistingClusterAccess(pulumi.ComponentResource):
+    """The provider for a cluster the stack does not declare: a kubeconfig context, or (KubernetesAccessArgs)
+    the cluster's endpoint and CA as Google Cloud reports them, with gke-gcloud-auth-plugin credentials."""
+
+    provider: k8s.Provider
+
+    def __init__(self, name: str, args: KubeconfigAccessArgs | KubernetesAccessArgs,
+                 opts: pulumi.ResourceOptions | None = None):
+        super().__init__("gke-finetune:platform:ExistingClusterAccess", name, None, opts)
+        if isinstance(args, KubeconfigAccessArgs):
+            config: pulumi.Input[str] | None = os.path.expanduser(args.kubeconfig) if args.kubeconfig else None
+            context: str | None = args.context
+            identifier: pulumi.Input[str] = args.context
+        else:
+            config = pulumi.Output.all(args.cluster_name, args.endpoint, args.ca_certificate).apply(
+                lambda v: kubeconfig(v[0], v[1], None if args.dns_endpoint else v[2]))
+            context, identifier = None, args.cluster_name
+        self.provider = k8s.Provider(
+            name, kubeconfig=config, context=context, enable_server_side_apply=True,
+            # The provider (and so every object of the stack) is replaced only when this changes, not when
+            # a teammate's kubeconfig differs: "the provider will _only_ be replaced when
+            # `clusterIdentifier` changes" (@pulumi/kubernetes 4.24.0 provider.d.ts,
+            # https://app.unpkg.com/@pulumi/kubernetes@4.24.0/files/provider.d.ts, read 2026-12-02).
+            cluster_identifier=identifier,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        self.register_outputs({"context": context})
+
+
+def existing_cluster_endpoint(name: str, location: str, project: str, dns_endpoint: bool = False,
+                              opts: pulumi.InvokeOutputOptions | None = None) -> KubernetesAccessArgs:
+    """An existing cluster's endpoint and CA, read from GKE (the one read of a Google Cloud API such a
+    stack makes): the same kubeconfig `gcloud container clusters get-credentials` writes (with
+    `--dns-endpoint`: the DNS-based endpoint, whose certificate needs no cluster CA)."""
+    cluster = gcp.container.get_cluster_output(name=name, location=location, project=project, opts=opts)
+    endpoint = cluster.control_plane_endpoints_configs.apply(
+        lambda configs: configs[0].dns_endpoint_configs[0].endpoint) if dns_endpoint else cluster.endpoint
+    return KubernetesAccessArgs(
+        cluster_name=name,
+        endpoint=endpoint,
+        ca_certificate=cluster.master_auths.apply(lambda auths: auths[0].cluster_ca_certificate),
+        dns_endpoint=dns_endpoint,
+    )
+
+
 def controller_release(
-    name: str, release: str, chart: str, version: str, namespace: str, opts: pulumi.ResourceOptions,
+    name: str, release: str, source: dict, namespace: str, opts: pulumi.ResourceOptions,
     values: dict | None = None,
 ) -> k8s.helm.v3.Release:
-    """A controller from its official Helm chart, awaited: its CRDs, controller and webhooks exist
-    before anything that depends on the release is submitted (an atomic install rolls back on failure)."""
+    """A controller from its official Helm chart (`source`: manifests/controllers.py `chart_source`), awaited:
+    its CRDs, controller and webhooks exist before anything that depends on the release is submitted (an
+    atomic install rolls back on failure)."""
+    repository = source.get("repository_opts")
     return k8s.helm.v3.Release(
         name,
         name=release,
-        chart=chart,
-        version=version,
+        chart=source["chart"],
+        version=source.get("version"),
+        repository_opts=k8s.helm.v3.RepositoryOptsArgs(**repository) if repository else None,
         namespace=namespace,
         create_namespace=True,
         skip_await=False,

@@ -21,8 +21,9 @@ import pulumi_kubernetes as k8s
 from components.kube import controller_release
 from core.contract import SchedulingContract
 from core.names import KUEUE_CHART, KUEUE_CHART_VERSION, KUEUE_NAMESPACE
-from manifests.controllers import kueue_chart_values
+from manifests.controllers import chart_source, kueue_chart_values
 from manifests.kueue import kueue_manifests
+from stack.existing import Charts
 
 
 @dataclass
@@ -32,6 +33,10 @@ class KueueArgs:
     # The nodes the controller runs on; the LocalQueue's namespace.
     depends_on: list[pulumi.Resource] = field(default_factory=list)
     namespace_dependencies: list[pulumi.Resource] = field(default_factory=list)
+    charts: Charts = field(default_factory=Charts)  # where the chart comes from (upstream by default)
+    # False: the cluster's platform team installed Kueue (an existing cluster's `controllers: existing`);
+    # only the stack's queueing objects are declared.
+    install: bool = True
 
 
 class KubernetesObject(pulumi.CustomResource):
@@ -49,29 +54,30 @@ class KubernetesObject(pulumi.CustomResource):
 class Kueue(pulumi.ComponentResource):
     """Installs Kueue and declares the queues; runs depend on `ready` (webhook, queue and flavors)."""
 
-    release: k8s.helm.v3.Release
+    release: k8s.helm.v3.Release | None
     objects: dict[str, KubernetesObject]
 
     def __init__(self, name: str, args: KueueArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gke-finetune:platform:Kueue", name, None, opts)
         # Awaited: the controller and its webhooks default and admit every queued JobSet.
         self.release = controller_release(
-            name, "kueue", KUEUE_CHART, KUEUE_CHART_VERSION, KUEUE_NAMESPACE,
+            name, "kueue", chart_source(KUEUE_CHART, KUEUE_CHART_VERSION, args.charts), KUEUE_NAMESPACE,
             pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=args.depends_on),
             values=kueue_chart_values(),
-        )
+        ) if args.install else None
         manifests = kueue_manifests(args.flavors)
         self.objects = {key: self._object(name, key, m, args) for key, m in manifests.items()}
         self.register_outputs({"version": KUEUE_CHART_VERSION, "objects": sorted(self.objects)})
 
     @property
     def ready(self) -> list[pulumi.Resource]:
-        """What a queued run waits for: the controller and every queueing object."""
-        return [self.release, *self.objects.values()]
+        """What a queued run waits for: the controller (where the stack installs it) and every queueing object."""
+        return [*([self.release] if self.release else []), *self.objects.values()]
 
     def _object(self, name: str, key: str, manifest: Mapping, args: KueueArgs) -> KubernetesObject:
         # The CRDs and webhooks come with the chart; a LocalQueue also needs its namespace.
-        depends = [self.release] + (args.namespace_dependencies if "namespace" in manifest["metadata"] else [])
+        depends = [self.release] if self.release else list(args.depends_on)
+        depends += args.namespace_dependencies if "namespace" in manifest["metadata"] else []
         return KubernetesObject(
             f"{name}-{key}", manifest,
             pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=depends),

@@ -73,24 +73,44 @@ class DataBucket(pulumi.ComponentResource):
             # place; retain_on_delete keeps it even if it is ever unprotected.
             opts=pulumi.ResourceOptions(parent=self, protect=True, retain_on_delete=True),
         )
+        trainer_grants(name, self.bucket.name, args.name, args.trainer_member, child)
+        self.url = pulumi.Output.concat("gs://", self.bucket.name)
+        self.register_outputs({"url": self.url})
+
+
+def trainer_grants(name: str, bucket: pulumi.Input[str], bucket_name: str, member: pulumi.Input[str],
+                   opts: pulumi.ResourceOptions) -> list[gcp.storage.BucketIAMMember]:
+    """The trainer's grants: read the whole bucket, write only below checkpoints/ and profiles/."""
+    return [
         gcp.storage.BucketIAMMember(
-            f"{name}-trainer-read",
-            bucket=self.bucket.name,
-            role="roles/storage.objectViewer",
-            member=args.trainer_member,
-            opts=child,
-        )
+            f"{name}-trainer-read", bucket=bucket, role="roles/storage.objectViewer", member=member, opts=opts,
+        ),
         gcp.storage.BucketIAMMember(
             f"{name}-trainer-write",
-            bucket=self.bucket.name,
+            bucket=bucket,
             role="roles/storage.objectUser",
-            member=args.trainer_member,
+            member=member,
             condition=gcp.storage.BucketIAMMemberConditionArgs(
                 title="checkpoints-and-profiles-only",
                 description="Write only below checkpoints/ and profiles/",
-                expression=write_condition(args.name),
+                expression=write_condition(bucket_name),
             ),
-            opts=child,
-        )
-        self.url = pulumi.Output.concat("gs://", self.bucket.name)
+            opts=opts,
+        ),
+    ]
+
+
+@dataclass
+class BucketGrantsArgs:
+    bucket: str  # an existing bucket's name
+    trainer_member: pulumi.Input[str]
+
+
+class BucketGrants(pulumi.ComponentResource):
+    """The trainer's grants on a bucket the stack doesn't declare (an existing cluster's, `bucketGrants: true`)."""
+
+    def __init__(self, name: str, args: BucketGrantsArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("gke-finetune:platform:BucketGrants", name, None, opts)
+        trainer_grants(name, args.bucket, args.bucket, args.trainer_member, pulumi.ResourceOptions(parent=self))
+        self.url = f"gs://{args.bucket}"
         self.register_outputs({"url": self.url})

@@ -43,6 +43,14 @@ class SchedulingContract:
     # the ladder's rungs (stack/queueing.py); the selector then names it instead
     # of one shape's capacity labels. None: the shape's own capacity.
     compute_class: str | None = None
+    # The node label a Standard pool's nodes are told apart by, and its values on the pool's nodes:
+    # the platform's pool label and the pool's name, or in an existing cluster GKE's node pool label
+    # and the pool's GKE node pools (one per slice). Empty on Autopilot.
+    pool_label: str = ""
+    pool_values: tuple[str, ...] = ()
+    # A run Kueue admits: the values of `pool_label` on every rung of its ladder (stack/queueing.py
+    # `run_contract`), which its pods' node affinity allows.
+    rung_values: tuple[str, ...] = ()
 
     @property
     def allocatable(self) -> Allocatable:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import yaml
 
 from core.names import RUNS_NAMESPACE
+from stack.existing import Charts
 
 # JobSet v0.12.0 serves its webhook on this container port, fixed in its chart
 # (charts/jobset/templates/controller/deployment.yaml: containerPort 9443, the
@@ -75,3 +76,26 @@ def webhook_ports(kueue: bool) -> tuple[int, ...]:
     if kueue:
         ports |= {KUEUE_WEBHOOK_PORT, KUEUE_VISIBILITY_PORT}
     return tuple(sorted(ports))
+
+
+def chart_source(chart: str, version: str, charts: Charts) -> dict:
+    """Where a controller's chart (its upstream `oci://.../<name>` reference and pinned version) comes from,
+    as the Helm Release's `chart`, `version` and `repository_opts`.
+
+    A local chart directory is a `chart` path, installed as it is, its own
+    Chart.yaml naming its version, so none is given ("a path to an unpacked
+    chart directory": https://helm.sh/docs/helm/helm_install/, read 2026-12-02;
+    the Pulumi Release's "Local Chart Directory" example sets `chart` alone:
+    https://www.pulumi.com/registry/packages/kubernetes/api-docs/helm/v3/release/, read 2026-12-02).
+    An OCI mirror serves the chart under its own path (`oci://<mirror>/<name>`)
+    and an https Helm repository by name through `repositoryOpts.repo`, both at
+    the pinned version.
+    """
+    name = chart.rstrip("/").rsplit("/", 1)[-1]
+    if charts.dir:
+        return {"chart": f"{charts.dir.rstrip('/')}/{name}", "version": None, "repository_opts": None}
+    if charts.repository and charts.repository.startswith("oci://"):
+        return {"chart": f"{charts.repository.rstrip('/')}/{name}", "version": version, "repository_opts": None}
+    if charts.repository:
+        return {"chart": name, "version": version, "repository_opts": {"repo": charts.repository}}
+    return {"chart": chart, "version": version, "repository_opts": None}

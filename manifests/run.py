@@ -144,21 +144,31 @@ def pod_spec(run: RunConfig, contract: SchedulingContract, facts: PlatformFacts)
     }
     spec["securityContext"] = pod.security_context(run)
     if contract.queue is not None:
-        spec["affinity"] = ladder_affinity(run)
+        spec["affinity"] = ladder_affinity(run, contract)
+    elif len(contract.pool_values) > 1:
+        # An existing cluster's multislice pool: no one selector names all its node pools.
+        spec["affinity"] = pool_affinity(contract.pool_label, contract.pool_values)
     if host_network:
         spec.update({"hostNetwork": True, "dnsPolicy": "ClusterFirstWithHostNet"})
     return spec
 
 
-def ladder_affinity(run: RunConfig) -> dict:
+def ladder_affinity(run: RunConfig, contract: SchedulingContract) -> dict:
     """A queued run's pods may land on the pools of its ladder only.
 
     Kueue skips a flavor whose node labels the pods' required node affinity
     does not match (pkg/scheduler/flavorassigner/flavorassigner.go,
     flavorSelector), so the run gets no pool of the stack outside its ladder,
-    and once admitted the flavor's pool label is one of these.
+    and once admitted the flavor's pool label is one of these. The rungs'
+    values are the contract's (stack/queueing.py `run_contract`: the pool
+    names, or an existing cluster's node pool names), else the rungs' names.
     """
-    term = {"matchExpressions": [{"key": POOL_LABEL, "operator": "In", "values": list(rungs(run))}]}
+    return pool_affinity(contract.pool_label or POOL_LABEL, contract.rung_values or rungs(run))
+
+
+def pool_affinity(label: str, values: Iterable[str]) -> dict:
+    """Required node affinity: nodes whose `label` is one of `values`."""
+    term = {"matchExpressions": [{"key": label, "operator": "In", "values": list(values)}]}
     return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}}
 
 

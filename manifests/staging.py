@@ -43,7 +43,8 @@ def stack_staging_jobs(config: StackConfig, images: Mapping[str, str]) -> dict[s
     for dataset in config.datasets:
         trainer = config.staging_trainer(dataset)
         jobs[dataset.name] = staging_job(dataset, trainer=TRAINERS[trainer], image=images[trainer],
-                                         bucket=config.data_bucket, autopilot=config.autopilot)
+                                         bucket=config.data_bucket, autopilot=config.autopilot,
+                                         system_pool=config.existing is None)
     return jobs
 
 
@@ -51,7 +52,11 @@ def job_name(dataset: DatasetConfig) -> str:
     return f"stage-{dataset.name}"
 
 
-def staging_job(dataset: DatasetConfig, *, trainer: Trainer, image: str, bucket: str, autopilot: bool) -> dict:
+def staging_job(
+    dataset: DatasetConfig, *, trainer: Trainer, image: str, bucket: str, autopilot: bool, system_pool: bool = True,
+) -> dict:
+    """`system_pool`: on Standard, pinned to the platform's system node pool; an existing cluster's Job goes
+    wherever the scheduler puts it (its accelerator nodes are tainted, which the Job doesn't tolerate)."""
     labels = {APP_LABEL: PROJECT, DATASET_LABEL: dataset.name}
     steps = [_stage_container(dataset, image)]
     if dataset.tokenize and trainer.token_shards_module:
@@ -67,7 +72,7 @@ def staging_job(dataset: DatasetConfig, *, trainer: Trainer, image: str, bucket:
     }
     if init:
         spec["initContainers"] = init
-    if not autopilot:
+    if system_pool and not autopilot:
         spec["nodeSelector"] = {NODEPOOL_LABEL: SYSTEM_POOL}
     return {
         "apiVersion": "batch/v1",

@@ -22,9 +22,10 @@ from core.trainers import TRAINERS
 from stack.contracts import derive_contracts
 from stack.models import Images, PoolConfig, ShapeConfig, StackModel, TopLevelCount
 from stack.datasets import DatasetConfig
+from stack.existing import Charts, ExistingCluster, existing_stack_problems, platform_pool_problems
 from stack.network import NetworkConfig
 from stack.queueing import compute_classes, kueue_flavors, queueing_problems, with_queues
-from stack.problems import ConfigError, Problem, from_validation_error, raise_problems
+from stack.problems import MISSING, ConfigError, Problem, from_validation_error, raise_problems
 from stack.rules import bucket_problems, dataset_stack_problems, mode_problems, unique_name_problems, zone_problems
 from stack.runs import RunConfig, run_problems
 
@@ -48,6 +49,9 @@ class StackConfig(StackModel):
     bucket_name: str = Field(default="", description="default: <project>-<stack>-finetune")
     registry_name: str = Field(default="finetune", pattern=DNS_1035_LABEL, max_length=63)
     network: NetworkConfig = NetworkConfig()
+    # A cluster that exists already (stack/existing.py); None: the stack declares its own.
+    existing_cluster: ExistingCluster | None = None
+    charts: Charts = Charts()
     pools: tuple[PoolConfig, ...] = ()
     shapes: tuple[ShapeConfig, ...] = ()
     images: Images = Images()
@@ -101,11 +105,21 @@ class StackConfig(StackModel):
         raise_problems(bucket_problems("", value) if value else [])
         return value
 
+    @field_validator("existing_cluster", mode="before")
+    @classmethod
+    def _no_existing_cluster(cls, value: Any) -> Any:
+        # Pulumi.yaml's default, {}: the stack declares its own cluster.
+        return None if value == {} else value
+
     @field_validator("pools")
     @classmethod
     def _pools(cls, pools: tuple[PoolConfig, ...], info: ValidationInfo) -> tuple[PoolConfig, ...]:
         region, zones = info.data.get("region"), info.data.get("zones", ())
         problems = []
+        if "existing_cluster" not in info.data or info.data["existing_cluster"] is not None:
+            # Described by their node pools (stack/existing.py), not placed in zones (or the
+            # existingCluster key is wrong, which is reported).
+            return pools
         for i, pool in enumerate(pools):
             if not (pool.zones or zones):
                 problems.append(Problem(f"[{i}].zones", [], "is empty and the stack sets no `zones`",
@@ -126,8 +140,38 @@ class StackConfig(StackModel):
         problems += run_problems(self.runs, self.contracts())
         problems += dataset_stack_problems(self.datasets, self.runs)
         problems += queueing_problems(self.runs, self.contracts(), self.autopilot)
+        problems += self._existing_problems()
         raise_problems(problems)
         return self
+
+    def _existing_problems(self) -> list[Problem]:
+        if self.existing is None:
+            return platform_pool_problems(self.pools)
+        problems = existing_stack_problems(self)
+        if self.project_number == "" and self.existing.bucket_grants:
+            problems.append(Problem("projectNumber", MISSING, "and existingCluster.bucketGrants is true: the grants name "
+                                    "the workload identities' principals by the project's number",
+                                    "the project's number (gcloud projects describe <id> "
+                                    "--format='value(projectNumber)')"))
+        flavors = {c.pool for c in self.kueue_flavors()}
+        problems += [
+            Problem(f"pools[{i}].nodePools", list(p.node_pools), "of a multislice pool Kueue admits runs to: its "
+                    "ResourceFlavor can't name several node pools", "a single-slice pool, or runs without "
+                    "ladder, priority or queued capacity on it")
+            for i, p in enumerate(self.pools) if p.name in flavors and len(p.described_node_pools()) > 1
+        ]
+        return problems
+
+    @property
+    def existing(self) -> ExistingCluster | None:
+        """The existing cluster the stack deploys into; None: the stack declares its cluster."""
+        return self.existing_cluster
+
+    def needed_trainers(self) -> list[str]:
+        """Trainers whose image the stack needs: a run's without its own `image`, and the staging Jobs'."""
+        needed = {run.trainer for run in self.runs if not run.image}
+        needed |= {self.staging_trainer(d) for d in self.datasets}
+        return sorted(needed)
 
     @property
     def data_bucket(self) -> str:
@@ -166,7 +210,8 @@ class StackConfig(StackModel):
 
     def contracts(self) -> dict[str, SchedulingContract]:
         """The scheduling contract of every pool (Standard) or shape (Autopilot), by name."""
-        return with_queues(derive_contracts(self.accelerator_groups(), self.autopilot), self.runs, self.autopilot)
+        contracts = derive_contracts(self.accelerator_groups(), self.autopilot, self.existing is not None)
+        return with_queues(contracts, self.runs, self.autopilot)
 
     def kueue_flavors(self) -> list[SchedulingContract]:
         """The pools Kueue admits runs to, in the order it tries them; empty: the stack installs no Kueue

@@ -10,6 +10,7 @@ from __future__ import annotations
 from core.catalog import (
     FLEX_START_LABEL,
     GPU_DRIVER_VERSION_LABEL,
+    NODEPOOL_LABEL,
     QUEUED_LABEL,
     QUEUED_TAINT,
     RESERVATION_AFFINITY_LABEL,
@@ -67,26 +68,31 @@ def capacity_taints(group: ShapeConfig) -> tuple[Taint, ...]:
     return (QUEUED_TAINT,) if group.capacity == "queued" else ()
 
 
-def contract_for(group: ShapeConfig, autopilot: bool) -> SchedulingContract:
-    """The contract of one pool (Standard) or shape (Autopilot) of the stack config."""
+def contract_for(group: ShapeConfig, autopilot: bool, existing: bool = False) -> SchedulingContract:
+    """The contract of one pool (Standard) or shape (Autopilot) of the stack config; `existing`: a pool
+    of an existing cluster, described by its GKE node pools (stack/existing.py), not declared here."""
     shape = group.shape()
     pool = isinstance(group, PoolConfig)
     selector = shape.node_selector()
+    label, values = "", ()
     if autopilot:
         selector.update(_autopilot_capacity_selector(group))
         if shape.family is Family.GPU:
             selector[GPU_DRIVER_VERSION_LABEL] = "latest"
         names: tuple[str, ...] = ()
     else:
-        # Every accelerator node pool labels its nodes with the logical pool name.
-        selector[POOL_LABEL] = group.name
+        label, names, values = _pool_nodes(group, existing)
+        if len(values) == 1:
+            selector[label] = values[0]
         if group.capacity == "spot":
             selector[SPOT_LABEL] = "true"
-        if group.capacity == "queued":
+        # Only the platform's node pools declare the queued label (node_labels).
+        if group.capacity == "queued" and not existing:
             selector[QUEUED_LABEL] = "true"
-        names = node_pool_names(group.name, group.slices)
     return SchedulingContract(
         pool=group.name,
+        pool_label=label,
+        pool_values=values,
         shape=shape,
         slices=group.slices,
         node_selector=selector,
@@ -106,9 +112,27 @@ def contract_for(group: ShapeConfig, autopilot: bool) -> SchedulingContract:
     )
 
 
-def derive_contracts(groups: tuple[ShapeConfig, ...], autopilot: bool) -> dict[str, SchedulingContract]:
+def _pool_nodes(pool: PoolConfig, existing: bool) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+    """(the label the pool's nodes are selected by, its GKE node pools, the label's values on them).
+
+    The platform's node pools label their nodes with the logical pool name
+    (node_labels), one value for every slice. An existing cluster's nodes
+    carry no label of the platform, but GKE labels every node with its node
+    pool's name, `cloud.google.com/gke-nodepool`
+    (https://cloud.google.com/kubernetes-engine/docs/concepts/node-pools, read 2026-12-02),
+    so its pools are selected by their node pools' names.
+    """
+    if existing:
+        names = pool.described_node_pools()
+        return NODEPOOL_LABEL, names, names
+    return POOL_LABEL, node_pool_names(pool.name, pool.slices), (pool.name,)
+
+
+def derive_contracts(
+    groups: tuple[ShapeConfig, ...], autopilot: bool, existing: bool = False
+) -> dict[str, SchedulingContract]:
     """Contracts of every pool (Standard) or shape (Autopilot), by name."""
-    return {g.name: contract_for(g, autopilot) for g in groups}
+    return {g.name: contract_for(g, autopilot, existing) for g in groups}
 
 
 def _autopilot_capacity_selector(group: ShapeConfig) -> dict[str, str]:

@@ -21,9 +21,7 @@ UNBUILT_DIGEST = "sha256:" + "0" * 64
 def trainers_to_build(config: StackConfig) -> list[str]:
     """Trainers whose image `pulumi up` builds: needed by a run without its own image, and not pinned."""
     pinned = config.images.by_trainer()
-    needed = {run.trainer for run in config.runs if not run.image}
-    needed |= {config.staging_trainer(d) for d in config.datasets}  # the staging Jobs' images
-    return sorted(needed - pinned.keys())
+    return [t for t in config.needed_trainers() if t not in pinned]  # the runs' and staging Jobs' images
 
 
 def offline_images(config: StackConfig) -> dict[str, str]:

@@ -93,6 +93,10 @@ class PoolConfig(ShapeConfig):
         description="queued only: the longest a provisioned slice runs (GKE's cap and default: 7 days)",
     )
 
+    # An existing cluster's pool (stack/existing.py): the GKE node pool it is, or one per slice.
+    node_pool: str | None = Field(default=None, description="existing cluster only: the GKE node pool's name")
+    node_pools: tuple[str, ...] = Field(default=(), description="existing cluster only: one GKE node pool per slice")
+
     @model_validator(mode="after")
     def _pool_rules(self) -> PoolConfig:
         raise_problems(autoscaling_problems(self) + run_duration_problems(self))
@@ -108,6 +112,10 @@ class PoolConfig(ShapeConfig):
 
     def disk_gb(self) -> int:
         return self.boot_disk_gb or self.shape().machine.boot_disk_gb
+
+    def described_node_pools(self) -> tuple[str, ...]:
+        """The GKE node pools an existing cluster's pool names (`nodePool`, then `nodePools`)."""
+        return ((self.node_pool,) if self.node_pool else ()) + self.node_pools
 
 
 class Images(RootModel[dict[str, str]]):

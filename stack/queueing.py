@@ -240,6 +240,10 @@ def run_contract(run: RunConfig, contracts: Mapping[str, SchedulingContract]) ->
     Spot rung's nodes carry Spot's).
     """
     first = contracts[run.pool]
+    if first.queue is not None:
+        # Kueue admits the run to one of its rungs: its pods may land on any of them.
+        values = tuple(dict.fromkeys(v for rung in _ladder_contracts(run, contracts) for v in rung.pool_values))
+        return dataclasses.replace(first, rung_values=values)
     if not (first.autopilot and run.ladder):
         return first
     name = compute_class_name(run.name)

@@ -37,6 +37,7 @@ from typing import Any
 from unittest import mock
 
 import pulumi
+import yaml
 from pulumi.runtime.mocks import MockMonitor
 
 from core.names import PROJECT
@@ -45,15 +46,29 @@ from stack.reader import file_values
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_SECRETS = {f"{PROJECT}:hfToken": "hf_test_token"}
 MOCK_PROJECT_NUMBER = "123456789012"
+MOCK_EXISTING_ENDPOINT = "203.0.113.20"
 # The value given to a `secure:` value of a stack file.
 SECURE_STAND_IN = "offline-stand-in-for-an-encrypted-value"
 
 
+def _stack_files(root: Path) -> dict[str, dict]:
+    return {p.name[len("Pulumi."):-len(".yaml")]: (yaml.safe_load(p.read_text()) or {}).get("config") or {}
+            for p in sorted(root.glob("Pulumi.*.yaml"))}
+
+
 def shipped_stacks(root: Path = ROOT) -> tuple[str, ...]:
-    return tuple(sorted(p.name[len("Pulumi."):-len(".yaml")] for p in root.glob("Pulumi.*.yaml")))
+    """The shipped stacks that declare their own cluster (every part of the platform)."""
+    return tuple(s for s, c in _stack_files(root).items() if not c.get(f"{PROJECT}:existingCluster"))
+
+
+def existing_cluster_stacks(root: Path = ROOT) -> tuple[str, ...]:
+    """The shipped stacks for an existing cluster (stack/existing.py): only in-cluster parts, no node pool
+    declared, so kept apart from the stacks whose every part the tests and the e2e harness build."""
+    return tuple(s for s, c in _stack_files(root).items() if c.get(f"{PROJECT}:existingCluster"))
 
 
 SHIPPED_STACKS = shipped_stacks()
+EXISTING_CLUSTER_STACKS = existing_cluster_stacks()
 
 
 @dataclass
@@ -131,6 +146,12 @@ class _Mocks(pulumi.runtime.Mocks):
         if args.token == "gcp:organizations/getProject:getProject":
             # A stand-in project number (the API's, in a real preview).
             return {"projectId": args.args.get("projectId"), "number": MOCK_PROJECT_NUMBER}
+        if args.token == "gcp:container/getCluster:getCluster":
+            # An existing cluster as GKE reports it: its IP endpoint and CA.
+            return {"name": args.args.get("name"), "location": args.args.get("location"),
+                    "endpoint": MOCK_EXISTING_ENDPOINT, "masterAuths": [{"clusterCaCertificate": "Q0EtREFUQQ=="}],
+                    "controlPlaneEndpointsConfigs": [{"dnsEndpointConfigs": [
+                        {"endpoint": f"gke-mock-{args.args.get('name')}.{args.args.get('location')}.gke.goog"}]}]}
         return {}
 
 

@@ -140,8 +140,14 @@ def collect(stack: str, root: Path = ROOT, secrets: tuple[str, ...] = ()) -> dic
 
 def _access(config, deployment) -> list[str]:
     """What can reach the control plane, and what the control plane may reach on the nodes."""
-    network = getattr(config, "network", None)
-    lines = [f"control plane: {network.control_plane_access()}"] if hasattr(network, "control_plane_access") else []
+    network, existing = getattr(config, "network", None), getattr(config, "existing", None)
+    if existing is not None:
+        named = f"context {existing.context}" if existing.context else f"{existing.name} in {existing.location}"
+        lines = [f"control plane: an existing cluster's ({named}), as the platform team set it up"]
+    elif hasattr(network, "control_plane_access"):
+        lines = [f"control plane: {network.control_plane_access()}"]
+    else:
+        lines = []
     for rule in (r for r in deployment.resources if r.type == "gcp:compute/firewall:Firewall"):
         ports = ", ".join(f"{a['protocol']}:{p}" for a in rule.inputs.get("allows", []) for p in a.get("ports", []))
         lines.append(f"firewall {rule.inputs.get('name')}: the control plane to nodes tagged "

@@ -3,13 +3,13 @@
 import pytest
 
 from stack.problems import ConfigError
-from tests.support.pulumi_harness import SHIPPED_STACKS, declared_before_error, run_stack
+from tests.support.pulumi_harness import EXISTING_CLUSTER_STACKS, SHIPPED_STACKS, declared_before_error, run_stack
 from tools import plan
 
 TPU_POOL = {"name": "v6e-1x1", "accelerator": "tpu-v6e", "topology": "1x1", "zones": ["us-east5-b"]}
 
 
-@pytest.mark.parametrize("stack", SHIPPED_STACKS)
+@pytest.mark.parametrize("stack", [*SHIPPED_STACKS, *EXISTING_CLUSTER_STACKS])
 def test_every_shipped_stack_is_admitted(stack):
     assert run_stack(stack).of_type("kubernetes:jobset.x-k8s.io/v1alpha2:JobSet")
 
@@ -53,3 +53,11 @@ def _collect_with(stack, overrides):
     real = offline.run_stack
     with mock.patch.object(offline, "run_stack", lambda s, **kw: real(s, **{**kw, "overrides": overrides})):
         return plan.collect(stack)
+
+
+def test_an_existing_clusters_pool_is_admitted_by_the_same_fit_rules():
+    pool = {"name": "v6e-1x1", "accelerator": "tpu-v6e", "topology": "1x1", "nodePool": "tpu-v6e-1x1",
+            "bootDiskGb": 30}
+    declared, err = declared_before_error("existing-dev", overrides={"gke-finetune:pools": [pool]})
+    assert isinstance(err, ConfigError) and declared.resources == []
+    assert "ephemeral-storage: 15.0Gi requested, more than the node's 6.8Gi allocatable" in str(err)

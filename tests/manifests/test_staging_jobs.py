@@ -8,6 +8,7 @@ import pytest
 from admission import syntax
 from core.names import KUBERNETES_VERSION
 from tests.support import goldens
+from tools.offline import EXISTING_CLUSTER_STACKS
 from tools.render import shipped_stacks, staging_manifests, to_yaml
 
 JOBS = [pytest.param(s, n, j, id=f"{s}/{n}") for s in shipped_stacks() for n, j in staging_manifests(s).items()]
@@ -50,7 +51,9 @@ def test_the_job_writes_only_its_dataset_and_runs_off_the_accelerators(stack, na
     assert volume["csi"]["volumeAttributes"]["mountOptions"].endswith(f"only-dir=datasets/{dataset}")
     assert spec["serviceAccountName"] == "stager" and spec["automountServiceAccountToken"] is False
     assert "tolerations" not in spec  # accelerator nodes are tainted: never there
-    if stack != "autopilot":
+    if stack in EXISTING_CLUSTER_STACKS:
+        assert "nodeSelector" not in spec  # an existing cluster has no system pool of the platform's
+    elif stack != "autopilot":
         assert spec["nodeSelector"] == {"cloud.google.com/gke-nodepool": "system"}
     containers = spec.get("initContainers", []) + spec["containers"]
     assert all("@sha256:" in c["image"] for c in containers)

@@ -13,6 +13,7 @@ see its docstring for every option.
 
 from tools.offline import (  # noqa: F401 (re-exported for the tests)
     DEFAULT_SECRETS,
+    EXISTING_CLUSTER_STACKS,
     PROJECT,
     ROOT,
     SHIPPED_STACKS,

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from policy import rules
-from tests.support.pulumi_harness import SHIPPED_STACKS, run_stack
+from tests.support.pulumi_harness import EXISTING_CLUSTER_STACKS, SHIPPED_STACKS, run_stack
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -69,7 +69,7 @@ def pod(props):
     return props["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]
 
 
-@pytest.mark.parametrize("stack", SHIPPED_STACKS)
+@pytest.mark.parametrize("stack", [*SHIPPED_STACKS, *EXISTING_CLUSTER_STACKS])
 def test_every_shipped_stack_passes_the_pack(stack):
     assert violations(declared(stack)) == []
 

@@ -1,0 +1,42 @@
+"""A cluster the stack does not declare (stack/existing.py): its Kubernetes provider, and the bucket grants
+when the stack asks for them. No other Google Cloud resource: no APIs, network, cluster, node pools,
+registry, images or firewall; the name-and-location variant reads the cluster's endpoint and CA once.
+"""
+
+from __future__ import annotations
+
+import pulumi
+
+from components.in_cluster import Footing
+from components.kube import ExistingClusterAccess, KubeconfigAccessArgs, existing_cluster_endpoint
+from components.storage import BucketGrants, BucketGrantsArgs
+from core.ids import kubernetes_service_account_principal
+from core.names import RUNS_NAMESPACE, STAGER_KSA, TRAINER_KSA
+from stack.config import StackConfig
+
+
+def existing_cluster(cfg: StackConfig) -> Footing:
+    """A cluster the platform team runs: its provider, and the bucket grants if the stack declares them."""
+    existing = cfg.existing
+    if existing.by_context:
+        access = ExistingClusterAccess("gke", KubeconfigAccessArgs(context=existing.context,
+                                                                   kubeconfig=existing.kubeconfig or None))
+        pulumi.export("context", existing.context)
+    else:
+        access = ExistingClusterAccess("gke", existing_cluster_endpoint(
+            existing.name, existing.location, cfg.project, existing.dns_endpoint))
+        pulumi.export("clusterName", existing.name)
+        pulumi.export("clusterLocation", existing.location)
+    grants, stager = [], None
+    if cfg.project_number:
+        # The principals the bucket grants name, declared here or by the platform team.
+        trainer = kubernetes_service_account_principal(cfg.project_number, cfg.project, RUNS_NAMESPACE, TRAINER_KSA)
+        stager = kubernetes_service_account_principal(cfg.project_number, cfg.project, RUNS_NAMESPACE, STAGER_KSA)
+        pulumi.export("trainerPrincipal", trainer)
+        pulumi.export("stagerPrincipal", stager)
+    if existing.bucket_grants:  # projectNumber is set (stack/config.py)
+        grants = [BucketGrants("data", BucketGrantsArgs(bucket=cfg.data_bucket, trainer_member=trainer))]
+    pulumi.export("bucketUrl", f"gs://{cfg.data_bucket}")
+    return Footing(provider=access.provider, images=dict(cfg.images.by_trainer()), contracts=cfg.contracts(),
+                   stager_member=stager, bucket=grants, install_controllers=existing.controllers == "install",
+                   staging_grants=existing.bucket_grants)

@@ -1,0 +1,80 @@
+"""What lives in the cluster, whichever way the stack gets one: the runs' workspace, the controllers, the
+queues, the staging Jobs and the runs. `Footing` is what they stand on: the stack's own cluster
+(`__main__.py`) or an existing one (components/existing_cluster.py). Plain wiring of the components
+below, so the resources keep their names and parents whichever way the cluster comes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.compute_classes import ComputeClasses, ComputeClassesArgs
+from components.datasets import DatasetStaging, DatasetStagingArgs
+from components.jobset import JobSetController, JobSetControllerArgs
+from components.kueue import Kueue, KueueArgs
+from components.runs import Runs, RunsArgs
+from components.workspace import RunsWorkspace, RunsWorkspaceArgs
+from stack import reader
+from stack.config import StackConfig
+
+
+@dataclass
+class Footing:
+    """What the in-cluster parts stand on, from either way to a cluster."""
+
+    provider: k8s.Provider
+    images: dict  # trainer -> image by digest (an Output while being built)
+    contracts: dict  # pool -> SchedulingContract
+    stager_member: pulumi.Input[str] | None
+    # What the controllers wait for (nodes to run on), what every in-cluster object waits for
+    # (the cluster), what pods and grants wait for (the bucket, the grants).
+    controller_nodes: list = field(default_factory=list)
+    cluster: list = field(default_factory=list)
+    bucket: list = field(default_factory=list)
+    opts: pulumi.ResourceOptions | None = None  # after the APIs, on the stack's own cluster
+    install_controllers: bool = True
+    staging_grants: bool = True
+
+
+def in_cluster(cfg: StackConfig, at: Footing) -> None:
+    """The runs' workspace, the controllers, the queues, the staging Jobs and the runs."""
+    workspace = RunsWorkspace("runs-workspace", RunsWorkspaceArgs(
+        provider=at.provider, hf_token=reader.hf_token(cfg), depends_on=at.cluster), at.opts)
+    controllers = []
+    if at.install_controllers:
+        jobset = JobSetController("jobset", JobSetControllerArgs(
+            provider=at.provider, depends_on=at.controller_nodes, charts=cfg.charts))
+        controllers = [jobset.release]
+
+    # Kueue, only for a stack whose runs need it (a queued pool, a ladder, a priority).
+    queue_ready = []
+    if cfg.kueue_flavors():
+        kueue = Kueue("kueue", KueueArgs(
+            flavors=cfg.kueue_flavors(), provider=at.provider, depends_on=controllers,
+            namespace_dependencies=[workspace.namespace], charts=cfg.charts, install=at.install_controllers))
+        queue_ready = kueue.ready
+
+    # Autopilot: one ComputeClass per capacity ladder, which the ladder's run selects.
+    if cfg.compute_classes():
+        compute_classes = ComputeClasses("compute-classes", ComputeClassesArgs(
+            classes=cfg.compute_classes(), provider=at.provider, depends_on=at.cluster))
+        queue_ready = [*queue_ready, *compute_classes.ready]
+
+    pulumi.export("pools", {
+        name: {"nodePools": list(c.node_pool_names), "nodeSelector": c.node_selector, "chips": c.total_chips}
+        for name, c in at.contracts.items()})
+
+    # Datasets: staged into the bucket by awaited in-cluster Jobs, before the runs that read them.
+    staging = DatasetStaging("datasets", DatasetStagingArgs(
+        config=cfg, provider=at.provider, images=at.images, stager_member=at.stager_member,
+        depends_on=[*at.cluster, *at.bucket, *workspace.pod_dependencies], grants=at.staging_grants), at.opts)
+
+    runs = Runs("runs", RunsArgs(
+        runs=cfg.runs, contracts=at.contracts, bucket=cfg.data_bucket, images=at.images, provider=at.provider,
+        data_paths=cfg.data_paths(),
+        depends_on=[*controllers, *at.bucket, *workspace.pod_dependencies, *staging.jobs.values(), *queue_ready]))
+    pulumi.export("runs", sorted(runs.jobsets))
+    pulumi.export("datasets", {name: f"gs://{cfg.data_bucket}/datasets/{name}/" for name in staging.jobs})
