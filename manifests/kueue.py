@@ -96,10 +96,14 @@ def covered_resources(flavors: Sequence[SchedulingContract]) -> list[str]:
     return [*NODE_RESOURCES, *chips]
 
 
-def quota(contract: SchedulingContract, resource: str) -> int | str:
-    """What the pool holds of `resource` at full size: its chips, or its nodes' allocatable."""
+def quota(contract: SchedulingContract, resource: str) -> str:
+    """What the pool holds of `resource` at full size: its chips, or its nodes' allocatable.
+
+    Always a quantity string: Kueue's webhook stores a quota as a `resource.Quantity`, which
+    serialises as a string, so a number here would differ from the stored object on every
+    `pulumi preview` (a perpetual update the real engine showed, e2e/tests/test_engine.py)."""
     if resource not in NODE_RESOURCES:
-        return contract.quota_chips if resource == contract.resource_name else 0
+        return str(contract.quota_chips if resource == contract.resource_name else 0)
     per_node = contract.allocatable.get(resource)
     if resource == "cpu":
         return f"{int(per_node * 1000) * contract.vms}m"

@@ -56,10 +56,18 @@ class Engine:
         return self.workdir / f"Pulumi.{self.stack}.yaml"
 
     def write_stack(self, config: dict) -> None:
-        self.stack_file.write_text(yaml.safe_dump({"config": config}, sort_keys=False))
+        """The stack file's config replaced, its other keys (the passphrase's salt) kept. Written as
+        JSON, which is YAML: every string stays quoted (PyYAML leaves `1e-5` bare, which the CLI's
+        YAML 1.2 reads as a number)."""
+        current = yaml.safe_load(self.stack_file.read_text()) if self.stack_file.exists() else {}
+        self.stack_file.write_text(json.dumps({**(current or {}), "config": config}, indent=1))
 
     def read_stack(self) -> dict:
         return yaml.safe_load(self.stack_file.read_text())["config"]
+
+    def set_secret(self, key: str, value: str) -> None:
+        """A secret config value, encrypted with the passphrase (the CLI writes it and its salt)."""
+        self.run("config", "set", "--secret", key, value)
 
     def run(self, *args: str, check: bool = True, timeout: float = COMMAND_TIMEOUT) -> Step:
         argv = ["pulumi", *args, "--stack", self.stack, "--non-interactive"]

@@ -26,6 +26,7 @@ from e2e.harness.stack_objects import stack_objects
 from e2e.harness.tools import ROOT
 from e2e.tests.settings import ENGINE_STACKS, LIFETIME
 from stack.contracts import node_pool_names
+from stack.secrets import needs_hf_token
 
 JOBSET = "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"
 FAKE_DIGEST = "sha256:" + "e2" * 32
@@ -101,6 +102,8 @@ def deployed(request, state_root):
         install_stack(cp, kube, shipped, platform_only=True)
         made = engine(cp.tools, state_root / f"{stack}-engine" / "pulumi", f"existing-{stack}", cp.kubeconfig)
         made.write_stack(existing_cluster_config(stack, str(cp.kubeconfig)))
+        if needs_hf_token(shipped.config.runs, shipped.config.datasets):
+            made.set_secret("gke-finetune:hfToken", "e2e-not-a-token")
         yield stack, shipped, kube, made
         ENGINE_REPORT.append(f"== existing-cluster {stack} through pulumi: "
                              + ", ".join(f"{s.command.split()[0]} {s.seconds:.1f}s" for s in made.steps))
@@ -118,7 +121,8 @@ def test_preview_up_noop_replace_add_destroy(deployed):
     for jobset in shipped.manifests("JobSet"):
         assert wait_bound(kube, jobset, TIMEOUT), jobset["metadata"]["name"]
 
-    assert _changes(made.preview_steps()) == [], "a second preview changes nothing"
+    again = made.preview_steps()
+    assert _changes(again) == [], f"a second preview changes nothing: {_changes(again)}"
 
     config = made.read_stack()
     changed = copy.deepcopy(config)
