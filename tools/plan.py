@@ -173,6 +173,7 @@ def _resource_row(r) -> dict[str, Any]:
         "parent": "" if _is_stack(r.parent) else r.parent,
         "protect": r.protect,
         "retainOnDelete": r.retain_on_delete,
+        "replaceOnChanges": list(r.replace_on_changes),
         "inputs": mask(r.inputs),
     }
 

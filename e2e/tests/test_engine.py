@@ -27,6 +27,8 @@ from e2e.harness.tools import ROOT
 from e2e.tests.settings import ENGINE_STACKS, LIFETIME
 from stack.contracts import node_pool_names
 from stack.secrets import needs_hf_token
+from tools import plan
+from tools.plan_diff import diff
 
 JOBSET = "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"
 FAKE_DIGEST = "sha256:" + "e2" * 32
@@ -62,6 +64,34 @@ def existing_cluster_config(stack: str, kubeconfig: str) -> dict:
 
 def _changes(steps: list[dict]) -> list[tuple[str, str, str]]:
     return sorted((s["op"], s["type"], s["name"]) for s in steps if s["op"] != "same")
+
+
+def _offline_plan(made: Engine) -> dict:
+    """`make plan` of the engine's stack file, as a reviewer runs it offline."""
+    return plan.collect(made.stack, root=made.workdir)
+
+
+def _engine_as_offline(steps: list[dict]) -> dict[str, list[str]]:
+    """The engine's planned steps in the offline diff's terms: added, removed, replaced, modified."""
+    by_op: dict[str, set[str]] = {"added": set(), "removed": set(), "replaced": set(), "modified": set()}
+    for s in steps:
+        key, op = f"{s['type']}::{s['name']}", s["op"]
+        if op == "create":
+            by_op["added"].add(key)
+        elif op == "delete":
+            by_op["removed"].add(key)
+        elif op in ("replace", "create-replacement", "delete-replaced"):
+            by_op["replaced"].add(key)
+        elif op == "update":
+            by_op["modified"].add(key)
+    return {k: sorted(v) for k, v in by_op.items()}
+
+
+def _offline_as_engine(before: dict, after: dict) -> dict[str, list[str]]:
+    changes = diff(before, after)
+    replaced = set(changes["replaced"])
+    return {"added": changes["added"], "removed": changes["removed"], "replaced": sorted(replaced),
+            "modified": sorted(set(changes["modified"]) - replaced)}
 
 
 # Every kind an existing-cluster stack declares.
@@ -124,21 +154,29 @@ def test_preview_up_noop_replace_add_destroy(deployed):
     again = made.preview_steps()
     assert _changes(again) == [], f"a second preview changes nothing: {_changes(again)}"
 
+    # One run's arguments changed: the engine replaces that run's JobSet and nothing else, and
+    # the offline plan diff a reviewer reads says the same.
     config = made.read_stack()
+    before = _offline_plan(made)
     changed = copy.deepcopy(config)
     first = changed["gke-finetune:runs"][0]
     first["args"] = [*first.get("args", []), "--seed", "7"]
     made.write_stack(changed)
-    replaced = _changes(made.preview_steps())
+    steps = made.preview_steps()
+    replaced = _changes(steps)
     assert replaced and {(t, n) for _, t, n in replaced} == {(JOBSET, f"runs-{first['name']}")}, replaced
     assert any(op.endswith("replace") or op == "replace" for op, _, _ in replaced), replaced
+    after = _offline_plan(made)
+    assert _offline_as_engine(before, after) == _engine_as_offline(steps)
     made.run("up", "--yes", "--skip-preview")
 
     added = copy.deepcopy(changed)
     extra = {**copy.deepcopy(first), "name": f"{first['name'][:40]}-b"}
     added["gke-finetune:runs"].append(extra)
     made.write_stack(added)
-    assert _changes(made.preview_steps()) == [("create", JOBSET, f"runs-{extra['name']}")]
+    steps = made.preview_steps()
+    assert _changes(steps) == [("create", JOBSET, f"runs-{extra['name']}")]
+    assert _offline_as_engine(after, _offline_plan(made)) == _engine_as_offline(steps)
     made.run("up", "--yes", "--skip-preview")
 
     assert _left_by_pulumi(kube), "the objects the stack applied carry the provider's field manager"

@@ -126,10 +126,29 @@ def test_diff_reports_added_removed_and_modified_inputs():
     assert changes["added"] == ["t::c"]
     assert changes["removed"] == ["t::b"]
     assert changes["modified"] == {"t::a": {"inputs.size": (1, 2)}}
+    assert changes["replaced"] == []
     text = plan.render_diff(changes, "dev", "origin/main")
     assert "+ t::c" in text and "- t::b" in text and "~ t::a" in text
     assert "inputs.size: 1 → 2" in text
     assert "$1.00/hour → $3.00/hour" in text
+
+
+def test_diff_marks_a_replacement_where_the_program_or_the_provider_replaces():
+    def res(kind, name, replace=(), **inputs):
+        return {"type": kind, "name": name, "protect": False, "replaceOnChanges": list(replace), "inputs": inputs}
+
+    jobset = "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"
+    base = {"resources": [res(jobset, "r", ["spec.replicatedJobs"], spec={"replicatedJobs": [{"a": 1}], "suspend": 0}),
+                          res("kubernetes:batch/v1:Job", "j", spec={"template": {"x": 1}}),
+                          res("kubernetes:core/v1:Namespace", "n", metadata={"labels": {"a": "1"}})]}
+    head = {"resources": [res(jobset, "r", ["spec.replicatedJobs"], spec={"replicatedJobs": [{"a": 2}], "suspend": 0}),
+                          res("kubernetes:batch/v1:Job", "j", spec={"template": {"x": 2}}),
+                          res("kubernetes:core/v1:Namespace", "n", metadata={"labels": {"a": "2"}})]}
+    changes = plan.diff(base, head)
+    assert changes["replaced"] == ["kubernetes:batch/v1:Job::j", f"{jobset}::r"]
+    only_suspend = plan.diff(base, {"resources": [res(jobset, "r", ["spec.replicatedJobs"],
+                                                      spec={"replicatedJobs": [{"a": 1}], "suspend": 1})]})
+    assert only_suspend["replaced"] == [] and list(only_suspend["modified"]) == [f"{jobset}::r"]
 
 
 # --- the command line, on copies of this tree ---------------------------------------------
@@ -239,12 +258,14 @@ def test_plan_diff_of_a_trainer_change_shows_a_new_image_and_the_run_using_it(tm
 
     result = _plan_cli(tree, "diff", "--base", "main", "--stack", "dev")
     assert result.returncode == 0, result.stderr
-    changed = [line for line in result.stdout.splitlines() if line.startswith(("+ ", "- ", "~ "))]
-    # The image, the run using it, and the staging Job that runs in it.
+    changed = [line for line in result.stdout.splitlines() if line.startswith(("+ ", "- ", "~ ", "+- "))]
+    # The image updated; the run using it and the staging Job that runs in it replaced, as the
+    # engine does (the run's replaceOnChanges, the Kubernetes provider's own rule for a Job's template).
+    replaced = " (replaced: a property it can't update in place changes)"
     assert changed == [
         "~ docker-build:index:Image::images-gemma-jax",
-        "~ kubernetes:batch/v1:Job::datasets-tinystories",
-        "~ kubernetes:jobset.x-k8s.io/v1alpha2:JobSet::runs-gemma3",
+        "+- kubernetes:batch/v1:Job::datasets-tinystories" + replaced,
+        "+- kubernetes:jobset.x-k8s.io/v1alpha2:JobSet::runs-gemma3" + replaced,
     ]
     assert "inputs.tags: " in result.stdout
     image_lines = [line.strip() for line in result.stdout.splitlines() if ".image: " in line]
@@ -297,10 +318,10 @@ def test_plan_diff_of_one_trainers_change_leaves_the_other_trainers_runs_alone(t
 
     result = _plan_cli(tree, "diff", "--base", "main", "--stack", "dev", "--secret", "hfToken")
     assert result.returncode == 0, result.stderr
-    changed = [line for line in result.stdout.splitlines() if line.startswith(("+ ", "- ", "~ "))]
+    changed = [line for line in result.stdout.splitlines() if line.startswith(("+ ", "- ", "~ ", "+- "))]
     assert changed == [
         "~ docker-build:index:Image::images-trl-gpu",
-        "~ kubernetes:jobset.x-k8s.io/v1alpha2:JobSet::runs-sql",
+        "+- kubernetes:jobset.x-k8s.io/v1alpha2:JobSet::runs-sql (replaced: a property it can't update in place changes)",
     ]
 
 
