@@ -24,8 +24,11 @@ from pathlib import Path
 import yaml
 
 from e2e.harness.tools import ROOT, Tools
+from stack.contracts import node_pool_names
 
 ENGINE_TOOLS = ("pulumi", "pulumi-language-python", "pulumi-kubernetes")
+FAKE_DIGEST = "sha256:" + "e2" * 32
+BUCKET = "e2e-existing-bucket"
 PASSPHRASE = "e2e-local-only"
 COMMAND_TIMEOUT = 600.0
 
@@ -87,6 +90,31 @@ class Engine:
                  "name": s["urn"].split("::")[-1]} for s in json.loads(step.stdout).get("steps", [])]
 
 
+def existing_cluster_config(stack: str, kubeconfig: str) -> dict:
+    """The shipped stack file as a stack for an existing cluster: the same pools (named by the node
+    pools the shipped stack would have made), runs and datasets; images by digest; the bucket named."""
+    config = yaml.safe_load((ROOT / f"Pulumi.{stack}.yaml").read_text())["config"]
+    out = {k: v for k, v in config.items() if k.startswith("gcp:")}
+    prefix = "gke-finetune:"
+    pools = []
+    for pool in config.get(f"{prefix}pools", []):
+        pool = dict(pool)
+        names = list(node_pool_names(pool["name"], pool.get("slices", 1)))
+        pool.update({"nodePools": names} if len(names) > 1 else {"nodePool": names[0]})
+        pools.append(pool)
+    trainers = {r["trainer"] for r in config.get(f"{prefix}runs", [])}
+    out.update({
+        f"{prefix}existingCluster": {"context": "e2e", "kubeconfig": kubeconfig, "controllers": "existing"},
+        f"{prefix}pools": pools,
+        f"{prefix}images": {t: f"us-docker.pkg.dev/e2e/finetune/{t}@{FAKE_DIGEST}" for t in trainers},
+        f"{prefix}bucketName": BUCKET,
+    })
+    for key in ("runs", "datasets"):
+        if f"{prefix}{key}" in config:
+            out[f"{prefix}{key}"] = config[f"{prefix}{key}"]
+    return out
+
+
 def _copy_program(dest: Path) -> None:
     """The repository's tracked files, as a clean checkout has them (no stack files, no state)."""
     listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, text=True, check=True)
@@ -99,6 +127,19 @@ def _copy_program(dest: Path) -> None:
         shutil.copy2(src, target)
 
 
+def engine_env(tools: Tools, workdir: Path, kubeconfig: Path) -> dict[str, str]:
+    """What the CLI needs to run here: the built tools first on PATH, the local backend and its
+    passphrase, the program's interpreter, the control plane's kubeconfig, no network."""
+    return {
+        "PATH": ":".join([*tools.path_entries, os.environ.get("PATH", "")]),
+        "PULUMI_HOME": str(workdir / "pulumi-home"),
+        "PULUMI_BACKEND_URL": f"file://{workdir / 'state'}", "PULUMI_CONFIG_PASSPHRASE": PASSPHRASE,
+        "PULUMI_SKIP_UPDATE_CHECK": "true", "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
+        "PULUMI_PYTHON_CMD": str(ROOT / ".venv" / "bin" / "python"), "KUBECONFIG": str(kubeconfig),
+        "PYTHONUNBUFFERED": "1",
+    }
+
+
 def engine(tools: Tools, workdir: Path, stack: str, kubeconfig: Path) -> Engine:
     """A work directory with the program, a local backend and the stack initialised."""
     missing = [t for t in ENGINE_TOOLS if t not in tools.dirs]
@@ -106,14 +147,7 @@ def engine(tools: Tools, workdir: Path, stack: str, kubeconfig: Path) -> Engine:
         raise EngineError(f"e2e: the engine's tools {missing} are not built: run make e2e-tools")
     _copy_program(workdir / "program")
     (workdir / "state").mkdir(parents=True, exist_ok=True)
-    env = {
-        "PATH": ":".join([*tools.path_entries, os.environ.get("PATH", "")]),
-        "HOME": str(workdir), "PULUMI_HOME": str(workdir / "pulumi-home"),
-        "PULUMI_BACKEND_URL": f"file://{workdir / 'state'}", "PULUMI_CONFIG_PASSPHRASE": PASSPHRASE,
-        "PULUMI_SKIP_UPDATE_CHECK": "true", "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
-        "PULUMI_PYTHON_CMD": str(ROOT / ".venv" / "bin" / "python"), "KUBECONFIG": str(kubeconfig),
-        "PYTHONUNBUFFERED": "1",
-    }
+    env = {**os.environ, "HOME": str(workdir), **engine_env(tools, workdir, kubeconfig)}
     made = Engine(workdir / "program", stack, env)
     made.run("stack", "init")
     return made

@@ -15,51 +15,21 @@ from __future__ import annotations
 import copy
 
 import pytest
-import yaml
 
-from e2e.harness.engine import Engine, engine
+from e2e.harness.engine import Engine, engine, existing_cluster_config
 from e2e.harness.install import install_stack
 from e2e.harness.kube import ApiError
 from e2e.harness.observe import KUEUE, wait_bound
 from e2e.harness.session import control_plane
 from e2e.harness.stack_objects import stack_objects
-from e2e.harness.tools import ROOT
 from e2e.tests.settings import ENGINE_STACKS, LIFETIME
-from stack.contracts import node_pool_names
 from stack.secrets import needs_hf_token
 from tools import plan
 from tools.plan_diff import diff
 
 JOBSET = "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"
-FAKE_DIGEST = "sha256:" + "e2" * 32
-BUCKET = "e2e-existing-bucket"
 TIMEOUT = 180.0
 ENGINE_REPORT: list[str] = []
-
-
-def existing_cluster_config(stack: str, kubeconfig: str) -> dict:
-    """The shipped stack file as a stack for an existing cluster: the same pools (named by the node
-    pools the shipped stack would have made), runs and datasets; images by digest; the bucket named."""
-    config = yaml.safe_load((ROOT / f"Pulumi.{stack}.yaml").read_text())["config"]
-    out = {k: v for k, v in config.items() if k.startswith("gcp:")}
-    prefix = "gke-finetune:"
-    pools = []
-    for pool in config.get(f"{prefix}pools", []):
-        pool = dict(pool)
-        names = list(node_pool_names(pool["name"], pool.get("slices", 1)))
-        pool.update({"nodePools": names} if len(names) > 1 else {"nodePool": names[0]})
-        pools.append(pool)
-    trainers = {r["trainer"] for r in config.get(f"{prefix}runs", [])}
-    out.update({
-        f"{prefix}existingCluster": {"context": "e2e", "kubeconfig": kubeconfig, "controllers": "existing"},
-        f"{prefix}pools": pools,
-        f"{prefix}images": {t: f"us-docker.pkg.dev/e2e/finetune/{t}@{FAKE_DIGEST}" for t in trainers},
-        f"{prefix}bucketName": BUCKET,
-    })
-    for key in ("runs", "datasets"):
-        if f"{prefix}{key}" in config:
-            out[f"{prefix}{key}"] = config[f"{prefix}{key}"]
-    return out
 
 
 def _changes(steps: list[dict]) -> list[tuple[str, str, str]]:
