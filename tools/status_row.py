@@ -3,10 +3,11 @@ wall time, goodput, chip-hours and $ so far at the price of the rung the run got
 
 Goodput is the time spent training (the progress record's train_seconds: steps a restart redid are
 taken out) over the time since the JobSet was submitted, up to its end or now; queueing, startup,
-restores, restarts and evaluation are the rest. Chips are billed from the trainer's first start
-(the record's started_at) to the end or now: nodes are held through restarts and restores; the
-time before it (queueing, node creation) is not counted, so the figure is a lower bound of what
-the nodes bill where they were created earlier.
+restores, restarts and evaluation are the rest. Chips are billed from the earlier of the trainer's
+first start (the record's started_at) and the start of the run's oldest pod now on a node (its
+`status.startTime`, so a run without a record yet is billed too) to the end or now: nodes are
+held through restarts and restores; the time before it (queueing, node creation) is not counted,
+so the figure is a lower bound of what the nodes bill where they were created earlier.
 """
 
 from __future__ import annotations
@@ -135,10 +136,13 @@ def status_row(facts: RunFacts, jobset: Mapping, workload: Mapping | None, reque
     if submitted:
         row.submitted_at = submitted
         row.wall_seconds = round(max(0.0, end - parse_time(submitted)), 1)
-    billed = 0.0
+    starts = [parse_time(p["status"]["startTime"]) for p in pods
+              if (p.get("spec") or {}).get("nodeName") and (p.get("status") or {}).get("startTime")]
+    if record is not None:
+        starts.append(parse_time(record["started_at"]))
+    billed = max(0.0, end - min(starts)) if starts else 0.0
     if record is not None:
         _progress(row, record, now)
-        billed = max(0.0, end - parse_time(record["started_at"]))
         if row.wall_seconds > 0:
             row.goodput = round(min(1.0, record["train_seconds"] / row.wall_seconds), 4)
     _money(row, facts, row.rung, billed)

@@ -197,6 +197,21 @@ def test_money_at_the_on_demand_rung_and_outside_kueue_by_hand(queued):
     assert single.chip_hours == 0.5 and (single.usd_low, single.usd_high) == (1.35, 1.35)  # 1 chip x 0.5 h x 2.70
 
 
+def test_a_running_run_without_a_record_yet_is_billed_from_its_oldest_pod_on_a_node(queued):
+    wl = workload("gemma3-ladder", [cond("QuotaReserved"), cond("Admitted")], flavor="v6e-2x4")
+    pods = [pod("gemma3-ladder", i, True) for i in range(2)]
+    for p, started in zip(pods, (3600, 1800)):
+        p["spec"], p["status"]["startTime"] = {"nodeName": f"node-{started}"}, at(started)
+    r = row(queued, "gemma3-ladder", jobset("gemma3-ladder"), wl, pods=pods)
+    assert r.chip_hours == 8.0 and (r.usd_low, r.usd_high) == (21.60, 21.60)  # 8 chips x 1 h x 2.70
+    # A record older than the pods (a restart made new pods): billed from the trainer's first start.
+    r = row(queued, "gemma3-ladder", jobset("gemma3-ladder"), wl, pods=pods, rec=record(started=5400))
+    assert r.chip_hours == 12.0
+    unbound = [pod("gemma3-ladder", 0, False)]
+    unbound[0]["status"]["startTime"] = at(3600)  # never on a node: nothing billed
+    assert row(queued, "gemma3-ladder", jobset("gemma3-ladder"), wl, pods=unbound).chip_hours == 0.0
+
+
 def test_a_finished_run_stops_its_clock_and_a_reservation_adds_nothing():
     facts = run_facts(load_files("a4", ROOT))
     done = jobset("gemma4-sql", [cond("Completed", True, "AllJobsCompleted", ago=3600)], submitted=4 * 3600)
