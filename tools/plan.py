@@ -45,6 +45,7 @@ if __package__ in (None, ""):
 
 from tools.plan_cost import cost, render_cost, render_fit  # noqa: E402
 from tools.plan_diff import diff, render_diff  # noqa: E402
+from tools.plan_hbm import hbm_rows, render_hbm  # noqa: E402
 from tools.plan_tree import key_inputs, render_tree, short  # noqa: E402,F401 (key_inputs: part of the plan API)
 from tools.render import write_manifests as render_files  # noqa: E402
 
@@ -132,6 +133,7 @@ def collect(stack: str, root: Path = ROOT, secrets: tuple[str, ...] = ()) -> dic
         "outputs": mask(deployment.outputs),
         "cost": cost(config),
         "fit": fit_module.fit_table(config),
+        "hbm": hbm_rows(stack, manifests or _declared_manifests(deployment)),
         "manifests": mask(manifests or _declared_manifests(deployment)),
         "kueue": _kueue_objects(config),
         "access": _access(config, deployment),
@@ -207,6 +209,8 @@ def render(plan: Mapping) -> str:
     lines += render_cost(plan["cost"])
     lines += ["", "Fit: each run's pod (FUSE sidecar and memory-backed volumes included) on one node"]
     lines += render_fit(plan.get("fit", []))
+    lines += ["", "Accelerator memory: each TPU run's train step on its slice, per chip"]
+    lines += render_hbm(plan.get("hbm", []))
     if plan["outputs"]:
         lines += ["", "Stack outputs"]
         for k, v in plan["outputs"].items():

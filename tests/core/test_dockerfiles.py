@@ -281,3 +281,17 @@ def test_import_walk_follows_relative_and_shared_imports(tmp_path):
         "trainers/demo/model.py",
         "trainers/demo/util.py",
     }
+
+
+def test_the_tpu_image_installs_the_compiler_the_tests_compile_with():
+    """libtpu is pinned once (trainers/gemma_jax/requirements-tpu.txt): the TPU
+    image installs that file with jax[tpu], and the JAX test environment
+    installs it too (tests/gemma_jax/test_compiled_hbm.py compiles with it)."""
+    image = TRAINER_IMAGES["gemma-jax"]
+    pinned = "trainers/gemma_jax/requirements-tpu.txt"
+    assert "libtpu" in _pins(REPO_ROOT / pinned)
+    assert pinned in copy_sources(_instructions(image))
+    runs = " ".join(_values(image, "RUN"))
+    assert re.search(r"pip install -r /tmp/requirements\.txt -r /tmp/requirements-tpu\.txt \"jax\[tpu\]", runs)
+    rule = _install_rule(image)
+    assert f"-r {pinned}" in rule and pinned in rule.splitlines()[0]

@@ -15,26 +15,36 @@ def test_gemma3_270m_full_fine_tune_by_hand():
     per_token = 18 * per_layer + 10 * 262_144
     assert per_layer == 29_184 and per_token == 3_146_752
     assert memory.activation_bytes_per_token(config, 256) == per_token
-    # The README's batch 128 x 256 over a v6e-4: 32 rows per chip.
-    est = memory.estimate(total, total, False, config, chips=4, fsdp=False, batch_size=128, maxlen=256)
-    assert est.weights_gb == pytest.approx(18 * 268_098_176 / 1e9)  # 4.83 GB
-    assert est.activations_gb == pytest.approx(32 * 256 * 3_146_752 / 1e9)  # 25.78 GB
-    assert est.total_gb == pytest.approx(30.61, abs=0.01)
-    # One chip would need 4 x the activations: over 32 GB, so v6e-4 is the smallest.
-    one = memory.estimate(total, total, False, config, chips=1, fsdp=False, batch_size=128, maxlen=256)
-    assert one.total_gb > memory.HBM_GB
+    # The README's batch 128 x 256 over a v6e-4: 32 rows per chip, the count
+    # scaled by the compiler's calibration.
+    est = memory.estimate(total, total, False, config, chips=4, fsdp=1, batch_size=128, maxlen=256)
+    assert est.weights_gib == pytest.approx(18 * 268_098_176 / 2**30)  # 4.49 GiB
+    assert est.activations_gib == pytest.approx(0.54 * 32 * 256 * 3_146_752 / 2**30)  # 12.96 GiB
+    assert est.total_gib == pytest.approx(17.46, abs=0.01)
+    # One chip would need 4 x the activations: over its HBM, so v6e-4 is the smallest.
+    one = memory.estimate(total, total, False, config, chips=1, fsdp=1, batch_size=128, maxlen=256)
+    assert one.total_gib > memory.HBM_GIB
     row = [line for line in memory.table(128, 256, ["gemma3-270m"]).splitlines() if line.startswith("| gemma3-270m ")]
-    assert row and "| v6e-4: 30.6 GB |" in row[0]
+    assert row and "| v6e-4: 17.5 GiB |" in row[0]
+
+
+def test_a_run_s_own_flags_give_its_estimate():
+    args = ["--data_path", "/d", "--checkpoint_dir", "/c", "--maxlen", "256", "--batch_size", "64"]
+    total, _, config = memory.model_counts("gemma3-270m")
+    direct = memory.estimate(total, total, False, config, chips=8, fsdp=1, batch_size=64, maxlen=256)
+    assert memory.estimate_run(args, 8) == direct
+    sharded = memory.estimate_run([*args, "--fsdp"], 16, slices=2)  # bare flag: a whole slice
+    assert sharded.weights_gib == pytest.approx(direct.weights_gib / 8)
 
 
 def test_lora_and_fsdp_shrink_what_each_chip_holds():
     total, adapters, config = memory.model_counts("gemma4-e2b")
     kw = {"chips": 8, "batch_size": 128, "maxlen": 256}
-    full = memory.estimate(total, total, False, config, fsdp=False, **kw)
-    lora = memory.estimate(total, adapters, True, config, fsdp=False, **kw)
-    sharded = memory.estimate(total, total, False, config, fsdp=True, **kw)
-    assert lora.weights_gb == pytest.approx((18 * adapters + 2 * (total - adapters)) / 1e9)
-    assert sharded.weights_gb == pytest.approx(full.weights_gb / 8)
-    assert lora.activations_gb == full.activations_gb == sharded.activations_gb
+    full = memory.estimate(total, total, False, config, fsdp=1, **kw)
+    lora = memory.estimate(total, adapters, True, config, fsdp=1, **kw)
+    sharded = memory.estimate(total, total, False, config, fsdp=8, **kw)
+    assert lora.weights_gib == pytest.approx((18 * adapters + 2 * (total - adapters)) / 2**30)
+    assert sharded.weights_gib == pytest.approx(full.weights_gib / 8)
+    assert lora.activations_gib == full.activations_gib == sharded.activations_gib
     # Gemma 4 global layers count their 512-wide keys.
     assert memory._layer_dims(config)[4][0] == 512  # pylint: disable=protected-access

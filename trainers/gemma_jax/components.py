@@ -158,8 +158,14 @@ class ModelParts:
 def make_model(cfg: cli.Config, layout: Layout) -> ModelParts:
     """Model, optimizer and the (sharded) shapes of everything trained."""
     tokenizer = model_lib.load_tokenizer(cfg.model, cfg.tokenizer)
+    return model_parts(cfg, layout, tokenizer, tokenizer.vocab_size)
+
+
+def model_parts(cfg: cli.Config, layout: Layout, tokenizer, vocab_size: int) -> ModelParts:
+    """make_model's parts for a given vocabulary (the ahead-of-time compile
+    builds them without reading a tokenizer: only `tiny` models use it)."""
     lora = cfg.lora_rank > 0
-    model = model_lib.build_model(cfg.model, tokenizer.vocab_size, cfg.param_dtype, cfg.lora_rank)
+    model = model_lib.build_model(cfg.model, vocab_size, cfg.param_dtype, cfg.lora_rank)
     optimizer = steps.make_optimizer(cfg.learning_rate, cfg.warmup_steps)
     abs_params = model_lib.abstract_params(model, cfg.maxlen)
     abs_trainable, abs_frozen = model_lib.split_trainable(abs_params, lora)

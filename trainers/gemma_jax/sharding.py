@@ -51,32 +51,38 @@ def initialize_distributed(
     return True
 
 
-def num_slices() -> int:
-    return len({getattr(d, "slice_index", 0) for d in jax.devices()})
+def num_slices(devices=None) -> int:
+    devices = jax.devices() if devices is None else devices
+    return len({getattr(d, "slice_index", 0) for d in devices})
 
 
-def fsdp_size(requested: int) -> int:
+def fsdp_size(requested: int, devices=None) -> int:
     """-1 means every device of one slice."""
-    per_slice = jax.device_count() // num_slices()
+    devices = jax.devices() if devices is None else devices
+    per_slice = len(devices) // num_slices(devices)
     return per_slice if requested == -1 else requested
 
 
-def make_mesh(fsdp: int) -> Mesh:
-    """Mesh over all devices of all hosts."""
-    n, slices = jax.device_count(), num_slices()
+def make_mesh(fsdp: int, devices=None) -> Mesh:
+    """Mesh over all devices of all hosts (by default the attached ones; the
+    ahead-of-time compile (aot.py) passes a TPU topology's devices)."""
+    devices = jax.devices() if devices is None else list(devices)
+    n, slices = len(devices), num_slices(devices)
     per_slice = n // slices
     if per_slice % fsdp:
         raise ValueError(f"--fsdp={fsdp} does not divide the {per_slice} devices of a slice")
     if slices > 1:
-        devices = mesh_utils.create_hybrid_device_mesh(
-            (per_slice // fsdp, fsdp), (slices, 1), allow_split_physical_axes=True
+        grid = mesh_utils.create_hybrid_device_mesh(
+            (per_slice // fsdp, fsdp), (slices, 1), devices, allow_split_physical_axes=True
         )
-    elif jax.devices()[0].platform == "tpu":
-        devices = mesh_utils.create_device_mesh((n // fsdp, fsdp), allow_split_physical_axes=True)
+    elif devices[0].platform == "tpu":
+        grid = mesh_utils.create_device_mesh(
+            (n // fsdp, fsdp), devices, allow_split_physical_axes=True
+        )
     else:
         # CPU/GPU: jax.devices() is already grouped by process.
-        devices = np.asarray(jax.devices()).reshape(n // fsdp, fsdp)
-    return Mesh(devices, ("data", "fsdp"))
+        grid = np.asarray(devices).reshape(n // fsdp, fsdp)
+    return Mesh(grid, ("data", "fsdp"))
 
 
 def batch_sharding(mesh: Mesh) -> NamedSharding:
