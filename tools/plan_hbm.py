@@ -13,20 +13,21 @@ from collections.abc import Mapping
 from typing import Any
 
 from core import compiled_hbm
+from core.catalog import Family
 from core.trainers import TRAINERS
 
 
-def _trainer_args(manifest: Mapping, entry_module: str) -> list[str] | None:
+def _trainer_args(manifest: Mapping, entry_modules: set[str]) -> list[str] | None:
     for rjob in manifest.get("spec", {}).get("replicatedJobs", []):
         for container in rjob["template"]["spec"]["template"]["spec"]["containers"]:
-            if entry_module in container.get("command", []):
+            if entry_modules & set(container.get("command", [])):
                 return list(container.get("args", []))
     return None
 
 
 def hbm_rows(stack: str, manifests: Mapping[str, Mapping]) -> list[dict[str, Any]]:
-    """One row per run of the JAX (TPU) trainer: compiled, stale or never compiled."""
-    entry = TRAINERS["gemma-jax"].image.entry_module
+    """One row per run of a TPU trainer: compiled, stale or never compiled."""
+    entry = {t.image.entry_module for t in TRAINERS.values() if t.family is Family.TPU}
     rows = []
     for name, manifest in sorted(manifests.items()):
         args = _trainer_args(manifest, entry)
