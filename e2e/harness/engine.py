@@ -43,6 +43,7 @@ class Step:
     seconds: float
     output: str  # stdout and stderr
     stdout: str
+    returncode: int = 0
 
 
 @dataclass
@@ -76,7 +77,8 @@ class Engine:
         argv = ["pulumi", *args, "--stack", self.stack, "--non-interactive"]
         start = time.monotonic()
         done = subprocess.run(argv, cwd=self.workdir, env=self.env, capture_output=True, text=True, timeout=timeout)
-        step = Step(" ".join(args), time.monotonic() - start, done.stdout + done.stderr, done.stdout)
+        step = Step(" ".join(args), time.monotonic() - start, done.stdout + done.stderr, done.stdout,
+                    done.returncode)
         self.steps.append(step)
         if check and done.returncode != 0:
             raise EngineError(f"e2e: `pulumi {' '.join(args)}` exited {done.returncode}:\n{step.output[-6000:]}")

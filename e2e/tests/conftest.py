@@ -82,7 +82,7 @@ def submitted(queued):
 
 
 def pytest_terminal_summary(terminalreporter):
-    from e2e.tests.test_engine import ENGINE_REPORT
+    from e2e.tests.test_engine import DIFF_REPORT, ENGINE_REPORT, WRONG_REPORT
     from e2e.tests.test_status import STATUS_REPORT
 
     if STATUS_REPORT:
@@ -93,7 +93,7 @@ def pytest_terminal_summary(terminalreporter):
             terminalreporter.write_line("")
     if ENGINE_REPORT:
         terminalreporter.section("e2e: existing-cluster stacks through the Pulumi CLI, wall time per step")
-        for line in ENGINE_REPORT:
+        for line in ENGINE_REPORT + DIFF_REPORT + WRONG_REPORT:
             terminalreporter.write_line(line)
     if REPORT:
         terminalreporter.section("e2e: what the API server shows, per stack")

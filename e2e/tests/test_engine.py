@@ -13,6 +13,7 @@ step's wall time is reported.
 from __future__ import annotations
 
 import copy
+import re
 
 import pytest
 
@@ -30,6 +31,8 @@ from tools.plan_diff import diff
 JOBSET = "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"
 TIMEOUT = 180.0
 ENGINE_REPORT: list[str] = []
+DIFF_REPORT: list[str] = []
+WRONG_REPORT: list[str] = []
 
 
 def _changes(steps: list[dict]) -> list[tuple[str, str, str]]:
@@ -132,6 +135,11 @@ def test_preview_up_noop_replace_add_destroy(deployed):
     first = changed["gke-finetune:runs"][0]
     first["args"] = [*first.get("args", []), "--seed", "7"]
     made.write_stack(changed)
+    shown = made.run("preview", "--diff")
+    assert "--seed" in shown.stdout and f"runs-{first['name']}" in shown.stdout, shown.stdout[-3000:]
+    if not DIFF_REPORT:  # one stack's is enough to read
+        DIFF_REPORT.append(f"== {stack}: one run's arguments changed (+ --seed 7), `pulumi preview --diff`:")
+        DIFF_REPORT.extend(shown.stdout.rstrip().splitlines())
     steps = made.preview_steps()
     replaced = _changes(steps)
     assert replaced and {(t, n) for _, t, n in replaced} == {(JOBSET, f"runs-{first['name']}")}, replaced
@@ -152,3 +160,56 @@ def test_preview_up_noop_replace_add_destroy(deployed):
     assert _left_by_pulumi(kube), "the objects the stack applied carry the provider's field manager"
     made.run("destroy", "--yes", "--skip-preview")
     assert _left_by_pulumi(kube) == []
+
+
+# A program made wrong on purpose, in the work directory's copy only: the
+# first lines of its __main__.py wrap manifests.run.build_run before the
+# components import it. (name, mutation of the run's manifest, stack change,
+# what the engine must print: the API server's, the provider's or the program's own words.)
+WRONG_PROGRAMS = {
+    "field of the wrong type": ('m["spec"]["replicatedJobs"][0]["replicas"] = "two"', None,
+                                r"replicas"),
+    "unknown field in a manifest": ('m["spec"]["notAField"] = True', None, r"notAField"),
+    "image not a digest": (None, "us-docker.pkg.dev/e2e/finetune/trainer:latest",
+                           r"is not a digest reference"),
+}
+PRELUDE = """import manifests.run as _run
+_build = _run.build_run
+def _wrong(*args, **kwargs):
+    m = _build(*args, **kwargs)
+    {mutation}
+    return m
+_run.build_run = _wrong
+"""
+
+
+@pytest.fixture(scope="module")
+def platform_only(state_root):
+    """The first engine stack's nodes and controllers, with nothing of the stack applied."""
+    stack = ENGINE_STACKS[0]
+    with control_plane(state_root / "engine-wrong", LIFETIME) as cp:
+        install_stack(cp, cp.client(), stack_objects(stack), platform_only=True)
+        yield stack, cp
+
+
+@pytest.mark.parametrize("case", sorted(WRONG_PROGRAMS))
+def test_a_wrong_program_fails_preview_with_the_engine_s_own_message(platform_only, state_root, case):
+    stack, cp = platform_only
+    mutation, image, expected = WRONG_PROGRAMS[case]
+    made = engine(cp.tools, state_root / "engine-wrong" / case.replace(" ", "-"), f"existing-{stack}",
+                  cp.kubeconfig)
+    config = existing_cluster_config(stack, str(cp.kubeconfig))
+    if image:
+        config["gke-finetune:images"] = {t: image for t in config["gke-finetune:images"]}
+    if mutation:
+        main = made.workdir / "__main__.py"
+        main.write_text(PRELUDE.format(mutation=mutation) + main.read_text())
+    made.write_stack(config)
+    if needs_hf_token(stack_objects(stack).config.runs, stack_objects(stack).config.datasets):
+        made.set_secret("gke-finetune:hfToken", "e2e-not-a-token")
+    step = made.run("preview", check=False)
+    assert step.returncode != 0, f"{case}: pulumi preview succeeded:\n{step.output[-3000:]}"
+    assert re.search(expected, step.output), f"{case}:\n{step.output[-3000:]}"
+    WRONG_REPORT.append(f"== {case}: pulumi preview exited {step.returncode}: "
+                        + " | ".join(line.strip() for line in step.output.splitlines()
+                                     if re.search(expected, line))[:600])
