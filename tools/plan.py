@@ -127,14 +127,15 @@ def collect(stack: str, root: Path = ROOT, secrets: tuple[str, ...] = ()) -> dic
             raise PlanError([f"{type(err).__name__}: {err}"]) from None
 
     config = reader.load_files(stack, root)
+    declared = manifests or _declared_manifests(deployment)
     return {
         "stack": stack,
         "resources": [_resource_row(r) for r in deployment.resources],
         "outputs": mask(deployment.outputs),
         "cost": cost(config),
         "fit": fit_module.fit_table(config),
-        "hbm": hbm_rows(stack, manifests or _declared_manifests(deployment)),
-        "manifests": mask(manifests or _declared_manifests(deployment)),
+        "hbm": hbm_rows(stack, declared),
+        "manifests": mask(declared),
         "kueue": _kueue_objects(config),
         "access": _access(config, deployment),
     }

@@ -167,9 +167,12 @@ def test_preview_up_noop_replace_add_destroy(deployed):
 # components import it. (name, mutation of the run's manifest, stack change,
 # what the engine must print: the API server's, the provider's or the program's own words.)
 WRONG_PROGRAMS = {
+    # The API server's structured-merge-diff, on the provider's server-side dry run.
     "field of the wrong type": ('m["spec"]["replicatedJobs"][0]["replicas"] = "two"', None,
-                                r"replicas"),
-    "unknown field in a manifest": ('m["spec"]["notAField"] = True', None, r"notAField"),
+                                r"replicas: expected numeric \(int or float\), got string"),
+    "unknown field in a manifest": ('m["spec"]["notAField"] = True', None,
+                                    r"\.spec\.notAField: field not declared in schema"),
+    # A tag on purpose: the program must refuse it (runs pin images by digest).
     "image not a digest": (None, "us-docker.pkg.dev/e2e/finetune/trainer:latest",
                            r"is not a digest reference"),
 }
@@ -187,14 +190,15 @@ _run.build_run = _wrong
 def platform_only(state_root):
     """The first engine stack's nodes and controllers, with nothing of the stack applied."""
     stack = ENGINE_STACKS[0]
+    shipped = stack_objects(stack)
     with control_plane(state_root / "engine-wrong", LIFETIME) as cp:
-        install_stack(cp, cp.client(), stack_objects(stack), platform_only=True)
-        yield stack, cp
+        install_stack(cp, cp.client(), shipped, platform_only=True)
+        yield stack, shipped, cp
 
 
 @pytest.mark.parametrize("case", sorted(WRONG_PROGRAMS))
 def test_a_wrong_program_fails_preview_with_the_engine_s_own_message(platform_only, state_root, case):
-    stack, cp = platform_only
+    stack, shipped, cp = platform_only
     mutation, image, expected = WRONG_PROGRAMS[case]
     made = engine(cp.tools, state_root / "engine-wrong" / case.replace(" ", "-"), f"existing-{stack}",
                   cp.kubeconfig)
@@ -205,7 +209,7 @@ def test_a_wrong_program_fails_preview_with_the_engine_s_own_message(platform_on
         main = made.workdir / "__main__.py"
         main.write_text(PRELUDE.format(mutation=mutation) + main.read_text())
     made.write_stack(config)
-    if needs_hf_token(stack_objects(stack).config.runs, stack_objects(stack).config.datasets):
+    if needs_hf_token(shipped.config.runs, shipped.config.datasets):
         made.set_secret("gke-finetune:hfToken", "e2e-not-a-token")
     step = made.run("preview", check=False)
     assert step.returncode != 0, f"{case}: pulumi preview succeeded:\n{step.output[-3000:]}"

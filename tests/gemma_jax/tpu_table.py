@@ -24,7 +24,7 @@ import yaml
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
-from core.compiled_hbm import TABLE  # noqa: E402  (pure data, no platform code)
+from core.compiled_hbm import GIB, TABLE  # noqa: E402  (pure data, no platform code)
 
 GOLDEN = REPO / "tests" / "golden"
 COMMAND = ["python", "-m", "trainers.gemma_jax.train"]
@@ -64,15 +64,20 @@ def shipped_runs() -> list[dict]:
     return runs
 
 
-def aot(run: dict, *extra: str) -> dict:
-    """One trainers.gemma_jax.aot process; its JSON report."""
-    cmd = [sys.executable, "-m", "trainers.gemma_jax.aot", "--topology", run["topology"],
-           "--slices", str(run["slices"]), *extra, "--", *run["args"]]
+def _json_of(cmd: list[str]):
+    """The JSON last line of a process of its own (the TPU plugin it loads
+    stays out of the caller); its stderr's end when it fails."""
     env = {**os.environ, "JAX_PLATFORMS": "cpu"}
     done = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, check=False)
     if done.returncode:
         raise RuntimeError(f"{' '.join(cmd)}: exit {done.returncode}\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def aot(run: dict, *extra: str) -> dict:
+    """One trainers.gemma_jax.aot process; its JSON report."""
+    return _json_of([sys.executable, "-m", "trainers.gemma_jax.aot", "--topology", run["topology"],
+                     "--slices", str(run["slices"]), *extra, "--", *run["args"]])
 
 
 def fingerprints(runs: list[dict]) -> dict[str, str]:
@@ -85,14 +90,8 @@ def fingerprints(runs: list[dict]) -> dict[str, str]:
 
 
 def current_fingerprints() -> dict[str, str]:
-    """fingerprints() of every shipped run, from a process of its own (the
-    TPU plugin it loads stays out of the caller)."""
-    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
-    done = subprocess.run([sys.executable, __file__, "--fingerprints"], cwd=REPO, env=env,
-                          capture_output=True, text=True, check=False)
-    if done.returncode:
-        raise RuntimeError(f"fingerprints: exit {done.returncode}\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    """fingerprints() of every shipped run, from a process of its own."""
+    return _json_of([sys.executable, __file__, "--fingerprints"])
 
 
 def read_table() -> dict:
@@ -116,8 +115,11 @@ def update() -> dict:
             print(f"[compile] {run['key']}: v6e {run['topology']} x{run['slices']} ...", flush=True)
             compiled[fp] = aot(run)
             print(f"[compile] {run['key']}: {json.dumps(compiled[fp])}", flush=True)
-        entry = {k: v for k, v in compiled[fp].items() if k != "lower_s"}
+        # Not kept: the lowering's time, and the report's own `fits` (no margin;
+        # core/compiled_hbm.py decides with the margin).
+        entry = {k: v for k, v in compiled[fp].items() if k not in ("lower_s", "fits")}
         new[run["key"]] = {**entry, "args": run["args"]}
+        # Written after every run: an interrupted table run keeps the compiles it finished.
         write_table({"runs": {**old, **new}})
     table = {"runs": new}
     write_table(table)
@@ -133,7 +135,7 @@ def markdown_rows(table: dict) -> list[str]:
         if per_chip is None:
             rows.append(f"| {key} | {shape} | refused | - | {e['compile_s']:.0f} s |")
             continue
-        gib = per_chip / 2**30
+        gib = per_chip / GIB
         rows.append(f"| {key} | {shape} | {gib:.2f} GiB | {e['hbm_gib'] - gib:.2f} GiB | {e['compile_s']:.0f} s |")
     return rows
 

@@ -38,7 +38,10 @@ _AVAILABLE_HBM = re.compile(r"available HBM \(([0-9.]+)G\)")
 
 # Set before libtpu loads. It owns no chip here, so several compiles (and
 # the tests) may load it at once: libtpu otherwise takes /tmp/libtpu_lockfile
-# and a second process aborts; and there is no GCE metadata server to ask.
+# and a second process aborts (ALLOW_MULTIPLE_LIBTPU_LOAD, as jax's own
+# jax/_src/test_multiprocess.py and orbax's multihost test runner set it);
+# and there is no GCE metadata server to ask (TPU_SKIP_MDS_QUERY, read by
+# jax/_src/clusters/cloud_tpu_cluster.py and jax/_src/cloud_tpu_init.py).
 COMPILE_ONLY_ENV = {"ALLOW_MULTIPLE_LIBTPU_LOAD": "1", "TPU_SKIP_MDS_QUERY": "1"}
 
 
@@ -62,11 +65,9 @@ def abstract_inputs(cfg, devices):
     from trainers.gemma_jax import model as model_lib  # pylint: disable=g-import-not-at-top
     from trainers.gemma_jax import sharding, steps  # pylint: disable=g-import-not-at-top
 
-    fsdp = sharding.fsdp_size(cfg.fsdp, devices)
-    mesh = sharding.make_mesh(fsdp, devices)
+    # One process per host of each slice, as the JobSet runs them.
     processes = len({d.process_index for d in devices}) * sharding.num_slices(devices)
-    shards = cfg.data_shards or processes
-    layout = comp.Layout(mesh, fsdp, shards, cfg.batch_size // shards)
+    layout = comp.make_layout(cfg, devices, processes)
     tokenizer = model_lib.load_tokenizer(cfg.model, cfg.tokenizer) if cfg.model.startswith("tiny") else None
     parts = comp.model_parts(cfg, layout, tokenizer, tokenizer.vocab_size if tokenizer else 0)
     frozen = jax.tree.map(
@@ -74,7 +75,7 @@ def abstract_inputs(cfg, devices):
         parts.abstract_frozen, parts.frozen_shardings,
     )
     rows = jax.ShapeDtypeStruct((cfg.batch_size, cfg.maxlen), jnp.int32,
-                                sharding=sharding.batch_sharding(mesh))
+                                sharding=sharding.batch_sharding(layout.mesh))
     batch = {"tokens": rows, "segment_ids": rows, "positions": rows}
     step = steps.make_train_step(parts.model, parts.optimizer, parts.lora, parts.state_shardings)
     return step, (parts.abstract_state, frozen, batch)

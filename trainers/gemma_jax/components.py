@@ -40,9 +40,12 @@ class Layout:
     rows_per_shard: int
 
 
-def make_layout(cfg: cli.Config) -> Layout:
-    """Validates the batch/device/shard arithmetic and builds the mesh."""
-    n_proc, n_dev = jax.process_count(), jax.device_count()
+def make_layout(cfg: cli.Config, devices=None, processes: int | None = None) -> Layout:
+    """Validates the batch/device/shard arithmetic and builds the mesh, over
+    the attached devices and processes unless given (the ahead-of-time
+    compile, aot.py, passes a TPU topology's)."""
+    devices = jax.devices() if devices is None else list(devices)
+    n_proc, n_dev = processes or jax.process_count(), len(devices)
     shards = cfg.data_shards or n_proc
     if shards % n_proc:
         raise cli.ConfigError(
@@ -53,9 +56,9 @@ def make_layout(cfg: cli.Config) -> Layout:
             f"--batch_size={cfg.batch_size}: must be a multiple of the {n_dev} "
             f"devices and of the {shards} data shards"
         )
-    fsdp = sharding.fsdp_size(cfg.fsdp)
+    fsdp = sharding.fsdp_size(cfg.fsdp, devices)
     try:
-        mesh = sharding.make_mesh(fsdp)
+        mesh = sharding.make_mesh(fsdp, devices)
     except ValueError as e:
         raise cli.ConfigError(str(e)) from None
     return Layout(mesh, fsdp, shards, cfg.batch_size // shards)
