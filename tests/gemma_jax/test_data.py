@@ -180,3 +180,34 @@ def test_every_model_builds_with_its_checkpoint_and_tokenizer(name):
     assert model_lib.load_tokenizer(name, None).VERSION in (3, 4)
     if name == "gemma3-270m":
         assert 0.26e9 < metrics.count_params(params) < 0.28e9
+
+
+def test_one_tokenize_builds_its_tokenizer_once_whatever_threads_ask(tokenizer_file):
+    """grain workers call one _Tokenize's map from several threads: the first
+    tokenizer must be built once (kauldron's ImmutableDict registers itself as
+    a pytree on its first instance, unguarded; two at once crash the run)."""
+    import threading
+    import time
+
+    built = []
+
+    def factory():
+        built.append(threading.get_ident())
+        time.sleep(0.2)  # a slow first build: every thread arrives meanwhile
+        return model_lib.load_tokenizer("tiny", tokenizer_file)
+
+    tokenize_one = data._Tokenize(factory)  # pylint: disable=protected-access
+    start = threading.Barrier(8)
+    out = []
+
+    def worker():
+        start.wait()
+        out.append(tokenize_one.map("Once upon a time."))
+
+    threads = [threading.Thread(target=worker) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(built) == 1 and len(out) == 8
+    assert all((o == out[0]).all() for o in out)

@@ -18,6 +18,7 @@ targets never cross a story boundary.
 from __future__ import annotations
 
 import dataclasses
+import threading
 
 from absl import flags
 import grain
@@ -51,9 +52,18 @@ def read_stories(path: str, count: int) -> list[str]:
     return stories[:count]
 
 
+# Held while a _Tokenize builds its tokenizer. A grain worker calls one
+# _Tokenize's map from several threads; gemma's tokenizer freezes its
+# custom tokens into kauldron's ImmutableDict, whose first instance
+# registers the class as a JAX pytree unguarded (kauldron/utils/
+# immutabledict/immutabledict_lib.py, __new__), so two first tokenizers at
+# once fail with "Duplicate custom PyTreeDef type registration".
+_BUILD_LOCK = threading.Lock()
+
+
 class _Tokenize(grain.transforms.Map):
-    """story text -> int32 [BOS, ..., EOS]; builds its tokenizer lazily so it
-    can be shipped to grain worker processes."""
+    """story text -> int32 [BOS, ..., EOS]; builds its tokenizer lazily (once,
+    whichever thread asks first) so it can be shipped to grain worker processes."""
 
     def __init__(self, tokenizer_factory):
         self._factory = tokenizer_factory
@@ -61,7 +71,9 @@ class _Tokenize(grain.transforms.Map):
 
     def map(self, text: str) -> np.ndarray:
         if self._tokenizer is None:
-            self._tokenizer = self._factory()
+            with _BUILD_LOCK:
+                if self._tokenizer is None:
+                    self._tokenizer = self._factory()
         tok = self._tokenizer
         ids = tok.encode(text)
         return np.asarray(
