@@ -21,7 +21,7 @@ from components.firewall import WebhookFirewall, WebhookFirewallArgs
 from components.identity import Identity, IdentityArgs, member_of
 from components.images import TrainerImages, TrainerImagesArgs
 from components.in_cluster import Footing, in_cluster
-from components.kube import KubernetesAccess, KubernetesAccessArgs
+from components.kube import KubernetesAccess, KubernetesAccessArgs, cluster_identifier
 from components.network import Network, NetworkArgs
 from components.node_pools import NodePools, NodePoolsArgs
 from components.registry import Registry, RegistryArgs
@@ -41,14 +41,15 @@ else:
     apis = ProjectApis("apis", ProjectApisArgs(project=cfg.project, services=required_apis(cfg)))
     after_apis = apis.dependents
 
-    identity = Identity("identity", IdentityArgs(project=cfg.project, stack=cfg.stack, project_number=cfg.project_number),
-                        after_apis)
+    identity = Identity("identity", IdentityArgs(
+        project=cfg.project, stack=cfg.stack, namespace=cfg.runs_namespace, trainer_account=cfg.trainer_account,
+        stager_account=cfg.stager_account, project_number=cfg.project_number), after_apis)
     registry = Registry(
         "registry",
         RegistryArgs(
             project=cfg.project,
             region=cfg.region,
-            repository_id=cfg.registry_name,
+            repository_id=cfg.registry_id,
             reader_member=member_of(identity.node_account),
         ),
         after_apis,
@@ -74,6 +75,7 @@ else:
             location=cfg.region,
             name=cfg.data_bucket,
             trainer_member=identity.trainer_member,
+            runs=[run.name for run in cfg.runs],
             grants_depend_on=[cluster.cluster],
         ),
         after_apis,
@@ -87,6 +89,7 @@ else:
         "gke",
         KubernetesAccessArgs(
             cluster_name=cluster.name, endpoint=cluster.endpoint, ca_certificate=cluster.ca_certificate,
+            identifier=cluster_identifier(cfg.project, cfg.region, cfg.gke_cluster_name),
             dns_endpoint=cluster.dns_endpoint,
         ),
     )
@@ -133,7 +136,8 @@ else:
         pulumi.export("images", built.refs)
     footing = Footing(
         provider=kube.provider, images=images, contracts=pools.contracts, stager_member=identity.stager_member,
-        controller_nodes=system_nodes, cluster=[cluster.cluster], bucket=[storage.bucket], opts=after_apis,
+        controller_nodes=system_nodes, cluster=[cluster.cluster], bucket=[storage.bucket, *storage.grants],
+        opts=after_apis,
     )
 
 in_cluster(cfg, footing)

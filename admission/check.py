@@ -16,7 +16,7 @@ from admission import autopilot, fit, syntax
 from admission.findings import Finding
 from core.contract import SchedulingContract
 from manifests.kueue import kueue_manifests
-from manifests.run import PlatformFacts, build_runs
+from manifests.run import build_runs, platform_facts
 from manifests.staging import stack_staging_jobs
 from stack.config import StackConfig
 from stack.images import offline_images
@@ -39,7 +39,7 @@ def run_findings(manifest: Mapping, contract: SchedulingContract) -> list[Findin
 
 
 def stack_manifests(config: StackConfig) -> dict[str, dict]:
-    facts = PlatformFacts(bucket=config.data_bucket, images=offline_images(config), data_paths=config.data_paths())
+    facts = platform_facts(config, offline_images(config))
     return build_runs(config.runs, config.contracts(), facts)
 
 

@@ -128,7 +128,7 @@ class Cluster(pulumi.ComponentResource):
         cfg = args.config
         return dict(
             project=cfg.project,
-            name=cfg.cluster_name,
+            name=cfg.gke_cluster_name,
             location=cfg.region,
             release_channel=gcp.container.ClusterReleaseChannelArgs(channel=cfg.release_channel),
             deletion_protection=cfg.deletion_protection,

@@ -25,7 +25,8 @@ import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
 from components.runs import IMAGE_STAND_IN, _with_image
-from core.names import DATA_PREFIX, RUNS_NAMESPACE, STAGER_KSA
+from components.storage import prefix_condition
+from core.names import DATA_PREFIX
 from manifests.staging import DEADLINE_SECONDS, stack_staging_jobs
 from stack.config import StackConfig
 
@@ -42,13 +43,6 @@ class DatasetStagingArgs:
     grants: bool = True
 
 
-def datasets_condition(bucket: str) -> str:
-    """CEL expression true only for objects and folders below datasets/."""
-    return " || ".join(
-        f'resource.name.startsWith("projects/_/buckets/{bucket}/{kind}/{DATA_PREFIX}/")' for kind in ("objects", "folders")
-    )
-
-
 class DatasetStaging(pulumi.ComponentResource):
     """`jobs` holds the staging Job of each dataset, by name; runs depend on them."""
 
@@ -63,7 +57,7 @@ class DatasetStaging(pulumi.ComponentResource):
             return
         k8s_opts = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=args.depends_on)
         account = k8s.core.v1.ServiceAccount(
-            f"{name}-ksa", metadata={"name": STAGER_KSA, "namespace": RUNS_NAMESPACE}, opts=k8s_opts
+            f"{name}-ksa", metadata={"name": cfg.stager_account, "namespace": cfg.runs_namespace}, opts=k8s_opts
         )
         grants = self._grants(name, args) if args.grants else []
         ready = pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[account, *grants]))
@@ -84,20 +78,24 @@ class DatasetStaging(pulumi.ComponentResource):
                     custom_timeouts=pulumi.CustomTimeouts(create=f"{DEADLINE_SECONDS}s", update=f"{DEADLINE_SECONDS}s"),
                 )),
             )
-        self.register_outputs({"jobs": {n: f"{RUNS_NAMESPACE}/stage-{n}" for n in self.jobs}})
+        self.register_outputs({"jobs": {n: f"{cfg.runs_namespace}/stage-{n}" for n in self.jobs}})
 
     def _grants(self, name: str, args: DatasetStagingArgs) -> list[gcp.storage.BucketIAMMember]:
         cfg, child = args.config, pulumi.ResourceOptions(parent=self, depends_on=args.depends_on)
-        grants = [
-            gcp.storage.BucketIAMMember(f"{name}-read", bucket=cfg.data_bucket, role="roles/storage.objectViewer",
-                                        member=args.stager_member, opts=child),
+        # Read the bucket; write, per dataset, only below datasets/<name>/ (the staging Job's mount), so a
+        # second stack sharing the bucket writes none of this stack's datasets.
+        grants = [gcp.storage.BucketIAMMember(f"{name}-read", bucket=cfg.data_bucket, role="roles/storage.objectViewer",
+                                              member=args.stager_member, opts=child)]
+        grants += [
             gcp.storage.BucketIAMMember(
-                f"{name}-write", bucket=cfg.data_bucket, role="roles/storage.objectUser", member=args.stager_member,
+                f"{name}-write-{d.name}", bucket=cfg.data_bucket, role="roles/storage.objectUser",
+                member=args.stager_member,
                 condition=gcp.storage.BucketIAMMemberConditionArgs(
-                    title="datasets-only", description="Write only below datasets/",
-                    expression=datasets_condition(cfg.data_bucket)),
+                    title=f"dataset-{d.name}-only", description=f"Write only below {DATA_PREFIX}/{d.name}/",
+                    expression=prefix_condition(cfg.data_bucket, [f"{DATA_PREFIX}/{d.name}"])),
                 opts=child,
-            ),
+            )
+            for d in cfg.datasets
         ]
         for bucket in sorted({d.gcs_bucket for d in cfg.datasets if d.gcs_bucket}):
             grants.append(gcp.storage.BucketIAMMember(

@@ -11,7 +11,6 @@ from components.in_cluster import Footing
 from components.kube import ExistingClusterAccess, KubeconfigAccessArgs, existing_cluster_endpoint
 from components.storage import BucketGrants, BucketGrantsArgs
 from core.ids import kubernetes_service_account_principal
-from core.names import RUNS_NAMESPACE, STAGER_KSA, TRAINER_KSA
 from stack.config import StackConfig
 
 
@@ -30,12 +29,15 @@ def existing_cluster(cfg: StackConfig) -> Footing:
     grants, stager = [], None
     if cfg.project_number:
         # The principals the bucket grants name, declared here or by the platform team.
-        trainer = kubernetes_service_account_principal(cfg.project_number, cfg.project, RUNS_NAMESPACE, TRAINER_KSA)
-        stager = kubernetes_service_account_principal(cfg.project_number, cfg.project, RUNS_NAMESPACE, STAGER_KSA)
+        trainer = kubernetes_service_account_principal(cfg.project_number, cfg.project, cfg.runs_namespace,
+                                                       cfg.trainer_account)
+        stager = kubernetes_service_account_principal(cfg.project_number, cfg.project, cfg.runs_namespace,
+                                                      cfg.stager_account)
         pulumi.export("trainerPrincipal", trainer)
         pulumi.export("stagerPrincipal", stager)
     if existing.bucket_grants:  # projectNumber is set (stack/config.py)
-        grants = [BucketGrants("data", BucketGrantsArgs(bucket=cfg.data_bucket, trainer_member=trainer))]
+        grants = BucketGrants("data", BucketGrantsArgs(bucket=cfg.data_bucket, trainer_member=trainer,
+                                                       runs=[run.name for run in cfg.runs])).grants
     pulumi.export("bucketUrl", f"gs://{cfg.data_bucket}")
     return Footing(provider=access.provider, images=dict(cfg.images.by_trainer()), contracts=cfg.contracts(),
                    stager_member=stager, bucket=grants, install_controllers=existing.controllers == "install",

@@ -3,9 +3,9 @@
 The node account gets only what a GKE node needs
 (https://cloud.google.com/kubernetes-engine/docs/how-to/hardening-your-cluster#use_least_privilege_sa);
 image pull is granted on the registry itself (components/registry.py). The
-trainer pods run as the `trainer` Kubernetes service account, which IAM
-knows directly as a Workload Identity Federation principal
-(core/ids.py): its data access is granted on the bucket itself
+trainer pods run as the stack's trainer Kubernetes service account
+(`<stack>-trainer` in the stack's namespace, core/names.py), which IAM knows
+directly as a Workload Identity Federation principal (core/ids.py): its data access is granted on the bucket itself
 (components/storage.py), to that principal, so the pods' GCS FUSE sidecars
 (host-network ones included, which authenticate as the service account
 itself) and the trainers hold exactly the same rights. No Google service
@@ -20,7 +20,6 @@ import pulumi
 import pulumi_gcp as gcp
 
 from core.ids import kubernetes_service_account_principal, service_account_id
-from core.names import RUNS_NAMESPACE, STAGER_KSA, TRAINER_KSA
 
 NODE_ROLES = (
     "roles/logging.logWriter",
@@ -40,6 +39,9 @@ def member_of(account: gcp.serviceaccount.Account) -> pulumi.Output[str]:
 class IdentityArgs:
     project: str
     stack: str
+    namespace: str  # the runs' namespace
+    trainer_account: str  # the Kubernetes service accounts whose principals the grants name
+    stager_account: str
     project_number: str = ""  # empty: read from the Resource Manager API
 
 
@@ -79,9 +81,11 @@ class Identity(pulumi.ComponentResource):
         # The principal names the project by number: the stack's projectNumber, else the API's.
         number = project_number(args, self)
         self.trainer_member = number.apply(
-            lambda number: kubernetes_service_account_principal(number, args.project, RUNS_NAMESPACE, TRAINER_KSA)
+            lambda number: kubernetes_service_account_principal(number, args.project, args.namespace,
+                                                                args.trainer_account)
         )
         self.stager_member = number.apply(
-            lambda number: kubernetes_service_account_principal(number, args.project, RUNS_NAMESPACE, STAGER_KSA)
+            lambda number: kubernetes_service_account_principal(number, args.project, args.namespace,
+                                                                args.stager_account)
         )
         self.register_outputs({"node_email": self.node_account.email, "trainer_member": self.trainer_member})

@@ -30,7 +30,8 @@ class Footing:
     contracts: dict  # pool -> SchedulingContract
     stager_member: pulumi.Input[str] | None
     # What the controllers wait for (nodes to run on), what every in-cluster object waits for
-    # (the cluster), what pods and grants wait for (the bucket, the grants).
+    # (the cluster), what pods wait for (the bucket and the trainer's grants on it: a run is deleted, and its
+    # pods' SIGTERM checkpoint written, before `destroy` revokes them).
     controller_nodes: list = field(default_factory=list)
     cluster: list = field(default_factory=list)
     bucket: list = field(default_factory=list)
@@ -42,7 +43,8 @@ class Footing:
 def in_cluster(cfg: StackConfig, at: Footing) -> None:
     """The runs' workspace, the controllers, the queues, the staging Jobs and the runs."""
     workspace = RunsWorkspace("runs-workspace", RunsWorkspaceArgs(
-        provider=at.provider, hf_token=reader.hf_token(cfg), depends_on=at.cluster), at.opts)
+        provider=at.provider, namespace=cfg.runs_namespace, service_account=cfg.trainer_account,
+        create_namespace=cfg.creates_namespace, hf_token=reader.hf_token(cfg), depends_on=at.cluster), at.opts)
     controllers = []
     if at.install_controllers:
         jobset = JobSetController("jobset", JobSetControllerArgs(
@@ -53,8 +55,8 @@ def in_cluster(cfg: StackConfig, at: Footing) -> None:
     queue_ready = []
     if cfg.kueue_flavors():
         kueue = Kueue("kueue", KueueArgs(
-            flavors=cfg.kueue_flavors(), provider=at.provider, depends_on=controllers,
-            namespace_dependencies=[workspace.namespace], charts=cfg.charts, install=at.install_controllers))
+            flavors=cfg.kueue_flavors(), provider=at.provider, namespace=cfg.runs_namespace, depends_on=controllers,
+            namespace_dependencies=workspace.namespaced, charts=cfg.charts, install=at.install_controllers))
         queue_ready = kueue.ready
 
     # Autopilot: one ComputeClass per capacity ladder, which the ladder's run selects.
@@ -74,7 +76,7 @@ def in_cluster(cfg: StackConfig, at: Footing) -> None:
 
     runs = Runs("runs", RunsArgs(
         runs=cfg.runs, contracts=at.contracts, bucket=cfg.data_bucket, images=at.images, provider=at.provider,
-        data_paths=cfg.data_paths(),
+        namespace=cfg.runs_namespace, service_account=cfg.trainer_account, data_paths=cfg.data_paths(),
         depends_on=[*controllers, *at.bucket, *workspace.pod_dependencies, *staging.jobs.values(), *queue_ready]))
     pulumi.export("runs", sorted(runs.jobsets))
     pulumi.export("datasets", {name: f"gs://{cfg.data_bucket}/datasets/{name}/" for name in staging.jobs})

@@ -47,12 +47,26 @@ def kubeconfig(name: str, endpoint: str, ca_certificate: str | None) -> str:
     )
 
 
+def cluster_identifier(project: str, location: str, name: str) -> str:
+    """A GKE cluster's stable identity: its resource name, which no endpoint change (an IP rotation, the
+    DNS-based endpoint switched on or off) alters."""
+    return f"projects/{project}/locations/{location}/clusters/{name}"
+
+
 @dataclass
 class KubernetesAccessArgs:
     cluster_name: pulumi.Input[str]
     endpoint: pulumi.Input[str]
     ca_certificate: pulumi.Input[str]
+    # The provider's identity (`cluster_identifier`): the cluster's project, location and name.
+    identifier: str
     dns_endpoint: bool = False  # the endpoint is the DNS-based one (no cluster CA)
+
+
+# "The provider will _only_ be replaced when `clusterIdentifier` changes": without it, any change of the
+# kubeconfig (a new endpoint address, the CA after a credential rotation, a teammate's kubeconfig) replaces
+# the provider and so every object of the stack, running JobSets included (@pulumi/kubernetes provider.d.ts,
+# https://app.unpkg.com/@pulumi/kubernetes@4.24.0/files/provider.d.ts, read 2026-12-02).
 
 
 class KubernetesAccess(pulumi.ComponentResource):
@@ -70,6 +84,7 @@ class KubernetesAccess(pulumi.ComponentResource):
             kubeconfig=config,
             # Every object the stack declares is applied server-side.
             enable_server_side_apply=True,
+            cluster_identifier=args.identifier,
             opts=pulumi.ResourceOptions(parent=self),
         )
         self.register_outputs({})
@@ -102,13 +117,11 @@ class ExistingClusterAccess(pulumi.ComponentResource):
         else:
             config = pulumi.Output.all(args.cluster_name, args.endpoint, args.ca_certificate).apply(
                 lambda v: kubeconfig(v[0], v[1], None if args.dns_endpoint else v[2]))
-            context, identifier = None, args.cluster_name
+            context, identifier = None, args.identifier
         self.provider = k8s.Provider(
             name, kubeconfig=config, context=context, enable_server_side_apply=True,
-            # The provider (and so every object of the stack) is replaced only when this changes, not when
-            # a teammate's kubeconfig differs: "the provider will _only_ be replaced when
-            # `clusterIdentifier` changes" (@pulumi/kubernetes 4.24.0 provider.d.ts,
-            # https://app.unpkg.com/@pulumi/kubernetes@4.24.0/files/provider.d.ts, read 2026-12-02).
+            # Replaced only when the cluster changes, not when a teammate's kubeconfig or the endpoint does
+            # (see KubernetesAccess).
             cluster_identifier=identifier,
             opts=pulumi.ResourceOptions(parent=self),
         )
@@ -127,6 +140,7 @@ def existing_cluster_endpoint(name: str, location: str, project: str, dns_endpoi
         cluster_name=name,
         endpoint=endpoint,
         ca_certificate=cluster.master_auths.apply(lambda auths: auths[0].cluster_ca_certificate),
+        identifier=cluster_identifier(project, location, name),
         dns_endpoint=dns_endpoint,
     )
 

@@ -30,6 +30,7 @@ from stack.existing import Charts
 class KueueArgs:
     flavors: Sequence[SchedulingContract]  # the pools Kueue admits runs to, in the order it tries them
     provider: k8s.Provider
+    namespace: str  # the runs' namespace, whose jobs the Kueue the stack installs manages
     # The nodes the controller runs on; the LocalQueue's namespace.
     depends_on: list[pulumi.Resource] = field(default_factory=list)
     namespace_dependencies: list[pulumi.Resource] = field(default_factory=list)
@@ -63,7 +64,7 @@ class Kueue(pulumi.ComponentResource):
         self.release = controller_release(
             name, "kueue", chart_source(KUEUE_CHART, KUEUE_CHART_VERSION, args.charts), KUEUE_NAMESPACE,
             pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=args.depends_on),
-            values=kueue_chart_values(),
+            values=kueue_chart_values(args.namespace),
         ) if args.install else None
         manifests = kueue_manifests(args.flavors)
         self.objects = {key: self._object(name, key, m, args) for key, m in manifests.items()}

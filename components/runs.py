@@ -20,9 +20,8 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from core.names import RUNS_NAMESPACE, TRAINER_KSA
 from core.contract import SchedulingContract
-from manifests import jobset
+from manifests import jobset, pod
 from manifests.run import PlatformFacts, build_run, check_runs, metadata
 from stack.queueing import run_contract
 from stack.runs import RunConfig
@@ -50,11 +49,12 @@ class RunsArgs:
     bucket: str  # the data bucket's name (known before it exists: stack/config.py derives it)
     images: Mapping[str, pulumi.Input[str]]  # trainer -> image by digest (an Output while being built)
     provider: k8s.Provider
-    # The JobSet Helm release (the CRD and webhook must exist first), and the
-    # namespace, service account and Secret the pods use.
+    namespace: str  # the stack's (StackConfig.runs_namespace)
+    service_account: str  # the stack's trainer account
+    # The JobSet Helm release (the CRD and webhook must exist first), the namespace, service account and
+    # Secret the pods use, and the trainer's bucket grants (so `destroy` deletes a run, and waits for its
+    # pods' SIGTERM checkpoint, before it revokes the grants the checkpoint is written with).
     depends_on: list[pulumi.Resource] = field(default_factory=list)
-    namespace: str = RUNS_NAMESPACE
-    service_account: str = TRAINER_KSA
     # run -> the path below datasets/ it reads (StackConfig.data_paths).
     data_paths: Mapping[str, str] = field(default_factory=dict)
 
@@ -86,6 +86,7 @@ class Runs(pulumi.ComponentResource):
                 parent=self,
                 provider=args.provider,
                 depends_on=args.depends_on,
+                custom_timeouts=pulumi.CustomTimeouts(delete=f"{delete_timeout_seconds(run)}s"),
                 replace_on_changes=list(IMMUTABLE_PATHS),
                 # Same name before and after: the old JobSet must go first.
                 delete_before_replace=True,
@@ -93,6 +94,20 @@ class Runs(pulumi.ComponentResource):
                 ignore_changes=["spec.suspend"] if contract.queue else None,
             ),
         )
+
+
+# A JobSet's delete waits for its pods to end (the provider deletes in the foreground), and a pod ends
+# when its trainer has saved its SIGTERM checkpoint or its grace period (core/trainers.py
+# `grace_seconds`) is over. The provider's default delete timeout, 10 minutes, equals the GPU trainer's
+# grace period: a slow save would fail `destroy` (or a replace) while the pod still writes. The grace
+# period plus this margin leaves the save its whole grace period, and the API server and kubelet time to
+# notice the pod's end.
+# https://www.pulumi.com/docs/iac/concepts/options/customtimeouts/
+DELETE_MARGIN_SECONDS = 300
+
+
+def delete_timeout_seconds(run: RunConfig) -> int:
+    return pod.grace_seconds(run) + DELETE_MARGIN_SECONDS
 
 
 def run_spec(run: RunConfig, contract: SchedulingContract, args: RunsArgs) -> dict:

@@ -1,10 +1,14 @@
 """The data bucket: datasets in, checkpoints and profiles out. It outlives the stack.
 
 Layout (core/names.py): `datasets/` (read by every run), `checkpoints/<run>/`
-and `profiles/<run>/` (written by the run). The trainer account reads the
-whole bucket (resuming reads checkpoints back; GCS FUSE needs object list)
-and may write only under `checkpoints/` and `profiles/`: an IAM condition on
-the object (and, with hierarchical namespace, folder) resource name.
+and `profiles/<run>/` (written by the run). The stack's trainer principal reads
+the whole bucket (resuming reads checkpoints back; GCS FUSE lists the bucket)
+and may write only below its own runs' `checkpoints/<run>/` and
+`profiles/<run>/`: one IAM condition per run on the object (and, with
+hierarchical namespace, folder) resource name, so a second stack whose runs
+share the bucket (an existing cluster's, `bucketName`) can write nothing of
+this stack's, nor this stack anything of its. Reads stay bucket-wide: a stack
+that must not be read by another has a bucket of its own (the default).
 https://cloud.google.com/storage/docs/access-control/iam#conditions
 Managed folders would do the same but are resources inside the bucket that
 `pulumi destroy` would have to delete; conditions leave the bucket's content
@@ -13,6 +17,7 @@ alone.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import pulumi
@@ -30,19 +35,25 @@ class DataBucketArgs:
     location: str
     name: str
     trainer_member: pulumi.Input[str]
+    runs: Sequence[str]  # the stack's runs, each writing below its own prefixes
     # The grants name a principal of the cluster's Workload Identity pool,
     # which exists once the cluster does.
     grants_depend_on: list[pulumi.Resource] = field(default_factory=list)
 
 
-def write_condition(bucket: str) -> str:
-    """CEL expression true only for objects and folders below the writable prefixes."""
+def prefix_condition(bucket: str, prefixes: Sequence[str]) -> str:
+    """CEL expression true only for objects and folders below `prefixes` (each without a trailing '/')."""
     clauses = [
         f'resource.name.startsWith("projects/_/buckets/{bucket}/{kind}/{prefix}/")'
-        for prefix in WRITABLE_PREFIXES
+        for prefix in prefixes
         for kind in ("objects", "folders")
     ]
     return " || ".join(clauses)
+
+
+def run_prefixes(run: str) -> tuple[str, ...]:
+    """What a run writes: its checkpoints and profiles (manifests/storage.py mounts them)."""
+    return tuple(f"{prefix}/{run}" for prefix in WRITABLE_PREFIXES)
 
 
 class DataBucket(pulumi.ComponentResource):
@@ -50,6 +61,7 @@ class DataBucket(pulumi.ComponentResource):
 
     bucket: gcp.storage.Bucket
     url: pulumi.Output[str]
+    grants: list[gcp.storage.BucketIAMMember]  # what the runs write with: they wait for it, destroy revokes it last
 
     def __init__(self, name: str, args: DataBucketArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gke-finetune:platform:DataBucket", name, None, opts)
@@ -73,44 +85,51 @@ class DataBucket(pulumi.ComponentResource):
             # place; retain_on_delete keeps it even if it is ever unprotected.
             opts=pulumi.ResourceOptions(parent=self, protect=True, retain_on_delete=True),
         )
-        trainer_grants(name, self.bucket.name, args.name, args.trainer_member, child)
+        self.grants = trainer_grants(name, self.bucket.name, args.name, args.trainer_member, args.runs, child)
         self.url = pulumi.Output.concat("gs://", self.bucket.name)
         self.register_outputs({"url": self.url})
 
 
 def trainer_grants(name: str, bucket: pulumi.Input[str], bucket_name: str, member: pulumi.Input[str],
-                   opts: pulumi.ResourceOptions) -> list[gcp.storage.BucketIAMMember]:
-    """The trainer's grants: read the whole bucket, write only below checkpoints/ and profiles/."""
-    return [
-        gcp.storage.BucketIAMMember(
-            f"{name}-trainer-read", bucket=bucket, role="roles/storage.objectViewer", member=member, opts=opts,
-        ),
-        gcp.storage.BucketIAMMember(
-            f"{name}-trainer-write",
+                   runs: Sequence[str], opts: pulumi.ResourceOptions) -> list[gcp.storage.BucketIAMMember]:
+    """The trainer's grants: read the whole bucket; write, per run, only below that run's prefixes.
+
+    One binding per run keeps each condition small (IAM caps a condition's logical operators) and a new
+    run's grant a new binding, which leaves the running runs' grants alone."""
+    grants = [gcp.storage.BucketIAMMember(
+        f"{name}-trainer-read", bucket=bucket, role="roles/storage.objectViewer", member=member, opts=opts,
+    )]
+    for run in runs:
+        grants.append(gcp.storage.BucketIAMMember(
+            f"{name}-trainer-write-{run}",
             bucket=bucket,
             role="roles/storage.objectUser",
             member=member,
             condition=gcp.storage.BucketIAMMemberConditionArgs(
-                title="checkpoints-and-profiles-only",
-                description="Write only below checkpoints/ and profiles/",
-                expression=write_condition(bucket_name),
+                title=f"run-{run}-only",
+                description=f"Write only below the prefixes of run {run}",
+                expression=prefix_condition(bucket_name, run_prefixes(run)),
             ),
             opts=opts,
-        ),
-    ]
+        ))
+    return grants
 
 
 @dataclass
 class BucketGrantsArgs:
     bucket: str  # an existing bucket's name
     trainer_member: pulumi.Input[str]
+    runs: Sequence[str]  # the stack's runs
 
 
 class BucketGrants(pulumi.ComponentResource):
     """The trainer's grants on a bucket the stack doesn't declare (an existing cluster's, `bucketGrants: true`)."""
 
+    grants: list[gcp.storage.BucketIAMMember]
+
     def __init__(self, name: str, args: BucketGrantsArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gke-finetune:platform:BucketGrants", name, None, opts)
-        trainer_grants(name, args.bucket, args.bucket, args.trainer_member, pulumi.ResourceOptions(parent=self))
+        self.grants = trainer_grants(name, args.bucket, args.bucket, args.trainer_member, args.runs,
+                                     pulumi.ResourceOptions(parent=self))
         self.url = f"gs://{args.bucket}"
         self.register_outputs({"url": self.url})

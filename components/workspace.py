@@ -7,21 +7,27 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_kubernetes as k8s
 
-from core.names import HF_TOKEN_KEY, HF_TOKEN_SECRET, RUNS_NAMESPACE, TRAINER_KSA
+from core.names import HF_TOKEN_KEY, HF_TOKEN_SECRET
 
 
 @dataclass
 class RunsWorkspaceArgs:
     provider: k8s.Provider
+    namespace: str  # the stack's (StackConfig.runs_namespace)
+    service_account: str  # the trainer's Kubernetes service account
+    # False: the namespace exists (an existing cluster's, the platform team's) and is not declared, so
+    # `destroy` leaves it and whatever else it holds.
+    create_namespace: bool
     # A secret Output, or None when no run of the stack reads the Hub (no Secret then).
     hf_token: pulumi.Input[str] | None
     depends_on: list[pulumi.Resource] = field(default_factory=list)
 
 
 class RunsWorkspace(pulumi.ComponentResource):
-    """Namespace, the trainer KSA (an IAM principal of its own, components/identity.py), the HF Secret if needed."""
+    """Namespace (unless it exists), the trainer KSA (an IAM principal of its own, components/identity.py), the
+    HF Secret if needed."""
 
-    namespace: k8s.core.v1.Namespace
+    namespace: k8s.core.v1.Namespace | None
     service_account: k8s.core.v1.ServiceAccount
     hf_secret: k8s.core.v1.Secret | None
     # What the runs' pods need to exist first: the namespace, the KSA and the Secret if any.
@@ -31,25 +37,30 @@ class RunsWorkspace(pulumi.ComponentResource):
         super().__init__("gke-finetune:platform:RunsWorkspace", name, None, opts)
         k8s_opts = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=args.depends_on)
         self.namespace = k8s.core.v1.Namespace(
-            f"{name}-ns", metadata={"name": RUNS_NAMESPACE}, opts=k8s_opts
-        )
-        in_ns = pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[self.namespace]))
+            f"{name}-ns", metadata={"name": args.namespace}, opts=k8s_opts
+        ) if args.create_namespace else None
+        in_ns = pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=self.namespaced))
         self.service_account = k8s.core.v1.ServiceAccount(
             f"{name}-ksa",
             # No iam.gke.io/gcp-service-account annotation: IAM grants go to this
             # service account's own principal, not to a Google service account.
-            metadata={"name": TRAINER_KSA, "namespace": RUNS_NAMESPACE},
+            metadata={"name": args.service_account, "namespace": args.namespace},
             opts=in_ns,
         )
         self.hf_secret = None
         if args.hf_token is not None:
             self.hf_secret = k8s.core.v1.Secret(
                 f"{name}-hf-token",
-                metadata={"name": HF_TOKEN_SECRET, "namespace": RUNS_NAMESPACE},
+                metadata={"name": HF_TOKEN_SECRET, "namespace": args.namespace},
                 type="Opaque",
                 string_data={HF_TOKEN_KEY: args.hf_token},
                 opts=in_ns,
             )
-        self.pod_dependencies = [self.namespace, self.service_account]
+        self.pod_dependencies = [*self.namespaced, self.service_account]
         self.pod_dependencies += [self.hf_secret] if self.hf_secret is not None else []
-        self.register_outputs({"namespace": RUNS_NAMESPACE, "service_account": TRAINER_KSA})
+        self.register_outputs({"namespace": args.namespace, "service_account": args.service_account})
+
+    @property
+    def namespaced(self) -> list[pulumi.Resource]:
+        """What an object in the namespace waits for: the namespace where the stack declares it."""
+        return [self.namespace] if self.namespace is not None else []

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from core.allocatable import Allocatable, node_allocatable
 from core.catalog import Family, Shape
+from core.names import cluster_scoped
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,9 @@ class SchedulingContract:
     # The LocalQueue Kueue admits the pool's runs from, when the pool is one of
     # the stack's Kueue flavors (stack/queueing.py); None: runs are not queued.
     queue: str | None = None
+    # The stack's namespace, which names the cluster-scoped objects that admit the pool's runs (its Kueue
+    # ResourceFlavor, the priority classes, an Autopilot ladder's ComputeClass): core/names.py `cluster_scoped`.
+    namespace: str = ""
     # Queued capacity: the longest a ProvisioningRequest's nodes may run.
     max_run_duration_seconds: int | None = None
     # Autopilot: the ComputeClass of a run's capacity ladder, whose priorities are
@@ -112,6 +116,11 @@ class SchedulingContract:
         if self.queue is None:
             return tuple(self.tolerations)
         return (self.shape.accelerator.taint.toleration(),)
+
+    @property
+    def flavor(self) -> str:
+        """The pool's Kueue ResourceFlavor (cluster-scoped: named after the stack's namespace and the pool)."""
+        return cluster_scoped(self.namespace, self.pool)
 
     @property
     def flavor_node_labels(self) -> dict[str, str]:

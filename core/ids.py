@@ -17,6 +17,31 @@ def slug(text: str) -> str:
     return cleaned or "stack"
 
 
+def bounded(name: str, limit: int, key: str | None = None) -> str:
+    """`name` if it fits in `limit` characters, else its head and a hash of `key` (default: `name`)
+    that keeps it unique; always ends with a letter or digit."""
+    if len(name) <= limit:
+        return name
+    digest = hashlib.sha256((key or name).encode()).hexdigest()[:6]
+    return f"{name[:limit - len(digest) - 1].rstrip('-')}-{digest}"
+
+
+# The lengths the stack's own `clusterName` and `registryName` keys allow (stack/config.py): GKE's
+# console refuses a cluster name over 40 characters; a repository id is a DNS label.
+CLUSTER_NAME_MAX = 40
+REPOSITORY_ID_MAX = 63
+
+
+def default_cluster_name(stack: str) -> str:
+    """`finetune-<stack>`: two stacks of one project and location never ask GKE for the same cluster."""
+    return bounded(f"finetune-{slug(stack)}", CLUSTER_NAME_MAX, stack)
+
+
+def default_registry_id(stack: str) -> str:
+    """`finetune-<stack>`: two stacks of one project and region never ask for the same repository."""
+    return bounded(f"finetune-{slug(stack)}", REPOSITORY_ID_MAX, stack)
+
+
 def service_account_id(stack: str, role: str) -> str:
     """`ft-<stack>-<role>`, the stack part shortened with a hash suffix when it would not fit."""
     base = f"ft-{slug(stack)}-{role}"

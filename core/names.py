@@ -1,14 +1,14 @@
 """Names the platform creates and the runs refer to, and the versions it pins. Pure data."""
 
+from core.ids import bounded, slug
+
 # The Pulumi project (Pulumi.yaml `name`), and so the namespace of its config keys.
 PROJECT = "gke-finetune"
 
-# Kubernetes namespace holding the trainer service account, the Hugging Face
-# token Secret and every run.
+# The default Kubernetes namespace of a stack that declares its own cluster: it
+# holds the stack's service accounts, the Hugging Face token Secret and every run.
+# A stack sets another with `namespace` (an existing cluster's stack must).
 RUNS_NAMESPACE = "finetune"
-# Kubernetes service account the trainer pods run as; Workload Identity maps it
-# to the trainer Google service account.
-TRAINER_KSA = "trainer"
 # Kubernetes Secret holding the Hugging Face token, and its key.
 HF_TOKEN_SECRET = "hf-token"
 HF_TOKEN_KEY = "token"
@@ -46,9 +46,6 @@ KUBERNETES_VERSION = "1.33.0"
 # The one replicated job of every run's JobSet; part of every pod hostname.
 REPLICATED_JOB = "trainer"
 
-# The Kubernetes service account dataset staging Jobs run as; its IAM
-# principal may write below datasets/ only.
-STAGER_KSA = "stager"
 DATASET_LABEL = "gke-finetune/dataset"
 
 # Kueue: the queueing controller a stack installs when a run needs it (a queued
@@ -59,8 +56,8 @@ KUEUE_VERSION = "v0.19.2"
 KUEUE_CHART = "oci://registry.k8s.io/kueue/charts/kueue"
 KUEUE_CHART_VERSION = KUEUE_VERSION.removeprefix("v")
 KUEUE_NAMESPACE = "kueue-system"
-# The one ClusterQueue of a stack, and the LocalQueue runs are submitted to.
-CLUSTER_QUEUE = "finetune"
+# The LocalQueue runs are submitted to, in the stack's namespace (the stack's one
+# ClusterQueue is named after the namespace: `cluster_scoped`).
 LOCAL_QUEUE = "finetune"
 # The WorkloadPriorityClasses a run's `priority` may name, with their values:
 # a higher value preempts a lower one in the same queue.
@@ -70,7 +67,33 @@ WORKLOAD_PRIORITIES = {"low": 100, "normal": 500, "high": 1000}
 MAX_RUN_DURATION_SECONDS = 7 * 24 * 3600
 
 
-def compute_class_name(run: str) -> str:
+def trainer_service_account(stack: str) -> str:
+    """The Kubernetes service account a stack's runs run as.
+
+    Named after the stack: Workload Identity Federation for GKE knows a Kubernetes service account by
+    project, namespace and name only ("identity sameness": the same namespace and name in two clusters
+    of one project are one IAM principal,
+    https://cloud.google.com/kubernetes-engine/docs/concepts/workload-identity#identity_sameness), so
+    two stacks' clusters in one project must not share a name and namespace, or each stack's grants
+    would reach the other's pods."""
+    return f"{slug(stack)}-trainer"
+
+
+def stager_service_account(stack: str) -> str:
+    """The Kubernetes service account a stack's dataset staging Jobs run as (its principal writes below
+    datasets/ only); named after the stack for the reason `trainer_service_account` gives."""
+    return f"{slug(stack)}-stager"
+
+
+def cluster_scoped(namespace: str, name: str = "") -> str:
+    """The name of a cluster-scoped object a stack declares (ClusterQueue, ResourceFlavor, AdmissionCheck,
+    ProvisioningRequestConfig, WorkloadPriorityClass, ComputeClass): prefixed with the stack's namespace,
+    so two stacks that share a cluster (each in its own namespace) never declare the same object."""
+    # Label values (a WorkloadPriorityClass or ComputeClass name in a run's labels) are at most 63.
+    return bounded(f"{namespace}-{name}", 63) if name else namespace
+
+
+def compute_class_name(namespace: str, run: str) -> str:
     """The ComputeClass of an Autopilot run's capacity ladder (cluster-scoped; `ladder-` keeps it
     clear of GKE's own classes, such as `autopilot` and `autopilot-spot`)."""
-    return f"ladder-{run}"
+    return cluster_scoped(namespace, f"ladder-{run}")

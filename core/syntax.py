@@ -32,6 +32,11 @@ RESERVATION = re.compile(
 )
 
 
+def or_empty(pattern: str) -> str:
+    """`pattern`, or the empty string (a key whose empty value means its default)."""
+    return f"^$|{pattern}"
+
+
 def is_dns_label(name: str) -> bool:
     return len(name) <= DNS_LABEL_MAX and bool(_DNS_1035.match(name))
 

@@ -126,6 +126,8 @@ class Trainer:
     family: Family
     image: TrainerImage
     # Seconds between SIGTERM and SIGKILL: the trainer writes a final checkpoint when told to stop.
+    # A run's delete (`destroy`, a replace) waits for it: components/runs.py gives the JobSet's delete
+    # this grace period plus a margin, and the run's bucket grants are revoked only after the delete.
     grace_seconds: int
     # Flags the platform passes, in order, each pointing below one of the run's mounts.
     # A "data" flag is passed only when the run names `data`.

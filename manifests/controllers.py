@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import yaml
 
-from core.names import RUNS_NAMESPACE
 from stack.existing import Charts
 
 # JobSet v0.12.0 serves its webhook on this container port, fixed in its chart
@@ -44,9 +43,11 @@ KUEUE_FRAMEWORKS = ("jobset.x-k8s.io/jobset",)
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"  # set by the API server on every namespace
 
 
-def kueue_manager_config() -> dict:
+def kueue_manager_config(namespace: str) -> dict:
     """Kueue's controller configuration (config.kueue.x-k8s.io/v1beta2): the chart's defaults
-    (v0.19.2 charts/kueue/values.yaml, managerConfig.controllerManagerConfigYaml), scoped."""
+    (v0.19.2 charts/kueue/values.yaml, managerConfig.controllerManagerConfigYaml), scoped to the runs'
+    namespace: the stack that installs Kueue manages its own jobs only (a cluster shared by several stacks
+    gets Kueue from its platform team, `existingCluster.controllers: existing`)."""
     return {
         "apiVersion": "config.kueue.x-k8s.io/v1beta2",
         "kind": "Configuration",
@@ -59,14 +60,15 @@ def kueue_manager_config() -> dict:
             "ClusterQueue.kueue.x-k8s.io": 5, "ResourceFlavor.kueue.x-k8s.io": 1,
         }},
         "clientConnection": {"qps": 300, "burst": 500},
-        "managedJobsNamespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: RUNS_NAMESPACE}},
+        "managedJobsNamespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: namespace}},
         "integrations": {"frameworks": list(KUEUE_FRAMEWORKS)},
     }
 
 
-def kueue_chart_values() -> dict:
-    """The Helm values the stack installs Kueue's chart with."""
-    return {"managerConfig": {"controllerManagerConfigYaml": yaml.safe_dump(kueue_manager_config(), sort_keys=False)}}
+def kueue_chart_values(namespace: str) -> dict:
+    """The Helm values the stack installs Kueue's chart with, managing the jobs of `namespace`."""
+    config = yaml.safe_dump(kueue_manager_config(namespace), sort_keys=False)
+    return {"managerConfig": {"controllerManagerConfigYaml": config}}
 
 
 def webhook_ports(kueue: bool) -> tuple[int, ...]:

@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 
 from core.catalog import ACCELERATORS, PROVISIONING_REQUEST_LABEL
 from core.contract import SchedulingContract
-from core.names import CLUSTER_QUEUE, LOCAL_QUEUE, RUNS_NAMESPACE, WORKLOAD_PRIORITIES
+from core.names import LOCAL_QUEUE, WORKLOAD_PRIORITIES, cluster_scoped
 from core.quantity import GIB
 
 API_GROUP = "kueue.x-k8s.io"
@@ -53,16 +53,26 @@ def _object(kind: str, name: str, spec: dict, namespace: str | None = None) -> d
     return {"apiVersion": API_VERSION, "kind": kind, "metadata": meta, "spec": spec}
 
 
-def check_name(pool: str) -> str:
-    """The AdmissionCheck (and ProvisioningRequestConfig) of a queued pool."""
-    return f"{pool}-provisioning"
+def check_name(contract: SchedulingContract) -> str:
+    """The AdmissionCheck (and ProvisioningRequestConfig) of a queued pool (cluster-scoped)."""
+    return cluster_scoped(contract.namespace, f"{contract.pool}-provisioning")
+
+
+def cluster_queue_name(namespace: str) -> str:
+    """The stack's one ClusterQueue (cluster-scoped): named after the stack's namespace."""
+    return cluster_scoped(namespace)
+
+
+def priority_class_name(namespace: str, priority: str) -> str:
+    """The WorkloadPriorityClass of a run's `priority` (cluster-scoped): `<namespace>-<priority>`."""
+    return cluster_scoped(namespace, priority)
 
 
 def resource_flavor(contract: SchedulingContract) -> dict:
     spec: dict = {"nodeLabels": contract.flavor_node_labels}
     if contract.flavor_tolerations:
         spec["tolerations"] = [dict(t) for t in contract.flavor_tolerations]
-    return _object("ResourceFlavor", contract.pool, spec)
+    return _object("ResourceFlavor", contract.flavor, spec)
 
 
 def provisioning_request_config(contract: SchedulingContract) -> dict:
@@ -73,7 +83,7 @@ def provisioning_request_config(contract: SchedulingContract) -> dict:
     to the nodes provisioned for its request, as xpk does
     (src/xpk/templates/kueue_config.yaml.j2).
     """
-    return _object("ProvisioningRequestConfig", check_name(contract.pool), {
+    return _object("ProvisioningRequestConfig", check_name(contract), {
         "provisioningClassName": QUEUED_PROVISIONING_CLASS,
         "managedResources": [contract.resource_name],
         "parameters": {"maxRunDurationSeconds": str(contract.max_run_duration_seconds)},
@@ -84,9 +94,9 @@ def provisioning_request_config(contract: SchedulingContract) -> dict:
 
 
 def admission_check(contract: SchedulingContract) -> dict:
-    return _object("AdmissionCheck", check_name(contract.pool), {
+    return _object("AdmissionCheck", check_name(contract), {
         "controllerName": PROVISIONING_CONTROLLER,
-        "parameters": {"apiGroup": API_GROUP, "kind": "ProvisioningRequestConfig", "name": check_name(contract.pool)},
+        "parameters": {"apiGroup": API_GROUP, "kind": "ProvisioningRequestConfig", "name": check_name(contract)},
     })
 
 
@@ -110,7 +120,7 @@ def quota(contract: SchedulingContract, resource: str) -> str:
     return f"{int(per_node // _MIB) * contract.vms}Mi"
 
 
-def cluster_queue(flavors: Sequence[SchedulingContract], namespace: str = RUNS_NAMESPACE) -> dict:
+def cluster_queue(flavors: Sequence[SchedulingContract], namespace: str) -> dict:
     covered = covered_resources(flavors)
     spec: dict = {
         "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
@@ -121,28 +131,29 @@ def cluster_queue(flavors: Sequence[SchedulingContract], namespace: str = RUNS_N
         "resourceGroups": [{
             "coveredResources": covered,
             "flavors": [
-                {"name": c.pool, "resources": [{"name": r, "nominalQuota": quota(c, r)} for r in covered]}
+                {"name": c.flavor, "resources": [{"name": r, "nominalQuota": quota(c, r)} for r in covered]}
                 for c in flavors
             ],
         }],
     }
-    checks = [{"name": check_name(c.pool), "onFlavors": [c.pool]} for c in flavors if c.queued]
+    checks = [{"name": check_name(c), "onFlavors": [c.flavor]} for c in flavors if c.queued]
     if checks:
         spec["admissionChecksStrategy"] = {"admissionChecks": checks}
-    return _object("ClusterQueue", CLUSTER_QUEUE, spec)
+    return _object("ClusterQueue", cluster_queue_name(namespace), spec)
 
 
-def local_queue(namespace: str = RUNS_NAMESPACE) -> dict:
-    return _object("LocalQueue", LOCAL_QUEUE, {"clusterQueue": CLUSTER_QUEUE}, namespace)
+def local_queue(namespace: str) -> dict:
+    return _object("LocalQueue", LOCAL_QUEUE, {"clusterQueue": cluster_queue_name(namespace)}, namespace)
 
 
-def workload_priority_class(name: str, value: int) -> dict:
+def workload_priority_class(namespace: str, priority: str, value: int) -> dict:
     return {
         "apiVersion": API_VERSION,
         "kind": "WorkloadPriorityClass",
-        "metadata": {"name": name},
+        "metadata": {"name": priority_class_name(namespace, priority)},
         "value": value,
-        "description": f"gke-finetune runs with `priority: {name}`; a higher value preempts a lower one",
+        "description": f"gke-finetune runs in namespace {namespace} with `priority: {priority}`; "
+                       "a higher value preempts a lower one",
     }
 
 
@@ -151,15 +162,15 @@ def manifest_key(manifest: Mapping) -> str:
     return f"{manifest['kind'].lower()}-{manifest['metadata']['name']}"
 
 
-def kueue_manifests(
-    flavors: Sequence[SchedulingContract], namespace: str = RUNS_NAMESPACE
-) -> dict[str, dict]:
-    """Every Kueue object of a stack whose flavors, in order, are `flavors`; none without flavors."""
+def kueue_manifests(flavors: Sequence[SchedulingContract]) -> dict[str, dict]:
+    """Every Kueue object of a stack whose flavors, in order, are `flavors` (their contracts name the stack's
+    namespace); none without flavors."""
     if not flavors:
         return {}
+    namespace = flavors[0].namespace
     objects = [resource_flavor(c) for c in flavors]
     for contract in (c for c in flavors if c.queued):
         objects += [provisioning_request_config(contract), admission_check(contract)]
     objects += [cluster_queue(flavors, namespace), local_queue(namespace)]
-    objects += [workload_priority_class(n, v) for n, v in WORKLOAD_PRIORITIES.items()]
+    objects += [workload_priority_class(namespace, n, v) for n, v in WORKLOAD_PRIORITIES.items()]
     return {manifest_key(m): m for m in objects}

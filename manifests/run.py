@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 from core.catalog import Family
 from core.contract import SchedulingContract
 from core.images import require_digest
-from core.names import APP_LABEL, POOL_LABEL, PROJECT, RUN_LABEL, RUNS_NAMESPACE, TRAINER_KSA
+from core.names import APP_LABEL, POOL_LABEL, PROJECT, RUN_LABEL
 from manifests import jobset, kueue, pod, storage
 from stack.queueing import run_contract, rungs
+from stack.config import StackConfig
 from stack.problems import ConfigError, Problem
 from stack.runs import RunConfig, run_problems
 
@@ -33,12 +34,18 @@ class PlatformFacts:
 
     bucket: str
     images: Mapping[str, str]  # trainer -> image by digest
-    namespace: str = RUNS_NAMESPACE
-    service_account: str = TRAINER_KSA
+    namespace: str  # the stack's (StackConfig.runs_namespace)
+    service_account: str  # the stack's trainer account (StackConfig.trainer_account)
     extra_labels: Mapping[str, str] = field(default_factory=dict)
     # run -> the path below datasets/ its trainer reads (stack/datasets.py); a run
     # not listed reads its `data` as a path.
     data_paths: Mapping[str, str] = field(default_factory=dict)
+
+
+def platform_facts(config: StackConfig, images: Mapping[str, str]) -> PlatformFacts:
+    """What the platform of `config`'s stack provides its runs, with these trainer images."""
+    return PlatformFacts(bucket=config.data_bucket, images=images, namespace=config.runs_namespace,
+                         service_account=config.trainer_account, data_paths=config.data_paths())
 
 
 def build_runs(
@@ -94,7 +101,7 @@ def queue_labels(run: RunConfig, contract: SchedulingContract) -> dict[str, str]
         return {}
     labels = {kueue.QUEUE_LABEL: contract.queue}
     if run.priority:
-        labels[kueue.PRIORITY_LABEL] = run.priority
+        labels[kueue.PRIORITY_LABEL] = kueue.priority_class_name(contract.namespace, run.priority)
     return labels
 
 

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 
 from core.catalog import NODEPOOL_LABEL
 from core.names import (
-    APP_LABEL, DATASET_LABEL, DATA_PREFIX, HF_TOKEN_KEY, HF_TOKEN_SECRET, PROJECT, RUNS_NAMESPACE, STAGER_KSA,
+    APP_LABEL, DATASET_LABEL, DATA_PREFIX, HF_TOKEN_KEY, HF_TOKEN_SECRET, PROJECT,
 )  # fmt: skip
 from core.trainers import CONFIG_ERROR, STAGING_MODULE, TRAINERS, WORKDIR, Trainer
 from manifests import pod
@@ -44,6 +44,7 @@ def stack_staging_jobs(config: StackConfig, images: Mapping[str, str]) -> dict[s
         trainer = config.staging_trainer(dataset)
         jobs[dataset.name] = staging_job(dataset, trainer=TRAINERS[trainer], image=images[trainer],
                                          bucket=config.data_bucket, autopilot=config.autopilot,
+                                         namespace=config.runs_namespace, service_account=config.stager_account,
                                          system_pool=config.existing is None)
     return jobs
 
@@ -53,7 +54,8 @@ def job_name(dataset: DatasetConfig) -> str:
 
 
 def staging_job(
-    dataset: DatasetConfig, *, trainer: Trainer, image: str, bucket: str, autopilot: bool, system_pool: bool = True,
+    dataset: DatasetConfig, *, trainer: Trainer, image: str, bucket: str, autopilot: bool, namespace: str,
+    service_account: str, system_pool: bool = True,
 ) -> dict:
     """`system_pool`: on Standard, pinned to the platform's system node pool; an existing cluster's Job goes
     wherever the scheduler puts it (its accelerator nodes are tainted, which the Job doesn't tolerate)."""
@@ -63,7 +65,7 @@ def staging_job(
         steps.append(_tokenize_container(dataset, image, trainer))
     *init, main = steps
     spec = {
-        "serviceAccountName": STAGER_KSA,
+        "serviceAccountName": service_account,
         "automountServiceAccountToken": False,
         "restartPolicy": "Never",
         "securityContext": pod.SECCOMP | _owner_context(trainer),
@@ -77,7 +79,7 @@ def staging_job(
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
-        "metadata": {"name": job_name(dataset), "namespace": RUNS_NAMESPACE, "labels": dict(labels)},
+        "metadata": {"name": job_name(dataset), "namespace": namespace, "labels": dict(labels)},
         "spec": {
             "backoffLimit": RETRIES,
             "activeDeadlineSeconds": DEADLINE_SECONDS,

@@ -16,8 +16,9 @@ from pydantic import Field, ValidationError, ValidationInfo, field_validator, mo
 
 from core.contract import SchedulingContract
 from core.dockerfile import IMAGE_BUILDERS, ImageBuilder
-from core.ids import default_bucket_name
-from core.syntax import DNS_1035_LABEL, PROJECT_ID, REGION
+from core.ids import default_bucket_name, default_cluster_name, default_registry_id
+from core.names import RUNS_NAMESPACE, stager_service_account, trainer_service_account
+from core.syntax import DNS_1035_LABEL, or_empty, PROJECT_ID, REGION
 from core.trainers import TRAINERS
 from stack.contracts import derive_contracts
 from stack.models import Images, PoolConfig, ShapeConfig, StackModel, TopLevelCount
@@ -26,7 +27,8 @@ from stack.existing import Charts, ExistingCluster, existing_stack_problems, pla
 from stack.network import NetworkConfig
 from stack.queueing import compute_classes, kueue_flavors, queueing_problems, with_queues
 from stack.problems import MISSING, ConfigError, Problem, from_validation_error, raise_problems
-from stack.rules import bucket_problems, dataset_stack_problems, mode_problems, unique_name_problems, zone_problems
+from stack.rules import (bucket_problems, dataset_stack_problems, mode_problems, namespace_problems,
+                         unique_name_problems, zone_problems)
 from stack.runs import RunConfig, run_problems
 
 
@@ -40,14 +42,24 @@ class StackConfig(StackModel):
     project_number: str = Field(default="", description="default: read from the API on preview and up")
     stack: str = Field(default="dev", min_length=1, description="the Pulumi stack name")
     mode: Literal["standard", "autopilot"] = "standard"
-    cluster_name: str = Field(default="finetune", pattern=DNS_1035_LABEL, max_length=40)
+    # Empty: `finetune-<stack>` (core/ids.py), so two stacks of one project never ask for one name.
+    cluster_name: str = Field(default="", pattern=or_empty(DNS_1035_LABEL), max_length=40,
+                              description="default: finetune-<stack>")
     release_channel: Literal["RAPID", "REGULAR", "STABLE"] = "REGULAR"
     deletion_protection: bool = True
     system_machine_type: str = "e2-standard-4"
     system_node_count: TopLevelCount = Field(default=1, ge=1, description="per zone of the region")
     zones: tuple[str, ...] = Field(default=(), description="default node locations of pools")
     bucket_name: str = Field(default="", description="default: <project>-<stack>-finetune")
-    registry_name: str = Field(default="finetune", pattern=DNS_1035_LABEL, max_length=63)
+    registry_name: str = Field(default="", pattern=or_empty(DNS_1035_LABEL), max_length=63,
+                               description="default: finetune-<stack>")
+    # The Kubernetes namespace of the stack's runs, service accounts and Secret; the stack's cluster-scoped
+    # objects are named after it (core/names.py `cluster_scoped`). Empty: `finetune` on the stack's own
+    # cluster; an existing cluster's stack names one (stack/existing.py).
+    namespace: str = Field(default="", description="default: finetune (own cluster)")
+    # Create `namespace` (an existing cluster's stack deploys into one that exists unless this is true;
+    # the stack's own cluster's namespace is always the stack's).
+    create_namespace: bool = False
     network: NetworkConfig = NetworkConfig()
     # A cluster that exists already (stack/existing.py); None: the stack declares its own.
     existing_cluster: ExistingCluster | None = None
@@ -68,6 +80,12 @@ class StackConfig(StackModel):
             raise_problems([Problem("", value, "is not a project id",
                                     "6-30 lowercase letters, digits or hyphens, starting with a letter, "
                                     "not ending with a hyphen")])
+        return value
+
+    @field_validator("namespace")
+    @classmethod
+    def _namespace(cls, value: str) -> str:
+        raise_problems(namespace_problems("", value) if value else [])
         return value
 
     @field_validator("project_number")
@@ -174,6 +192,34 @@ class StackConfig(StackModel):
         return sorted(needed)
 
     @property
+    def gke_cluster_name(self) -> str:
+        """The stack's own cluster's name: `clusterName`, or `finetune-<stack>`."""
+        return self.cluster_name or default_cluster_name(self.stack)
+
+    @property
+    def registry_id(self) -> str:
+        """The stack's Artifact Registry repository: `registryName`, or `finetune-<stack>`."""
+        return self.registry_name or default_registry_id(self.stack)
+
+    @property
+    def runs_namespace(self) -> str:
+        """Where the stack's runs live: `namespace`, or `finetune` on the stack's own cluster."""
+        return self.namespace or RUNS_NAMESPACE
+
+    @property
+    def creates_namespace(self) -> bool:
+        """Whether the stack declares its namespace: always on its own cluster, on request on an existing one."""
+        return self.existing is None or self.create_namespace
+
+    @property
+    def trainer_account(self) -> str:
+        return trainer_service_account(self.stack)
+
+    @property
+    def stager_account(self) -> str:
+        return stager_service_account(self.stack)
+
+    @property
     def data_bucket(self) -> str:
         return self.bucket_name or default_bucket_name(self.project, self.stack)
 
@@ -211,7 +257,7 @@ class StackConfig(StackModel):
     def contracts(self) -> dict[str, SchedulingContract]:
         """The scheduling contract of every pool (Standard) or shape (Autopilot), by name."""
         contracts = derive_contracts(self.accelerator_groups(), self.autopilot, self.existing is not None)
-        return with_queues(contracts, self.runs, self.autopilot)
+        return with_queues(contracts, self.runs, self.autopilot, self.runs_namespace)
 
     def kueue_flavors(self) -> list[SchedulingContract]:
         """The pools Kueue admits runs to, in the order it tries them; empty: the stack installs no Kueue

@@ -121,6 +121,11 @@ def existing_stack_problems(config: Any) -> list[Problem]:
                 "declared)", "<registry>/<path>@sha256:<64 hex>, an image the cluster's nodes can pull")
         for trainer in config.needed_trainers() if trainer not in pinned
     ]
+    if not config.namespace:
+        problems.append(Problem("namespace", MISSING, "and the stack uses an existing cluster, which other teams and "
+                                "stacks may share: the stack names the namespace it deploys into",
+                                "the namespace the platform team gave the stack (it must exist), or a new one with "
+                                "createNamespace: true"))
     if not config.bucket_name:
         problems.append(Problem("bucketName", MISSING, "and the stack uses an existing cluster: the bucket exists "
                                 "and is not declared, so it has no default name", "the data bucket's name"))

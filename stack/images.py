@@ -26,6 +26,6 @@ def trainers_to_build(config: StackConfig) -> list[str]:
 
 def offline_images(config: StackConfig) -> dict[str, str]:
     """Each trainer's image as the runs get it, with `UNBUILT_DIGEST` for the ones `pulumi up` builds."""
-    registry = registry_url(config.region, config.project, config.registry_name)
+    registry = registry_url(config.region, config.project, config.registry_id)
     built = {t: f"{registry}/{TRAINER_IMAGES[t].image_name}@{UNBUILT_DIGEST}" for t in trainers_to_build(config)}
     return {**built, **config.images.by_trainer()}

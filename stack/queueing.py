@@ -72,11 +72,12 @@ def queued_runs(runs: Sequence[RunConfig], contracts: Mapping[str, SchedulingCon
 
 
 def with_queues(
-    contracts: Mapping[str, SchedulingContract], runs: Sequence[RunConfig], autopilot: bool
+    contracts: Mapping[str, SchedulingContract], runs: Sequence[RunConfig], autopilot: bool, namespace: str
 ) -> dict[str, SchedulingContract]:
-    """The contracts, those of Kueue's flavors naming the LocalQueue (none on Autopilot)."""
+    """The contracts in the stack's namespace, those of Kueue's flavors naming the LocalQueue (none on Autopilot)."""
     pools = set() if autopilot else kueue_pools(runs, contracts)
-    return {n: dataclasses.replace(c, queue=LOCAL_QUEUE) if n in pools else c for n, c in contracts.items()}
+    return {n: dataclasses.replace(c, queue=LOCAL_QUEUE if n in pools else c.queue, namespace=namespace)
+            for n, c in contracts.items()}
 
 
 def flavor_order(runs: Sequence[RunConfig], contracts: Mapping[str, SchedulingContract]) -> list[str]:
@@ -223,7 +224,11 @@ def compute_classes(
     """Each Autopilot ladder's ComputeClass, by name: the contracts of its rungs, in order; none on Standard."""
     if not autopilot:
         return {}
-    return {compute_class_name(run.name): _ladder_contracts(run, contracts) for run in runs if run.ladder}
+    return {_compute_class(run, contracts): _ladder_contracts(run, contracts) for run in runs if run.ladder}
+
+
+def _compute_class(run: RunConfig, contracts: Mapping[str, SchedulingContract]) -> str:
+    return compute_class_name(contracts[run.pool].namespace, run.name)
 
 
 def run_contract(run: RunConfig, contracts: Mapping[str, SchedulingContract]) -> SchedulingContract:
@@ -246,7 +251,7 @@ def run_contract(run: RunConfig, contracts: Mapping[str, SchedulingContract]) ->
         return dataclasses.replace(first, rung_values=values)
     if not (first.autopilot and run.ladder):
         return first
-    name = compute_class_name(run.name)
+    name = _compute_class(run, contracts)
     tolerations: list[dict] = []
     for rung in _ladder_contracts(run, contracts):
         tolerations += [t for t in rung.tolerations if t not in tolerations]

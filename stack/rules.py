@@ -10,7 +10,8 @@ from __future__ import annotations
 import importlib
 import re
 
-from core.syntax import ZONE
+from core.names import JOBSET_NAMESPACE, KUEUE_NAMESPACE
+from core.syntax import ZONE, dns_1123_label_problem
 from core.trainers import TRAINERS
 from stack.problems import Problem
 
@@ -23,6 +24,22 @@ def zone_problems(key: str, zones: tuple[str, ...], region: str | None) -> list[
             where = f"region {region!r}" if region else "a valid region"
             problems.append(Problem(f"{key}[{j}]", zone, f"is not a zone of {where}", f"{region or '<region>'}-<letter>"))
     return problems
+
+
+# Namespaces a stack's runs may not live in: Kubernetes' and GKE's own, and the controllers'.
+# https://kubernetes.io/docs/concepts/overview/working-with-objects/namespaces/#initial-namespaces
+# ("Avoid creating namespaces with the prefix kube-, since it is reserved for Kubernetes system namespaces");
+# GKE runs its own components in gke-* and gmp-* namespaces (gke-managed-system, gmp-system, gmp-public).
+RESERVED_NAMESPACE_PREFIXES = ("kube-", "gke-", "gmp-")
+RESERVED_NAMESPACES = ("default", JOBSET_NAMESPACE, KUEUE_NAMESPACE)
+
+
+def namespace_problems(key: str, name: str) -> list[Problem]:
+    allowed = ("a DNS-1123 label of your own (not default, jobset-system, kueue-system, kube-*, gke-*, gmp-*)")
+    why = dns_1123_label_problem(name)
+    if why is None and (name in RESERVED_NAMESPACES or name.startswith(RESERVED_NAMESPACE_PREFIXES)):
+        why = "is a namespace of Kubernetes, GKE or the controllers"
+    return [Problem(key, name, why, allowed)] if why else []
 
 
 def bucket_problems(key: str, name: str) -> list[Problem]:

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from core import prices
+from core.names import RUNS_NAMESPACE, compute_class_name
 
 
 def _pool_row(group, contract) -> dict[str, Any]:
@@ -97,8 +98,13 @@ def ladders(config, by_pool: Mapping[str, Mapping]) -> list[dict[str, Any]]:
         worst = max(range(len(rungs)), key=lambda i: (rungs[i]["usd_per_hour"], i))
         found.append({"run": run.name, "rungs": rungs, "worst": rungs[worst]["pool"],
                       "worst_usd_per_hour": rungs[worst]["usd_per_hour"],
-                      "tried_by": f"GKE (ComputeClass ladder-{run.name})" if autopilot else "Kueue"})
+                      "tried_by": f"GKE (ComputeClass {ladder_class(config, run.name)})" if autopilot else "Kueue"})
     return found
+
+
+def ladder_class(config: Any, run: str) -> str:
+    """The ComputeClass of an Autopilot run's ladder (named after the stack's namespace)."""
+    return compute_class_name(getattr(config, "runs_namespace", RUNS_NAMESPACE), run)
 
 
 def money(low: float, high: float) -> str:

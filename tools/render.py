@@ -29,7 +29,7 @@ from manifests.staging import stack_staging_jobs
 from manifests.jobset import child_jobs
 from manifests.compute_class import compute_class_manifests
 from manifests.kueue import kueue_manifests
-from manifests.run import PlatformFacts, build_runs
+from manifests.run import PlatformFacts, build_runs, platform_facts
 from stack import reader
 from stack.images import offline_images
 from stack.problems import ConfigError
@@ -51,7 +51,7 @@ def stack_inputs(
 ) -> tuple[tuple[RunConfig, ...], dict[str, SchedulingContract], PlatformFacts]:
     """(runs, contracts, facts) of Pulumi.<stack>.yaml, read as the program reads it."""
     config = reader.load_files(stack, root)
-    facts = PlatformFacts(bucket=config.data_bucket, images=offline_images(config), data_paths=config.data_paths())
+    facts = platform_facts(config, offline_images(config))
     return config.runs, config.contracts(), facts
 
 

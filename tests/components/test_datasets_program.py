@@ -10,8 +10,13 @@ from tests.support.pulumi_harness import SHIPPED_STACKS, declared_before_error, 
 JOB = "kubernetes:batch/v1:Job"
 JOBSET = "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"
 GRANT = "gcp:storage/bucketIAMMember:BucketIAMMember"
-STAGER = ("principal://iam.googleapis.com/projects/123456789012/locations/global/"
-          "workloadIdentityPools/my-project-id.svc.id.goog/subject/ns/finetune/sa/stager")
+PRINCIPALS = ("principal://iam.googleapis.com/projects/123456789012/locations/global/"
+              "workloadIdentityPools/my-project-id.svc.id.goog/subject/ns/finetune/sa/")
+
+
+def stager(stack: str) -> str:
+    """The stack's stager principal: its own account in the stack's namespace."""
+    return f"{PRINCIPALS}{stack}-stager"
 
 
 @functools.cache
@@ -33,18 +38,21 @@ def test_each_dataset_is_staged_by_an_awaited_job_before_the_runs(stack):
 
 
 @pytest.mark.parametrize("stack", SHIPPED_STACKS)
-def test_the_stager_writes_only_below_datasets(stack):
-    grants = [g.inputs for g in deployed(stack).of_type(GRANT) if g.inputs["member"] == STAGER]
+def test_the_stager_writes_only_below_its_own_datasets(stack):
+    grants = [g.inputs for g in deployed(stack).of_type(GRANT) if g.inputs["member"] == stager(stack)]
     assert {g["role"] for g in grants} == {"roles/storage.objectViewer", "roles/storage.objectUser"}
-    [write] = [g for g in grants if g["role"] == "roles/storage.objectUser"]
+    writes = [g for g in grants if g["role"] == "roles/storage.objectUser"]
     bucket = f"projects/_/buckets/my-project-id-{stack}-finetune"
-    assert write["condition"]["expression"] == (
-        f'resource.name.startsWith("{bucket}/objects/datasets/") || '
-        f'resource.name.startsWith("{bucket}/folders/datasets/")')
-    trainer_roles = {g.inputs["role"] for g in deployed(stack).of_type(GRANT) if g.inputs["member"].endswith("/sa/trainer")}
+    # One write grant per dataset, each below that dataset's own prefix only.
+    names = [j.inputs["metadata"]["name"].removeprefix("stage-") for j in deployed(stack).of_type(JOB)]
+    assert sorted(w["condition"]["expression"] for w in writes) == sorted(
+        f'resource.name.startsWith("{bucket}/objects/datasets/{name}/") || '
+        f'resource.name.startsWith("{bucket}/folders/datasets/{name}/")' for name in names)
+    trainer_roles = {g.inputs["role"] for g in deployed(stack).of_type(GRANT)
+                     if g.inputs["member"] == f"{PRINCIPALS}{stack}-trainer"}
     assert trainer_roles == {"roles/storage.objectViewer", "roles/storage.objectUser"}  # datasets read-only for it
     [ksa] = [a for a in deployed(stack).of_type("kubernetes:core/v1:ServiceAccount") if a.name == "datasets-ksa"]
-    assert ksa.inputs["metadata"] == {"name": "stager", "namespace": "finetune"}
+    assert ksa.inputs["metadata"] == {"name": f"{stack}-stager", "namespace": "finetune"}
 
 
 def test_a_gcs_source_s_bucket_is_readable_by_the_stager():
@@ -52,7 +60,7 @@ def test_a_gcs_source_s_bucket_is_readable_by_the_stager():
     runs = [{"name": "r", "trainer": "gemma-jax", "pool": "v6e-1x1", "data": "corpus/stories.txt"}]
     d = run_stack("dev", overrides={"gke-finetune:datasets": datasets, "gke-finetune:runs": runs})
     [source] = [g.inputs for g in d.of_type(GRANT) if g.inputs["bucket"] == "team-corpora"]
-    assert (source["role"], source["member"]) == ("roles/storage.objectViewer", STAGER)
+    assert (source["role"], source["member"]) == ("roles/storage.objectViewer", stager("dev"))
     [job] = d.of_type(JOB)
     [volume] = [v for v in job.inputs["spec"]["template"]["spec"]["volumes"] if v["name"] == "source"]
     assert volume["csi"]["volumeAttributes"] == {"bucketName": "team-corpora",

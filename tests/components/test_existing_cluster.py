@@ -17,15 +17,14 @@ JOBSET = "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"
 RELEASE = "kubernetes:helm.sh/v3:Release"
 GRANT = "gcp:storage/bucketIAMMember:BucketIAMMember"
 PROVIDER = "pulumi:providers:kubernetes"
-# Everything a stack for an existing cluster declares, and nothing else.
-IN_CLUSTER = {
-    PROVIDER, RELEASE, "kubernetes:core/v1:Namespace", "kubernetes:core/v1:ServiceAccount",
-    "kubernetes:batch/v1:Job", JOBSET,
-}
+NAMESPACE = "kubernetes:core/v1:Namespace"
+# Everything a stack for an existing cluster declares, and nothing else: not even its namespace, which the
+# platform team made (unless the stack says createNamespace).
+IN_CLUSTER = {PROVIDER, RELEASE, "kubernetes:core/v1:ServiceAccount", "kubernetes:batch/v1:Job", JOBSET}
 COMPONENTS = {f"gke-finetune:{t}" for t in ("platform:ExistingClusterAccess", "platform:RunsWorkspace",
                                             "platform:JobSetController", "platform:DatasetStaging", "workloads:Runs")}
 PRINCIPAL = "principal://iam.googleapis.com/projects/123456789012/locations/global/workloadIdentityPools/" \
-            "my-project-id.svc.id.goog/subject/ns/finetune/sa/"
+            "my-project-id.svc.id.goog/subject/ns/ml-team/sa/existing-dev-"
 
 
 def stack_file(key):
@@ -110,8 +109,9 @@ def test_kueue_flavors_and_the_ladders_affinity_name_the_clusters_node_pools():
     d = run_stack(STACK, overrides=queued_pools())
     flavors = {r.inputs["metadata"]["name"]: r.inputs["spec"]["nodeLabels"]
                for r in d.of_type("kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor")}
-    assert flavors["first"] == {NODEPOOL_LABEL: "team-tpu-a"}
-    assert flavors["second"] == {NODEPOOL_LABEL: "team-tpu-spot", "cloud.google.com/gke-spot": "true"}
+    # Cluster-scoped: named after the stack's namespace, so another team's stack can't collide with them.
+    assert flavors["ml-team-first"] == {NODEPOOL_LABEL: "team-tpu-a"}
+    assert flavors["ml-team-second"] == {NODEPOOL_LABEL: "team-tpu-spot", "cloud.google.com/gke-spot": "true"}
     spec = pod(d.of_type(JOBSET)[0])
     term = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
     assert term[0]["matchExpressions"] == [{"key": NODEPOOL_LABEL, "operator": "In",
@@ -149,7 +149,7 @@ def test_charts_from_a_mirror_keep_the_pinned_version(repository, chart, repo):
 
 def test_bucket_grants_are_declared_only_when_asked_for():
     d = run_stack(STACK, overrides={**existing(bucketGrants=True), "gke-finetune:projectNumber": "123456789012"})
-    grants = {(r.inputs["role"], r.inputs["member"].rsplit("/", 1)[1]) for r in d.of_type(GRANT)}
+    grants = {(r.inputs["role"], r.inputs["member"].removeprefix(PRINCIPAL)) for r in d.of_type(GRANT)}
     assert grants == {("roles/storage.objectViewer", "trainer"), ("roles/storage.objectUser", "trainer"),
                       ("roles/storage.objectViewer", "stager"), ("roles/storage.objectUser", "stager")}
     assert all(r.inputs["bucket"] == "my-project-id-team-finetune" and r.inputs["member"].startswith(PRINCIPAL)

@@ -77,10 +77,10 @@ def test_the_queued_stack_declares_every_kueue_object_after_the_chart():
         assert declared[key].inputs == manifest
     [ladder] = [r for r in deployment.of_type(JOBSET) if r.inputs["metadata"]["name"] == "gemma3-ladder"]
     assert all(r.urn in ladder.dependencies for r in objects)
-    assert ladder.inputs["metadata"]["labels"][PRIORITY_LABEL] == "normal"
+    assert ladder.inputs["metadata"]["labels"][PRIORITY_LABEL] == "finetune-normal"  # the namespace's class
 
 
 def test_the_program_installs_kueue_with_those_values():
     releases = {r.inputs["name"]: r.inputs for r in run_stack("tpu-queued").of_type("kubernetes:helm.sh/v3:Release")}
-    assert releases["kueue"]["values"] == kueue_chart_values()
+    assert releases["kueue"]["values"] == kueue_chart_values("finetune")
     assert "values" not in releases["jobset"] or not releases["jobset"]["values"]

@@ -18,11 +18,16 @@ SECRET_SIG = "4dabf18193072939515e22adb298388d"  # how the wire format marks a s
 TPU_TAINT = {"key": "google.com/tpu", "value": "present", "effect": "NO_SCHEDULE"}
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}
 SPOT_TAINT = {"key": "cloud.google.com/gke-spot", "value": "true", "effect": "NO_SCHEDULE"}
-# The trainer KSA's principal, with the mocks' project number.
-TRAINER_PRINCIPAL = (
+# The principals of the stack's Kubernetes service accounts, with the mocks' project number.
+PRINCIPALS = (
     "principal://iam.googleapis.com/projects/123456789012/locations/global/"
-    "workloadIdentityPools/my-project-id.svc.id.goog/subject/ns/finetune/sa/trainer"
+    "workloadIdentityPools/my-project-id.svc.id.goog/subject/ns/finetune/sa/"
 )
+
+
+def trainer_principal(stack: str) -> str:
+    """The stack's own trainer account: no other stack of the project holds its grants."""
+    return f"{PRINCIPALS}{stack}-trainer"
 
 
 @functools.cache
@@ -70,17 +75,20 @@ def test_bucket_is_kept_and_private(stack):
 
 
 @pytest.mark.parametrize("stack", SHIPPED_STACKS)
-def test_trainer_reads_the_bucket_and_writes_only_checkpoints_and_profiles(stack):
-    grants = {r.inputs["role"]: r.inputs for r in deployed(stack).of_type("gcp:storage/bucketIAMMember:BucketIAMMember")
-              if r.name.startswith("data-")}
-    assert set(grants) == {"roles/storage.objectViewer", "roles/storage.objectUser"}
-    assert {g["member"] for g in grants.values()} == {TRAINER_PRINCIPAL}
-    assert "condition" not in grants["roles/storage.objectViewer"]
-    expression = grants["roles/storage.objectUser"]["condition"]["expression"]
+def test_trainer_reads_the_bucket_and_writes_only_its_runs_checkpoints_and_profiles(stack):
+    grants = [r.inputs for r in deployed(stack).of_type("gcp:storage/bucketIAMMember:BucketIAMMember")
+              if r.name.startswith("data-")]
+    assert {g["member"] for g in grants} == {trainer_principal(stack)}
+    [read] = [g for g in grants if g["role"] == "roles/storage.objectViewer"]
+    assert "condition" not in read
+    writes = [g for g in grants if g["role"] == "roles/storage.objectUser"]
+    runs = [j.inputs["metadata"]["name"] for j in deployed(stack).of_type("kubernetes:jobset.x-k8s.io/v1alpha2:JobSet")]
+    assert len(writes) == len(runs) == len(grants) - 1
     bucket = f"projects/_/buckets/my-project-id-{stack}-finetune"
-    for prefix in ("checkpoints", "profiles"):
-        assert f'resource.name.startsWith("{bucket}/objects/{prefix}/")' in expression
-    assert "datasets" not in expression
+    # One grant per run, each below that run's own prefixes only.
+    assert sorted(w["condition"]["expression"] for w in writes) == sorted(" || ".join(
+        f'resource.name.startsWith("{bucket}/{kind}/{prefix}/{run}/")'
+        for prefix in ("checkpoints", "profiles") for kind in ("objects", "folders")) for run in runs)
 
 
 @pytest.mark.parametrize("stack", SHIPPED_STACKS)
@@ -89,7 +97,8 @@ def test_node_account_has_only_node_roles_and_registry_read(stack):
     project_roles = {(r.inputs["role"], r.inputs["member"]) for r in deployed(stack).of_type("gcp:projects/iAMMember:IAMMember")}
     assert project_roles == {(role, node) for role in NODE_ROLES}
     reader = only(stack, "gcp:artifactregistry/repositoryIamMember:RepositoryIamMember").inputs
-    assert (reader["role"], reader["member"], reader["repository"]) == ("roles/artifactregistry.reader", node, "finetune")
+    assert (reader["role"], reader["member"], reader["repository"]) == (
+        "roles/artifactregistry.reader", node, f"finetune-{stack}")  # a repository of the stack's own
     assert only(stack, "gcp:artifactregistry/repository:Repository").inputs["format"] == "DOCKER"
 
 
@@ -104,9 +113,9 @@ def test_the_trainer_ksa_is_the_principal_of_the_bucket_grants(stack):
     sidecar (which authenticates as the KSA, `hostNetworkPodKSA`) holds them as the trainer does."""
     [ksa] = [r.inputs["metadata"] for r in deployed(stack).of_type("kubernetes:core/v1:ServiceAccount")
              if r.name == "runs-workspace-ksa"]
-    assert (ksa["name"], ksa["namespace"]) == ("trainer", "finetune")
+    assert (ksa["name"], ksa["namespace"]) == (f"{stack}-trainer", "finetune")
     assert "annotations" not in ksa  # no Google service account to impersonate
-    assert TRAINER_PRINCIPAL.endswith(f"/subject/ns/{ksa['namespace']}/sa/{ksa['name']}")
+    assert trainer_principal(stack).endswith(f"/subject/ns/{ksa['namespace']}/sa/{ksa['name']}")
     assert only(stack, "kubernetes:core/v1:Namespace").inputs["metadata"]["name"] == "finetune"
     assert not deployed(stack).of_type("gcp:serviceaccount/iAMMember:IAMMember")
     accounts = {r.inputs["accountId"] for r in deployed(stack).of_type("gcp:serviceaccount/account:Account")}
@@ -120,10 +129,10 @@ def test_the_trainer_ksa_is_the_principal_of_the_bucket_grants(stack):
 def test_multislice_sidecars_authenticate_as_the_principal_that_holds_the_bucket_roles():
     jobsets = deployed("tpu-multislice").of_type("kubernetes:jobset.x-k8s.io/v1alpha2:JobSet")
     [pod] = [j.inputs["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"] for j in jobsets]
-    assert pod["hostNetwork"] is True and pod["serviceAccountName"] == "trainer"
+    assert pod["hostNetwork"] is True and pod["serviceAccountName"] == "tpu-multislice-trainer"
     assert all(v["csi"]["volumeAttributes"]["hostNetworkPodKSA"] == "true" for v in pod["volumes"] if "csi" in v)
     roles = {r.inputs["role"] for r in deployed("tpu-multislice").of_type("gcp:storage/bucketIAMMember:BucketIAMMember")
-             if r.inputs["member"] == TRAINER_PRINCIPAL}
+             if r.inputs["member"] == trainer_principal("tpu-multislice")}
     assert roles == {"roles/storage.objectViewer", "roles/storage.objectUser"}
 
 
@@ -186,11 +195,11 @@ def test_outputs_a_user_needs_next(stack):
     out = deployed(stack).outputs
     region = only(stack, CLUSTER).inputs["location"]
     assert out["getCredentials"] == (
-        f"gcloud container clusters get-credentials finetune --location {region} --project my-project-id"
+        f"gcloud container clusters get-credentials finetune-{stack} --location {region} --project my-project-id"
         " --dns-endpoint")
     assert out["bucketUrl"] == f"gs://my-project-id-{stack}-finetune"
-    assert out["registryUrl"] == f"{region}-docker.pkg.dev/my-project-id/finetune"
-    assert out["trainerPrincipal"] == TRAINER_PRINCIPAL
+    assert out["registryUrl"] == f"{region}-docker.pkg.dev/my-project-id/finetune-{stack}"
+    assert out["trainerPrincipal"] == trainer_principal(stack)
     assert {"clusterName", "clusterLocation", "nodeServiceAccount", "pools"} <= set(out)
 
 

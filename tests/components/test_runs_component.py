@@ -47,6 +47,8 @@ def declare(runs, images=None):
             bucket=examples.FACTS.bucket,
             images=dict(examples.FACTS.images if images is None else images),
             provider=provider,
+            namespace=examples.FACTS.namespace,
+            service_account=examples.FACTS.service_account,
             depends_on=[release],
         )
         component = Runs("runs", args)

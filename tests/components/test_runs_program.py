@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from stack.config import ConfigError
@@ -10,7 +12,7 @@ from manifests import jobset
 from stack.images import UNBUILT_DIGEST
 from tests.support import goldens
 from tools import render
-from manifests.run import PlatformFacts, build_run
+from manifests.run import build_run
 from stack.runs import RunConfig
 
 JOBSET = "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"
@@ -41,7 +43,7 @@ def test_program_applies_the_rendered_manifest(multislice):
     [declared] = multislice.of_type(JOBSET)
     run = RunConfig(**MULTISLICE_RUN)
     expected = build_run(run, contracts["v6e-2x4"],
-                         PlatformFacts(facts.bucket, IMAGES, data_paths={run.name: "tinystories/tokens"}))
+                         dataclasses.replace(facts, images=IMAGES, data_paths={run.name: "tinystories/tokens"}))
     assert declared.inputs["spec"] == expected["spec"]
     assert declared.inputs["metadata"] == expected["metadata"]
     assert declared.inputs["metadata"]["annotations"]["alpha.jobset.sigs.k8s.io/exclusive-topology"]

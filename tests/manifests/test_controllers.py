@@ -16,9 +16,9 @@ from tests.support.charts import chart_file, default_values
 
 
 def test_kueue_manages_only_jobsets_in_the_runs_namespace():
-    config = yaml.safe_load(kueue_chart_values()["managerConfig"]["controllerManagerConfigYaml"])
+    config = yaml.safe_load(kueue_chart_values("team-a")["managerConfig"]["controllerManagerConfigYaml"])
     assert config["integrations"] == {"frameworks": ["jobset.x-k8s.io/jobset"]}
-    assert config["managedJobsNamespaceSelector"] == {"matchLabels": {"kubernetes.io/metadata.name": "finetune"}}
+    assert config["managedJobsNamespaceSelector"] == {"matchLabels": {"kubernetes.io/metadata.name": "team-a"}}
 
 
 def test_the_chart_defaults_reach_every_namespace_and_kind_and_ours_keep_the_rest():
@@ -27,7 +27,7 @@ def test_the_chart_defaults_reach_every_namespace_and_kind_and_ours_keep_the_res
     chart = yaml.safe_load(default_values("kueue")["managerConfig"]["controllerManagerConfigYaml"])
     assert {"pod", "deployment", "statefulset", "batch/job"} <= set(chart["integrations"]["frameworks"])
     assert "managedJobsNamespaceSelector" not in chart
-    ours = kueue_manager_config()
+    ours = kueue_manager_config("finetune")
     assert {k: v for k, v in ours.items() if k not in ("integrations", "managedJobsNamespaceSelector")} == {
         k: v for k, v in chart.items() if k != "integrations"}
 
@@ -46,7 +46,7 @@ def test_the_webhook_ports_are_the_charts():
     assert re.search(r"- name: webhook\s+containerPort: (\d+)", deployment).group(1) == str(JOBSET_WEBHOOK_PORT)
     visibility = chart_file("kueue", "templates/visibility/service.yaml")
     assert re.search(r"targetPort: (\d+)", visibility).group(1) == str(KUEUE_VISIBILITY_PORT)
-    assert kueue_manager_config()["webhook"]["port"] == KUEUE_WEBHOOK_PORT
+    assert kueue_manager_config("finetune")["webhook"]["port"] == KUEUE_WEBHOOK_PORT
     assert webhook_ports(kueue=False) == (JOBSET_WEBHOOK_PORT,)
     assert set(webhook_ports(kueue=True)) == {JOBSET_WEBHOOK_PORT, KUEUE_WEBHOOK_PORT, KUEUE_VISIBILITY_PORT}
 

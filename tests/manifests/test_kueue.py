@@ -7,7 +7,7 @@ import copy
 import pytest
 
 from core.catalog import QUEUED_LABEL, QUEUED_TAINT
-from core.names import CLUSTER_QUEUE, LOCAL_QUEUE, RUNS_NAMESPACE, WORKLOAD_PRIORITIES
+from core.names import LOCAL_QUEUE, RUNS_NAMESPACE, WORKLOAD_PRIORITIES
 from manifests import kueue
 from stack import reader
 from tests.support import schemas
@@ -44,17 +44,17 @@ def _typo(manifest: dict, path: tuple, wrong: str) -> dict:
 
 
 @pytest.mark.parametrize("key,path,wrong", [
-    ("resourceflavor-queued-v6e-2x4", ("spec", "nodeLabels"), "nodeLabel"),
-    ("resourceflavor-queued-v6e-2x4", ("spec", "tolerations", 0, "effect"), "efect"),
+    ("resourceflavor-finetune-queued-v6e-2x4", ("spec", "nodeLabels"), "nodeLabel"),
+    ("resourceflavor-finetune-queued-v6e-2x4", ("spec", "tolerations", 0, "effect"), "efect"),
     ("clusterqueue-finetune", ("spec", "resourceGroups", 0, "flavors", 0, "resources", 0, "nominalQuota"), "nominalquota"),
     ("clusterqueue-finetune", ("spec", "admissionChecksStrategy"), "admissionChecks"),  # v1beta1's field
     ("clusterqueue-finetune", ("spec", "flavorFungibility", "whenCanPreempt"), "whenCanPrempt"),
     ("localqueue-finetune", ("spec", "clusterQueue"), "clusterqueue"),
-    ("admissioncheck-queued-v6e-2x4-provisioning", ("spec", "controllerName"), "controller"),
-    ("provisioningrequestconfig-queued-v6e-2x4-provisioning", ("spec", "managedResources"), "managedResource"),
-    ("provisioningrequestconfig-queued-v6e-2x4-provisioning", ("spec", "podSetUpdates", "nodeSelector", 0, "key"), "name"),
-    ("workloadpriorityclass-high", ("value",), "priority"),
-    ("workloadpriorityclass-high", ("metadata", "name"), "nam"),
+    ("admissioncheck-finetune-queued-v6e-2x4-provisioning", ("spec", "controllerName"), "controller"),
+    ("provisioningrequestconfig-finetune-queued-v6e-2x4-provisioning", ("spec", "managedResources"), "managedResource"),
+    ("provisioningrequestconfig-finetune-queued-v6e-2x4-provisioning", ("spec", "podSetUpdates", "nodeSelector", 0, "key"), "name"),
+    ("workloadpriorityclass-finetune-high", ("value",), "priority"),
+    ("workloadpriorityclass-finetune-high", ("metadata", "name"), "nam"),
 ])  # fmt: skip
 def test_a_typo_in_a_kueue_object_fails(key, path, wrong):
     errors = schemas.kueue_errors(_typo(_objects()[key], path, wrong))
@@ -76,35 +76,38 @@ def test_the_cluster_queue_holds_every_flavor_in_ladder_order_with_the_pools_quo
     config = _config()
     spec = _objects()["clusterqueue-finetune"]["spec"]
     [group] = spec["resourceGroups"]
-    assert [f["name"] for f in group["flavors"]] == ["spot-v6e-2x4", "v6e-2x4", "queued-v6e-2x4"]
+    assert [f["name"] for f in group["flavors"]] == ["finetune-spot-v6e-2x4", "finetune-v6e-2x4", "finetune-queued-v6e-2x4"]
     assert group["coveredResources"] == ["cpu", "memory", "ephemeral-storage", "google.com/tpu"]
     contracts = config.contracts()
     for flavor in group["flavors"]:
         # The CRD's CEL rule: as many resources as coveredResources, here in the same order.
         assert [r["name"] for r in flavor["resources"]] == group["coveredResources"]
         chips = {r["name"]: r["nominalQuota"] for r in flavor["resources"]}["google.com/tpu"]
-        assert chips == str(contracts[flavor["name"]].total_chips) == "8"
+        pool = flavor["name"].removeprefix(f"{RUNS_NAMESPACE}-")
+        assert chips == str(contracts[pool].total_chips) == "8"
         # Quantities as strings, as Kueue stores them: a number would be a diff on every preview.
         assert all(isinstance(r["nominalQuota"], str) for r in flavor["resources"]), flavor
     assert spec["preemption"]["withinClusterQueue"] == "LowerPriority"
     assert spec["namespaceSelector"] == {"matchLabels": {"kubernetes.io/metadata.name": RUNS_NAMESPACE}}
     assert spec["admissionChecksStrategy"] == {
-        "admissionChecks": [{"name": "queued-v6e-2x4-provisioning", "onFlavors": ["queued-v6e-2x4"]}]
+        "admissionChecks": [{"name": "finetune-queued-v6e-2x4-provisioning", "onFlavors": ["finetune-queued-v6e-2x4"]}]
     }
-    assert _objects()["localqueue-finetune"]["spec"] == {"clusterQueue": CLUSTER_QUEUE}
+    # The stack's own cluster's default namespace names its ClusterQueue.
+    assert _objects()["clusterqueue-finetune"]["metadata"] == {"name": RUNS_NAMESPACE}
+    assert _objects()["localqueue-finetune"]["spec"] == {"clusterQueue": RUNS_NAMESPACE}
     assert _objects()["localqueue-finetune"]["metadata"] == {"name": LOCAL_QUEUE, "namespace": RUNS_NAMESPACE}
 
 
 def test_a_queued_pool_is_provisioned_by_kueues_provisioning_request_check():
     objects = _objects()
-    config = objects["provisioningrequestconfig-queued-v6e-2x4-provisioning"]["spec"]
+    config = objects["provisioningrequestconfig-finetune-queued-v6e-2x4-provisioning"]["spec"]
     assert config["provisioningClassName"] == "queued-provisioning.gke.io"
     assert config["managedResources"] == ["google.com/tpu"]
     assert config["parameters"] == {"maxRunDurationSeconds": "86400"}  # Pulumi.tpu-queued.yaml
-    check = objects["admissioncheck-queued-v6e-2x4-provisioning"]["spec"]
+    check = objects["admissioncheck-finetune-queued-v6e-2x4-provisioning"]["spec"]
     assert check["controllerName"] == "kueue.x-k8s.io/provisioning-request"
-    assert check["parameters"]["name"] == "queued-v6e-2x4-provisioning"
-    flavor = objects["resourceflavor-queued-v6e-2x4"]["spec"]
+    assert check["parameters"]["name"] == "finetune-queued-v6e-2x4-provisioning"
+    flavor = objects["resourceflavor-finetune-queued-v6e-2x4"]["spec"]
     assert flavor["nodeLabels"][QUEUED_LABEL] == "true"
     assert QUEUED_TAINT.toleration() in flavor["tolerations"]
     # Only queued pools get a check.
@@ -116,14 +119,14 @@ def test_every_flavor_is_the_rest_of_its_pools_contract():
     contracts = config.contracts()
     for key, manifest in _objects().items():
         if manifest["kind"] == "ResourceFlavor":
-            contract = contracts[manifest["metadata"]["name"]]
+            contract = contracts[manifest["metadata"]["name"].removeprefix(f"{RUNS_NAMESPACE}-")]
             assert manifest["spec"]["nodeLabels"] == contract.flavor_node_labels
             assert manifest["spec"].get("tolerations", []) == list(contract.flavor_tolerations)
 
 
 def test_every_priority_class_runs_may_name():
     classes = {m["metadata"]["name"]: m["value"] for m in _objects().values() if m["kind"] == "WorkloadPriorityClass"}
-    assert classes == WORKLOAD_PRIORITIES
+    assert classes == {f"{RUNS_NAMESPACE}-{name}": value for name, value in WORKLOAD_PRIORITIES.items()}
 
 
 def test_no_flavors_no_objects():

@@ -49,7 +49,8 @@ def test_the_job_writes_only_its_dataset_and_runs_off_the_accelerators(stack, na
     [volume] = [v for v in spec["volumes"] if v["name"] == "dataset"]
     assert volume["csi"]["readOnly"] is False
     assert volume["csi"]["volumeAttributes"]["mountOptions"].endswith(f"only-dir=datasets/{dataset}")
-    assert spec["serviceAccountName"] == "stager" and spec["automountServiceAccountToken"] is False
+    # The stack's own stager account (a principal of its own in a project of several stacks).
+    assert spec["serviceAccountName"] == f"{stack}-stager" and spec["automountServiceAccountToken"] is False
     assert "tolerations" not in spec  # accelerator nodes are tainted: never there
     if stack in EXISTING_CLUSTER_STACKS:
         assert "nodeSelector" not in spec  # an existing cluster has no system pool of the platform's

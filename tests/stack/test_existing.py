@@ -7,7 +7,7 @@ from core.names import POOL_LABEL
 from stack.config import ConfigError, StackConfig
 
 DIGEST = "us-docker.pkg.dev/p/r/gemma-jax@sha256:" + "a" * 64
-BASE = {"project": "my-project-id", "region": "us-east5", "bucketName": "team-bucket",
+BASE = {"project": "my-project-id", "region": "us-east5", "bucketName": "team-bucket", "namespace": "team-a",
         "existingCluster": {"context": "team"}, "images": {"gemma-jax": DIGEST}}
 
 
@@ -68,5 +68,5 @@ def test_grants_are_the_platform_teams_by_default_and_need_the_project_number_wh
 
 
 def test_an_existing_cluster_takes_no_cluster_keys_at_their_defaults():
-    cfg = config(clusterName="finetune", releaseChannel="REGULAR", systemNodeCount=1)
+    cfg = config(clusterName="", registryName="", releaseChannel="REGULAR", systemNodeCount=1)
     assert cfg.existing.context == "team"

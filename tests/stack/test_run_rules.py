@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from manifests.run import build_runs
@@ -118,13 +120,13 @@ def test_build_runs_refuses_invalid_runs_before_building_any():
 
 
 def test_build_rejects_a_tagged_stack_image():
-    facts = examples.FACTS.__class__(bucket="b", images={**examples.FACTS.images, "trl-gpu": "r/p/i:latest"})
+    facts = dataclasses.replace(examples.FACTS, images={**examples.FACTS.images, "trl-gpu": "r/p/i:latest"})
     with pytest.raises(ValueError, match="must be pinned by digest"):
         build_runs([GPU], CONTRACTS, facts)
 
 
 def test_build_names_a_run_without_an_image():
-    facts = examples.FACTS.__class__(bucket="b", images={"gemma-jax": examples.FACTS.images["gemma-jax"]})
+    facts = dataclasses.replace(examples.FACTS, images={"gemma-jax": examples.FACTS.images["gemma-jax"]})
     with pytest.raises(ConfigError, match=r"runs\[0\].image: None on run 'sql': no image for trainer trl-gpu"):
         build_runs([GPU], CONTRACTS, facts)
 

@@ -9,6 +9,9 @@ real stack's (stack/contracts.py).
 
 from __future__ import annotations
 
+import dataclasses
+
+from core.names import RUNS_NAMESPACE, trainer_service_account
 from manifests.run import PlatformFacts
 from stack.contracts import contract_for
 from stack.models import PoolConfig
@@ -21,6 +24,8 @@ FACTS = PlatformFacts(
         "gemma-jax": f"us-docker.pkg.dev/example-project/finetune/gemma-jax@{_DIGEST}",
         "trl-gpu": f"us-docker.pkg.dev/example-project/finetune/trl-gpu@{_DIGEST}",
     },
+    namespace=RUNS_NAMESPACE,
+    service_account=trainer_service_account("example"),
 )
 
 POOLS = (
@@ -29,7 +34,8 @@ POOLS = (
     PoolConfig(name="v6e-2x4-x2", accelerator="tpu-v6e", topology="2x4", machine_type="ct6e-standard-4t", slices=2),
     PoolConfig(name="a4", accelerator="nvidia-b200", capacity="reservation", reservation="a4-reservation"),
 )
-CONTRACTS = {pool.name: contract_for(pool, autopilot=False) for pool in POOLS}
+CONTRACTS = {pool.name: dataclasses.replace(contract_for(pool, autopilot=False), namespace=RUNS_NAMESPACE)
+             for pool in POOLS}
 
 _TPU_ARGS = ("--maxlen", "256", "--batch_size", "64")
 RUNS = (
