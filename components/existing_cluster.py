@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pulumi
 
+from components import preflight
 from components.in_cluster import Footing
 from components.kube import ExistingClusterAccess, KubeconfigAccessArgs, existing_cluster_endpoint
 from components.storage import BucketGrants, BucketGrantsArgs
@@ -17,13 +18,16 @@ from stack.config import StackConfig
 def existing_cluster(cfg: StackConfig) -> Footing:
     """A cluster the platform team runs: its provider, and the bucket grants if the stack declares them."""
     existing = cfg.existing
+    # The cluster's own state first: the stack's namespace, and who installed its controllers.
     if existing.by_context:
+        preflight.check_context(cfg, existing.context, existing.kubeconfig or None)
         access = ExistingClusterAccess("gke", KubeconfigAccessArgs(context=existing.context,
                                                                    kubeconfig=existing.kubeconfig or None))
         pulumi.export("context", existing.context)
     else:
         access = ExistingClusterAccess("gke", existing_cluster_endpoint(
-            existing.name, existing.location, cfg.project, existing.dns_endpoint))
+            existing.name, existing.location, cfg.project, existing.dns_endpoint),
+            checked=lambda kubeconfig: preflight.checked_kubeconfig(cfg, kubeconfig))
         pulumi.export("clusterName", existing.name)
         pulumi.export("clusterLocation", existing.location)
     grants, stager = [], None

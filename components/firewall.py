@@ -18,7 +18,7 @@ import pulumi
 import pulumi_gcp as gcp
 
 from components.cluster import node_tags
-from core.ids import slug
+from core.ids import webhook_firewall_name
 from manifests.controllers import webhook_ports
 from stack.config import StackConfig
 
@@ -42,7 +42,7 @@ class WebhookFirewall(pulumi.ComponentResource):
         self.rule = gcp.compute.Firewall(
             name,
             project=cfg.project,
-            name=f"finetune-{slug(cfg.stack)}-webhooks"[:63],
+            name=webhook_firewall_name(cfg.stack),
             description="The GKE control plane to the JobSet and Kueue webhooks on the stack's nodes",
             network=args.network,
             direction="INGRESS",

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_kubernetes as k8s
 
+from admission.shared_cluster import owner_values
 from components.compute_classes import ComputeClasses, ComputeClassesArgs
 from components.datasets import DatasetStaging, DatasetStagingArgs
 from components.jobset import JobSetController, JobSetControllerArgs
@@ -43,19 +44,21 @@ class Footing:
 def in_cluster(cfg: StackConfig, at: Footing) -> None:
     """The runs' workspace, the controllers, the queues, the staging Jobs and the runs."""
     workspace = RunsWorkspace("runs-workspace", RunsWorkspaceArgs(
-        provider=at.provider, namespace=cfg.runs_namespace, service_account=cfg.trainer_account,
+        provider=at.provider, namespace=cfg.runs_namespace, stack=cfg.stack, service_account=cfg.trainer_account,
         create_namespace=cfg.creates_namespace, hf_token=reader.hf_token(cfg), depends_on=at.cluster), at.opts)
     controllers = []
+    owner = owner_values(cfg.runs_namespace, cfg.stack)
     if at.install_controllers:
         jobset = JobSetController("jobset", JobSetControllerArgs(
-            provider=at.provider, depends_on=at.controller_nodes, charts=cfg.charts))
+            provider=at.provider, depends_on=at.controller_nodes, charts=cfg.charts, values=owner))
         controllers = [jobset.release]
 
     # Kueue, only for a stack whose runs need it (a queued pool, a ladder, a priority).
     queue_ready = []
     if cfg.kueue_flavors():
         kueue = Kueue("kueue", KueueArgs(
-            flavors=cfg.kueue_flavors(), provider=at.provider, namespace=cfg.runs_namespace, depends_on=controllers,
+            flavors=cfg.kueue_flavors(), provider=at.provider, namespace=cfg.runs_namespace, owner=owner,
+            depends_on=controllers,
             namespace_dependencies=workspace.namespaced, charts=cfg.charts, install=at.install_controllers))
         queue_ready = kueue.ready
 

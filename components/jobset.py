@@ -22,6 +22,7 @@ class JobSetControllerArgs:
     provider: k8s.Provider
     depends_on: list[pulumi.Resource] = field(default_factory=list)  # nodes to run on
     charts: Charts = field(default_factory=Charts)  # where the chart comes from (upstream by default)
+    values: dict | None = None  # the release's values: who installed it (admission/shared_cluster.py)
 
 
 class JobSetController(pulumi.ComponentResource):
@@ -35,5 +36,6 @@ class JobSetController(pulumi.ComponentResource):
         self.release = controller_release(
             name, "jobset", chart_source(JOBSET_CHART, JOBSET_CHART_VERSION, args.charts), JOBSET_NAMESPACE,
             pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=args.depends_on),
+            values=args.values,
         )
         self.register_outputs({"version": JOBSET_CHART_VERSION})

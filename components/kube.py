@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import pulumi
@@ -103,12 +104,14 @@ class KubeconfigAccessArgs:
 
 class ExistingClusterAccess(pulumi.ComponentResource):
     """The provider for a cluster the stack does not declare: a kubeconfig context, or (KubernetesAccessArgs)
-    the cluster's endpoint and CA as Google Cloud reports them, with gke-gcloud-auth-plugin credentials."""
+    the cluster's endpoint and CA as Google Cloud reports them, with gke-gcloud-auth-plugin credentials.
+    `checked`, given, passes the built kubeconfig on once the cluster behind it has been checked."""
 
     provider: k8s.Provider
 
     def __init__(self, name: str, args: KubeconfigAccessArgs | KubernetesAccessArgs,
-                 opts: pulumi.ResourceOptions | None = None):
+                 opts: pulumi.ResourceOptions | None = None,
+                 checked: Callable[[pulumi.Output[str]], pulumi.Output[str]] | None = None):
         super().__init__("gke-finetune:platform:ExistingClusterAccess", name, None, opts)
         if isinstance(args, KubeconfigAccessArgs):
             config: pulumi.Input[str] | None = os.path.expanduser(args.kubeconfig) if args.kubeconfig else None
@@ -117,6 +120,7 @@ class ExistingClusterAccess(pulumi.ComponentResource):
         else:
             config = pulumi.Output.all(args.cluster_name, args.endpoint, args.ca_certificate).apply(
                 lambda v: kubeconfig(v[0], v[1], None if args.dns_endpoint else v[2]))
+            config = checked(config) if checked else config
             context, identifier = None, args.identifier
         self.provider = k8s.Provider(
             name, kubeconfig=config, context=context, enable_server_side_apply=True,

@@ -35,6 +35,7 @@ class KueueArgs:
     depends_on: list[pulumi.Resource] = field(default_factory=list)
     namespace_dependencies: list[pulumi.Resource] = field(default_factory=list)
     charts: Charts = field(default_factory=Charts)  # where the chart comes from (upstream by default)
+    owner: dict = field(default_factory=dict)  # values that say who installed it (admission/shared_cluster.py)
     # False: the cluster's platform team installed Kueue (an existing cluster's `controllers: existing`);
     # only the stack's queueing objects are declared.
     install: bool = True
@@ -64,7 +65,7 @@ class Kueue(pulumi.ComponentResource):
         self.release = controller_release(
             name, "kueue", chart_source(KUEUE_CHART, KUEUE_CHART_VERSION, args.charts), KUEUE_NAMESPACE,
             pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=args.depends_on),
-            values=kueue_chart_values(args.namespace),
+            values={**kueue_chart_values(args.namespace), **args.owner},
         ) if args.install else None
         manifests = kueue_manifests(args.flavors)
         self.objects = {key: self._object(name, key, m, args) for key, m in manifests.items()}

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_gcp as gcp
 
-from core.ids import slug
+from core.ids import network_name, subnetwork_name
 from stack.network import NetworkConfig
 
 
@@ -48,15 +48,16 @@ class Network(pulumi.ComponentResource):
         self.register_outputs({"network": self.network, "subnetwork": self.subnetwork})
 
     def _create(self, name: str, args: NetworkArgs, child: pulumi.ResourceOptions):
-        cfg, base = args.config, f"finetune-{slug(args.stack)}"[:56]
+        cfg = args.config
         vpc = gcp.compute.Network(
-            name, project=args.project, name=base, auto_create_subnetworks=False, routing_mode="REGIONAL", opts=child
+            name, project=args.project, name=network_name(args.stack), auto_create_subnetworks=False,
+            routing_mode="REGIONAL", opts=child,
         )
         subnet = gcp.compute.Subnetwork(
             f"{name}-nodes",
             project=args.project,
             region=args.region,
-            name=f"{base}-nodes",
+            name=subnetwork_name(args.stack),
             network=vpc.id,
             ip_cidr_range=cfg.nodes_cidr,
             secondary_ip_ranges=[

@@ -7,13 +7,14 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_kubernetes as k8s
 
-from core.names import HF_TOKEN_KEY, HF_TOKEN_SECRET
+from core.names import HF_TOKEN_KEY, HF_TOKEN_SECRET, STACK_LABEL, stack_label_value
 
 
 @dataclass
 class RunsWorkspaceArgs:
     provider: k8s.Provider
     namespace: str  # the stack's (StackConfig.runs_namespace)
+    stack: str  # the stack's name, which a namespace the stack declares carries
     service_account: str  # the trainer's Kubernetes service account
     # False: the namespace exists (an existing cluster's, the platform team's) and is not declared, so
     # `destroy` leaves it and whatever else it holds.
@@ -37,7 +38,7 @@ class RunsWorkspace(pulumi.ComponentResource):
         super().__init__("gke-finetune:platform:RunsWorkspace", name, None, opts)
         k8s_opts = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=args.depends_on)
         self.namespace = k8s.core.v1.Namespace(
-            f"{name}-ns", metadata={"name": args.namespace}, opts=k8s_opts
+            f"{name}-ns", metadata={"name": args.namespace, "labels": {STACK_LABEL: stack_label_value(args.stack)}}, opts=k8s_opts
         ) if args.create_namespace else None
         in_ns = pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=self.namespaced))
         self.service_account = k8s.core.v1.ServiceAccount(

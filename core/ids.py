@@ -75,6 +75,20 @@ def kubernetes_service_account_principal(project_number: str, project: str, name
     )
 
 
+def network_name(stack: str) -> str:
+    """The stack's own VPC network (at most 56 characters: its subnetwork adds `-nodes`)."""
+    return f"finetune-{slug(stack)}"[:56]
+
+
+def subnetwork_name(stack: str) -> str:
+    return f"{network_name(stack)}-nodes"
+
+
+def webhook_firewall_name(stack: str) -> str:
+    """The rule that lets the control plane reach the controllers' webhooks on the stack's nodes."""
+    return f"finetune-{slug(stack)}-webhooks"[:63]
+
+
 def default_bucket_name(project: str, stack: str) -> str:
     return f"{project}-{slug(stack)}-finetune"
 

@@ -28,6 +28,15 @@ POOL_LABEL = "gke-finetune/pool"
 # records carry it: trainers/*/progress.py RUN_ENV).
 RUN_ENV = "GKE_FINETUNE_RUN"
 
+# The label of a namespace a stack declares (`createNamespace`, or the stack's own cluster's): the stack's
+# name, which tells a later `up` of the stack its own namespace from another's (admission/shared_cluster.py).
+STACK_LABEL = "gke-finetune/stack"
+
+
+def stack_label_value(stack: str) -> str:
+    """The stack's name as a label value (at most 63 characters)."""
+    return bounded(stack, 63)
+
 # Labels every run's JobSet (and its pods) carries.
 APP_LABEL = "app.kubernetes.io/name"
 RUN_LABEL = "gke-finetune/run"

@@ -88,6 +88,7 @@ class Declared:
     ignore_changes: tuple[str, ...] = ()
     replace_on_changes: tuple[str, ...] = ()
     create_timeout: str = ""
+    delete_timeout: str = ""
 
 
 @dataclass
@@ -189,6 +190,7 @@ class _RecordingMonitor(MockMonitor):
                     ignore_changes=tuple(request.ignoreChanges),
                     replace_on_changes=tuple(request.replaceOnChanges),
                     create_timeout=request.customTimeouts.create,
+                    delete_timeout=request.customTimeouts.delete,
                 )
             )
         return response

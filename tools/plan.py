@@ -127,6 +127,9 @@ def collect(stack: str, root: Path = ROOT, secrets: tuple[str, ...] = ()) -> dic
             raise PlanError([f"{type(err).__name__}: {err}"]) from None
 
     config = reader.load_files(stack, root)
+    collisions = _collisions(stack, config, root, reader)
+    if collisions:
+        raise PlanError(collisions)
     declared = manifests or _declared_manifests(deployment)
     return {
         "stack": stack,
@@ -139,6 +142,24 @@ def collect(stack: str, root: Path = ROOT, secrets: tuple[str, ...] = ()) -> dic
         "kueue": _kueue_objects(config),
         "access": _access(config, deployment),
     }
+
+
+def _collisions(stack: str, config, root: Path, reader) -> list[str]:
+    """The names `stack` would claim that another stack file of the tree claims too (stack/global_names.py);
+    a stack file that doesn't load is left to its own plan."""
+    try:
+        names = importlib.import_module("stack.global_names")
+    except ImportError:  # a tree from before the check
+        return []
+    configs = {stack: config}
+    for path in sorted(root.glob("Pulumi.*.yaml")):
+        other = path.name[len("Pulumi."):-len(".yaml")]
+        if other != stack:
+            try:
+                configs[other] = reader.load_files(other, root)
+            except Exception:  # noqa: BLE001 (any problem of that file: its own plan reports it)
+                continue
+    return names.collision_problems(stack, configs)
 
 
 def _access(config, deployment) -> list[str]:

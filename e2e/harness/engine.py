@@ -37,6 +37,29 @@ class EngineError(RuntimeError):
     pass
 
 
+def _pinned_sdk() -> str:
+    for line in (ROOT / "requirements.txt").read_text().splitlines():
+        if line.startswith("pulumi-kubernetes=="):
+            return line.split("==", 1)[1].strip()
+    raise EngineError("e2e: requirements.txt pins no pulumi-kubernetes")
+
+
+def _built_provider() -> str:
+    recipe = (ROOT / "e2e" / "tools" / "pulumi-kubernetes" / "recipe").read_text()
+    return next(line.split('"')[1] for line in recipe.splitlines() if line.startswith("PROVIDER_VERSION="))
+
+
+def e2e_provider_note() -> str:
+    """Which Kubernetes provider the engine runs here, against the one users get (e2e/README.md)."""
+    shipped, built = _pinned_sdk(), _built_provider()
+    if shipped == built:
+        return f"e2e: the Kubernetes provider {built} is the one requirements.txt ships"
+    return (f"e2e: the program's SDK is the shipped pulumi-kubernetes {shipped}; the engine runs it with the provider "
+            f"{built}, the newest the Go module proxy serves. The objects, the API server's validation and the "
+            f"controllers are the same; what this run can't show is {shipped}'s create, which refuses to adopt an "
+            f"object that exists already (from 4.29.0; {built} creates with server-side apply).")
+
+
 @dataclass(frozen=True)
 class Step:
     command: str

@@ -81,6 +81,12 @@ def submitted(queued):
         delete_and_wait(kube, jobset)
 
 
+def pytest_report_header(config):
+    from e2e.harness.engine import e2e_provider_note
+
+    return [e2e_provider_note()]
+
+
 def pytest_terminal_summary(terminalreporter):
     from e2e.tests.test_engine import DIFF_REPORT, ENGINE_REPORT, WRONG_REPORT
     from e2e.tests.test_status import STATUS_REPORT

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from admission.shared_cluster import owner_values
 from manifests.controllers import kueue_chart_values
 from manifests.kueue import PRIORITY_LABEL, QUEUE_LABEL
 from tests.support.pulumi_harness import SHIPPED_STACKS, run_stack
@@ -82,5 +83,7 @@ def test_the_queued_stack_declares_every_kueue_object_after_the_chart():
 
 def test_the_program_installs_kueue_with_those_values():
     releases = {r.inputs["name"]: r.inputs for r in run_stack("tpu-queued").of_type("kubernetes:helm.sh/v3:Release")}
-    assert releases["kueue"]["values"] == kueue_chart_values("finetune")
-    assert "values" not in releases["jobset"] or not releases["jobset"]["values"]
+    # The chart's values, and who installed it (read back by a stack that finds it in a shared cluster).
+    owner = owner_values("finetune", "tpu-queued")
+    assert releases["kueue"]["values"] == {**kueue_chart_values("finetune"), **owner}
+    assert releases["jobset"]["values"] == owner

@@ -1,0 +1,137 @@
+"""What an existing cluster already holds, judged before a stack declares anything in it.
+
+A platform team's cluster is shared: other teams and other stacks deploy into
+it, each in its own namespace. Two things there are singletons the stack must
+not take over: the JobSet and Kueue controllers (their CRDs, webhooks and
+managers exist once per cluster). A stack installs them only where nobody else
+has (`existingCluster.controllers: install`), and uses the installed ones
+otherwise (`existing`); and it deploys into a namespace that exists unless it
+says `createNamespace: true`.
+
+Pure functions over the objects the cluster returns (components/preflight.py
+reads them): which controllers are installed, by whom, and the problems of the
+stack's keys against that.
+
+A controller counts as installed when its admission webhooks are registered:
+JobSet validates and defaults JobSets through a webhook on the
+`jobset.x-k8s.io` group, Kueue through webhooks on `kueue.x-k8s.io`
+(charts/jobset/templates/webhook/manifests.yaml of sigs.k8s.io/jobset
+v0.12.0; charts/kueue/templates/webhook/manifests.yaml of sigs.k8s.io/kueue
+v0.19.2). Kueue also registers a webhook on JobSets (its JobSet integration),
+so a configuration that holds Kueue's own webhooks is Kueue's, not JobSet's.
+CRDs are no such sign: JobSet's chart installs them from `crds/`, which Helm
+never deletes, so they outlive an uninstall.
+
+Who installed it: the configuration's Helm release (`meta.helm.sh/release-name`
+and `-namespace`, which Helm sets on every object of a release) and, in that
+release's user-supplied values, the `gkeFinetune` owner a stack installs its
+releases with (`owner_values`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from core.names import STACK_LABEL, stack_label_value
+from stack.problems import Problem
+
+JOBSET_GROUP = "jobset.x-k8s.io"
+KUEUE_GROUP = "kueue.x-k8s.io"
+CONTROLLERS = ("jobset", "kueue")
+RELEASE_NAME = "meta.helm.sh/release-name"
+RELEASE_NAMESPACE = "meta.helm.sh/release-namespace"
+OWNER_KEY = "gkeFinetune"
+
+
+def owner_values(namespace: str, stack: str) -> dict:
+    """The Helm values that say which stack installed a controller: its namespace and stack name.
+    The charts render nothing from them; `helm get values` shows them to a person."""
+    return {OWNER_KEY: {"namespace": namespace, "stack": stack}}
+
+
+@dataclass(frozen=True)
+class Installed:
+    """A controller found in the cluster, and who installed it."""
+
+    controller: str  # jobset | kueue
+    configuration: str  # the webhook configuration that shows it
+    release: tuple[str, str] | None = None  # (namespace, name) of its Helm release; None: not by Helm
+    owner: Mapping | None = None  # the release's `gkeFinetune` values; None: not a stack's
+
+    def installed_by(self) -> str:
+        if self.owner:
+            return f"the gke-finetune stack {self.owner.get('stack')!r} of namespace {self.owner.get('namespace')!r}"
+        if self.release:
+            return f"Helm release {self.release[1]!r} in namespace {self.release[0]!r}, not a gke-finetune stack's"
+        return f"someone else (webhook configuration {self.configuration!r}, not a Helm release)"
+
+
+def _groups(webhook: Mapping) -> set[str]:
+    return {g for rule in webhook.get("rules") or () for g in rule.get("apiGroups") or ()}
+
+
+def controller_of(configuration: Mapping) -> str | None:
+    """Which controller a webhook configuration belongs to, if either."""
+    groups = set().union(*(_groups(w) for w in configuration.get("webhooks") or ()))
+    if KUEUE_GROUP in groups:
+        return "kueue"
+    if JOBSET_GROUP in groups:
+        return "jobset"
+    return None
+
+
+def installed_controllers(configurations: Iterable[Mapping]) -> dict[str, Mapping]:
+    """The controllers the cluster's webhook configurations show, each with one of its configurations."""
+    found: dict[str, Mapping] = {}
+    for configuration in configurations:
+        controller = controller_of(configuration)
+        if controller and controller not in found:
+            found[controller] = configuration
+    return found
+
+
+def release_of(configuration: Mapping) -> tuple[str, str] | None:
+    annotations = (configuration.get("metadata") or {}).get("annotations") or {}
+    if RELEASE_NAME in annotations and RELEASE_NAMESPACE in annotations:
+        return annotations[RELEASE_NAMESPACE], annotations[RELEASE_NAME]
+    return None
+
+
+def controller_problems(controllers: str, needed: Iterable[str], found: Mapping[str, Installed],
+                        namespace: str) -> list[Problem]:
+    """`existingCluster.controllers` against what the cluster holds: `install` where another has installed
+    one, `existing` where one the runs need is missing."""
+    problems = []
+    for controller in needed:
+        installed = found.get(controller)
+        if controllers == "install" and installed is not None and (installed.owner or {}).get("namespace") != namespace:
+            problems.append(Problem(
+                "existingCluster.controllers", controllers,
+                f"but {controller} is installed in this cluster already, by {installed.installed_by()}: a cluster "
+                "has one of each, and the stack would take it over (adopt it, and delete it on destroy) or install "
+                "it twice", "existing (the stack uses the installed JobSet and Kueue)"))
+        if controllers == "existing" and installed is None:
+            problems.append(Problem(
+                "existingCluster.controllers", controllers,
+                f"but {controller} is not installed in this cluster (no webhook on {_GROUP_OF[controller]})",
+                "install (only where no other stack or team shares the cluster), or ask the platform team to "
+                f"install {controller}"))
+    return problems
+
+
+_GROUP_OF = {"jobset": JOBSET_GROUP, "kueue": KUEUE_GROUP}
+
+
+def namespace_problems(namespace: str, create: bool, labels: Mapping[str, str] | None, stack: str) -> list[Problem]:
+    """The stack deploys into a namespace that exists (`labels`: its labels; None: it doesn't exist), or into
+    one it declares (`createNamespace: true`), which is new or already the stack's own."""
+    exists = labels is not None
+    if exists and create and labels.get(STACK_LABEL) != stack_label_value(stack):
+        return [Problem("createNamespace", True, f"but namespace {namespace!r} exists already in this cluster: the "
+                        "stack would take it over, and delete it (with whatever else it holds) on destroy",
+                        "false (deploy into the existing namespace)")]
+    if not exists and not create:
+        return [Problem("namespace", namespace, "does not exist in this cluster",
+                        "a namespace the platform team made for the stack, or createNamespace: true")]
+    return []
