@@ -48,15 +48,48 @@ def validate(values: dict[str, Any], extra: list[Problem] | None = None) -> Stac
 # --- offline: Pulumi.yaml + Pulumi.<stack>.yaml ------------------------------
 
 
+class StackFileError(ConfigError):
+    """A stack file (or Pulumi.yaml) that can't be read as one: one line, `<file>:<line>:<column>: <what>`,
+    as compilers print it, so that an editor jumps to the spot and a tool reading many files names the one."""
+
+    def __init__(self, line: str):
+        super().__init__([line])
+        self.args = (line,)
+
+    def __str__(self) -> str:
+        return self.problems[0]
+
+
+def read_file(path: Path) -> dict[str, Any]:
+    """The `config:` mapping of a Pulumi project or stack file; StackFileError when it is not one."""
+    try:
+        document = yaml.safe_load(path.read_text())
+    except yaml.MarkedYAMLError as err:
+        mark = err.problem_mark or err.context_mark
+        where = f"{path.name}:{mark.line + 1}:{mark.column + 1}" if mark else path.name
+        what = ": ".join(part for part in (err.context, err.problem) if part)
+        raise StackFileError(f"{where}: not valid YAML: {what}") from None
+    except yaml.YAMLError as err:
+        raise StackFileError(f"{path.name}: not valid YAML: {err}") from None
+    if document is None:
+        return {}
+    if not isinstance(document, dict):
+        raise StackFileError(f"{path.name}:1:1: is a YAML {type(document).__name__}; "
+                             "a stack file is a mapping with a `config:` key")
+    config = document.get("config") or {}
+    if not isinstance(config, dict):
+        raise StackFileError(f"{path.name}: `config` is a YAML {type(config).__name__}; it must be a mapping of keys")
+    return config
+
+
 def file_values(stack: str, root: Path) -> dict[str, Any]:
     """Every config key of `stack` as the CLI would pass it: Pulumi.yaml defaults, then the stack file."""
-    project_file = yaml.safe_load((root / "Pulumi.yaml").read_text())
     values: dict[str, Any] = {
         f"{PROJECT}:{k}": d["default"]
-        for k, d in (project_file.get("config") or {}).items()
+        for k, d in read_file(root / "Pulumi.yaml").items()
         if isinstance(d, dict) and "default" in d
     }
-    values.update(yaml.safe_load((root / f"Pulumi.{stack}.yaml").read_text()).get("config") or {})
+    values.update(read_file(root / f"Pulumi.{stack}.yaml"))
     return values
 
 
