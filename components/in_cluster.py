@@ -42,7 +42,8 @@ class Footing:
 def in_cluster(cfg: StackConfig, at: Footing) -> None:
     """The runs' workspace, the controllers, the queues, the staging Jobs and the runs."""
     workspace = RunsWorkspace("runs-workspace", RunsWorkspaceArgs(
-        provider=at.provider, hf_token=reader.hf_token(cfg), depends_on=at.cluster), at.opts)
+        provider=at.provider, hf_token=reader.hf_token(cfg),
+        hf_token_planned_only=reader.hf_token_planned_only(), depends_on=at.cluster), at.opts)
     controllers = []
     if at.install_controllers:
         jobset = JobSetController("jobset", JobSetControllerArgs(

@@ -15,6 +15,9 @@ class RunsWorkspaceArgs:
     provider: k8s.Provider
     # A secret Output, or None when no run of the stack reads the Hub (no Secret then).
     hf_token: pulumi.Input[str] | None
+    # The token is a preview's stand-in (stack/reader.py hf_token_planned_only): the Secret's value
+    # is then left out of the diff, so that a preview without the token shows no change to it.
+    hf_token_planned_only: bool = False
     depends_on: list[pulumi.Resource] = field(default_factory=list)
 
 
@@ -48,7 +51,8 @@ class RunsWorkspace(pulumi.ComponentResource):
                 metadata={"name": HF_TOKEN_SECRET, "namespace": RUNS_NAMESPACE},
                 type="Opaque",
                 string_data={HF_TOKEN_KEY: args.hf_token},
-                opts=in_ns,
+                opts=pulumi.ResourceOptions.merge(in_ns, pulumi.ResourceOptions(
+                    ignore_changes=["stringData"] if args.hf_token_planned_only else None)),
             )
         self.pod_dependencies = [self.namespace, self.service_account]
         self.pod_dependencies += [self.hf_secret] if self.hf_secret is not None else []

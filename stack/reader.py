@@ -22,7 +22,7 @@ import yaml
 from core.names import PROJECT
 from stack.config import StackConfig
 from stack.problems import ConfigError, Problem, from_validation_error
-from stack.secrets import HF_TOKEN_KEY, TokenState, hf_token_problems, needs_hf_token
+from stack.secrets import HF_TOKEN_KEY, SET_IT, TokenState, hf_token_problems, needs_hf_token
 
 # Keys whose stack value is structured; Pulumi hands them to the program as JSON.
 _STRUCTURED = ("pools", "shapes", "images", "runs", "zones", "network", "datasets", "existingCluster", "charts")
@@ -113,20 +113,40 @@ def load_files(stack: str, root: Path) -> StackConfig:
 # --- in the program: Pulumi config -------------------------------------------
 
 
+# What `pulumi preview` plans as the Hugging Face token of a stack that doesn't hold it (never applied:
+# `up` refuses such a stack, and the Secret's value is left out of the preview's diff).
+PREVIEW_TOKEN_STAND_IN = "preview-plans-the-token-as-set"
+
+
 def load() -> StackConfig:
-    """Read and validate the current stack's config; raise ConfigError on any problem."""
+    """Read and validate the current stack's config; raise ConfigError on any problem.
+
+    A preview plans an unset token as set: a pull request's preview job holds no token
+    (README, "Continuous delivery"), and `up` still refuses a stack that needs it and lacks it.
+    """
     merged = {**runtime_config.get_config_env(), **runtime_config.CONFIG.get()}
     values = model_values(merged, pulumi.get_stack())
-    return validate(values, hf_token_problems(values.get("runs"), _hf_token_state(), values.get("datasets")))
+    state = "secret" if hf_token_planned_only() else _hf_token_state()
+    return validate(values, hf_token_problems(values.get("runs"), state, values.get("datasets")))
+
+
+def hf_token_planned_only() -> bool:
+    """Whether the token is unset and the program runs as `pulumi preview`, which plans it as set."""
+    return pulumi.runtime.is_dry_run() and _hf_token_state() == "unset"
 
 
 def hf_token(config: StackConfig) -> pulumi.Output[str] | None:
     """The Hugging Face token as a Pulumi secret Output, or None when no run of the stack needs it.
 
-    `load` has already refused a stack whose runs need the token and lack it.
+    `load` has already refused a stack whose runs need the token and lack it, but
+    in a preview (`hf_token_planned_only`), which gets a secret stand-in.
     """
     if not needs_hf_token(config.runs, config.datasets):
         return None
+    if hf_token_planned_only():
+        pulumi.log.warn(f"{HF_TOKEN_KEY}: not set; this preview plans it as set (its Secret's value is not "
+                        f"compared), and `pulumi up` needs it: {SET_IT}")
+        return pulumi.Output.secret(PREVIEW_TOKEN_STAND_IN)
     return pulumi.Config(PROJECT).require_secret(HF_TOKEN_KEY)
 
 
