@@ -146,7 +146,9 @@ venv: $(VENV)/.installed
 # when checkov ran no check at all.
 VENV_SCAN := .venv-scan
 SCAN_DIR := plan/scan
-SCAN_STACKS := $(patsubst Pulumi.%.yaml,%,$(wildcard Pulumi.*.yaml))
+# The shipped stacks (tools/stacks.py SHIPPED); a user's own stack files are planned and validated by
+# the tests (tests/tools/test_own_stack_files.py). Expanded in the recipe, once the environment exists.
+SCAN_STACKS = $(shell $(VENV)/bin/python -m tools.stacks shipped)
 .PHONY: scan
 
 $(VENV_SCAN)/.installed: requirements-scan.txt

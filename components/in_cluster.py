@@ -45,7 +45,8 @@ def in_cluster(cfg: StackConfig, at: Footing) -> None:
     """The runs' workspace, the controllers, the queues, the staging Jobs and the runs."""
     workspace = RunsWorkspace("runs-workspace", RunsWorkspaceArgs(
         provider=at.provider, namespace=cfg.runs_namespace, stack=cfg.stack, service_account=cfg.trainer_account,
-        create_namespace=cfg.creates_namespace, hf_token=reader.hf_token(cfg), depends_on=at.cluster), at.opts)
+        create_namespace=cfg.creates_namespace, hf_token=reader.hf_token(cfg),
+        hf_token_planned_only=reader.hf_token_planned_only(), depends_on=at.cluster), at.opts)
     controllers = []
     owner = owner_values(cfg.runs_namespace, cfg.stack)
     if at.install_controllers:

@@ -21,6 +21,9 @@ class RunsWorkspaceArgs:
     create_namespace: bool
     # A secret Output, or None when no run of the stack reads the Hub (no Secret then).
     hf_token: pulumi.Input[str] | None
+    # The token is a preview's stand-in (stack/reader.py hf_token_planned_only): the Secret's value
+    # is then left out of the diff, so that a preview without the token shows no change to it.
+    hf_token_planned_only: bool = False
     depends_on: list[pulumi.Resource] = field(default_factory=list)
 
 
@@ -55,7 +58,8 @@ class RunsWorkspace(pulumi.ComponentResource):
                 metadata={"name": HF_TOKEN_SECRET, "namespace": args.namespace},
                 type="Opaque",
                 string_data={HF_TOKEN_KEY: args.hf_token},
-                opts=in_ns,
+                opts=pulumi.ResourceOptions.merge(in_ns, pulumi.ResourceOptions(
+                    ignore_changes=["stringData"] if args.hf_token_planned_only else None)),
             )
         self.pod_dependencies = [*self.namespaced, self.service_account]
         self.pod_dependencies += [self.hf_secret] if self.hf_secret is not None else []

@@ -22,7 +22,7 @@ import yaml
 from core.names import PROJECT
 from stack.config import StackConfig
 from stack.problems import ConfigError, Problem, from_validation_error
-from stack.secrets import HF_TOKEN_KEY, TokenState, hf_token_problems, needs_hf_token
+from stack.secrets import HF_TOKEN_KEY, SET_IT, TokenState, hf_token_problems, needs_hf_token
 
 # Keys whose stack value is structured; Pulumi hands them to the program as JSON.
 _STRUCTURED = ("pools", "shapes", "images", "runs", "zones", "network", "datasets", "existingCluster", "charts")
@@ -48,15 +48,48 @@ def validate(values: dict[str, Any], extra: list[Problem] | None = None) -> Stac
 # --- offline: Pulumi.yaml + Pulumi.<stack>.yaml ------------------------------
 
 
+class StackFileError(ConfigError):
+    """A stack file (or Pulumi.yaml) that can't be read as one: one line, `<file>:<line>:<column>: <what>`,
+    as compilers print it, so that an editor jumps to the spot and a tool reading many files names the one."""
+
+    def __init__(self, line: str):
+        super().__init__([line])
+        self.args = (line,)
+
+    def __str__(self) -> str:
+        return self.problems[0]
+
+
+def read_file(path: Path) -> dict[str, Any]:
+    """The `config:` mapping of a Pulumi project or stack file; StackFileError when it is not one."""
+    try:
+        document = yaml.safe_load(path.read_text())
+    except yaml.MarkedYAMLError as err:
+        mark = err.problem_mark or err.context_mark
+        where = f"{path.name}:{mark.line + 1}:{mark.column + 1}" if mark else path.name
+        what = ": ".join(part for part in (err.context, err.problem) if part)
+        raise StackFileError(f"{where}: not valid YAML: {what}") from None
+    except yaml.YAMLError as err:
+        raise StackFileError(f"{path.name}: not valid YAML: {err}") from None
+    if document is None:
+        return {}
+    if not isinstance(document, dict):
+        raise StackFileError(f"{path.name}:1:1: is a YAML {type(document).__name__}; "
+                             "a stack file is a mapping with a `config:` key")
+    config = document.get("config") or {}
+    if not isinstance(config, dict):
+        raise StackFileError(f"{path.name}: `config` is a YAML {type(config).__name__}; it must be a mapping of keys")
+    return config
+
+
 def file_values(stack: str, root: Path) -> dict[str, Any]:
     """Every config key of `stack` as the CLI would pass it: Pulumi.yaml defaults, then the stack file."""
-    project_file = yaml.safe_load((root / "Pulumi.yaml").read_text())
     values: dict[str, Any] = {
         f"{PROJECT}:{k}": d["default"]
-        for k, d in (project_file.get("config") or {}).items()
+        for k, d in read_file(root / "Pulumi.yaml").items()
         if isinstance(d, dict) and "default" in d
     }
-    values.update(yaml.safe_load((root / f"Pulumi.{stack}.yaml").read_text()).get("config") or {})
+    values.update(read_file(root / f"Pulumi.{stack}.yaml"))
     return values
 
 
@@ -80,20 +113,40 @@ def load_files(stack: str, root: Path) -> StackConfig:
 # --- in the program: Pulumi config -------------------------------------------
 
 
+# What `pulumi preview` plans as the Hugging Face token of a stack that doesn't hold it (never applied:
+# `up` refuses such a stack, and the Secret's value is left out of the preview's diff).
+PREVIEW_TOKEN_STAND_IN = "preview-plans-the-token-as-set"
+
+
 def load() -> StackConfig:
-    """Read and validate the current stack's config; raise ConfigError on any problem."""
+    """Read and validate the current stack's config; raise ConfigError on any problem.
+
+    A preview plans an unset token as set: a pull request's preview job holds no token
+    (README, "Continuous delivery"), and `up` still refuses a stack that needs it and lacks it.
+    """
     merged = {**runtime_config.get_config_env(), **runtime_config.CONFIG.get()}
     values = model_values(merged, pulumi.get_stack())
-    return validate(values, hf_token_problems(values.get("runs"), _hf_token_state(), values.get("datasets")))
+    state = "secret" if hf_token_planned_only() else _hf_token_state()
+    return validate(values, hf_token_problems(values.get("runs"), state, values.get("datasets")))
+
+
+def hf_token_planned_only() -> bool:
+    """Whether the token is unset and the program runs as `pulumi preview`, which plans it as set."""
+    return pulumi.runtime.is_dry_run() and _hf_token_state() == "unset"
 
 
 def hf_token(config: StackConfig) -> pulumi.Output[str] | None:
     """The Hugging Face token as a Pulumi secret Output, or None when no run of the stack needs it.
 
-    `load` has already refused a stack whose runs need the token and lack it.
+    `load` has already refused a stack whose runs need the token and lack it, but
+    in a preview (`hf_token_planned_only`), which gets a secret stand-in.
     """
     if not needs_hf_token(config.runs, config.datasets):
         return None
+    if hf_token_planned_only():
+        pulumi.log.warn(f"{HF_TOKEN_KEY}: not set; this preview plans it as set (its Secret's value is not "
+                        f"compared), and `pulumi up` needs it: {SET_IT}")
+        return pulumi.Output.secret(PREVIEW_TOKEN_STAND_IN)
     return pulumi.Config(PROJECT).require_secret(HF_TOKEN_KEY)
 
 

@@ -37,11 +37,11 @@ from typing import Any
 from unittest import mock
 
 import pulumi
-import yaml
 from pulumi.runtime.mocks import MockMonitor
 
 from core.names import PROJECT
-from stack.reader import file_values
+from stack.reader import file_values, read_file
+from tools import stacks
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_SECRETS = {f"{PROJECT}:hfToken": "hf_test_token"}
@@ -51,20 +51,23 @@ MOCK_EXISTING_ENDPOINT = "203.0.113.20"
 SECURE_STAND_IN = "offline-stand-in-for-an-encrypted-value"
 
 
-def _stack_files(root: Path) -> dict[str, dict]:
-    return {p.name[len("Pulumi."):-len(".yaml")]: (yaml.safe_load(p.read_text()) or {}).get("config") or {}
-            for p in sorted(root.glob("Pulumi.*.yaml"))}
+def _stack_config(root: Path, stack: str) -> dict:
+    return read_file(root / f"Pulumi.{stack}.yaml")
 
 
 def shipped_stacks(root: Path = ROOT) -> tuple[str, ...]:
-    """The shipped stacks that declare their own cluster (every part of the platform)."""
-    return tuple(s for s, c in _stack_files(root).items() if not c.get(f"{PROJECT}:existingCluster"))
+    """The shipped stacks that declare their own cluster (every part of the platform).
+
+    Only the stacks the repository ships (tools/stacks.py `SHIPPED`): a user's own
+    stack file is no example of the tests, the goldens or the e2e harness.
+    """
+    return tuple(s for s in stacks.shipped(root) if not _stack_config(root, s).get(f"{PROJECT}:existingCluster"))
 
 
 def existing_cluster_stacks(root: Path = ROOT) -> tuple[str, ...]:
     """The shipped stacks for an existing cluster (stack/existing.py): only in-cluster parts, no node pool
     declared, so kept apart from the stacks whose every part the tests and the e2e harness build."""
-    return tuple(s for s, c in _stack_files(root).items() if c.get(f"{PROJECT}:existingCluster"))
+    return tuple(s for s in stacks.shipped(root) if _stack_config(root, s).get(f"{PROJECT}:existingCluster"))
 
 
 SHIPPED_STACKS = shipped_stacks()

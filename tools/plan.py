@@ -48,6 +48,7 @@ from tools.plan_diff import diff, render_diff  # noqa: E402
 from tools.plan_hbm import hbm_rows, render_hbm  # noqa: E402
 from tools.plan_tree import key_inputs, render_tree, short  # noqa: E402,F401 (key_inputs: part of the plan API)
 from tools.render import write_manifests as render_files  # noqa: E402
+from tools.stacks import stack_files  # noqa: E402
 
 SECRET = "[secret]"
 # The wire form of a Pulumi secret value (pulumi.runtime.rpc's secret signature).
@@ -61,10 +62,12 @@ _SECURE_STAND_IN = "offline-stand-in-for-an-encrypted-value"
 
 
 class PlanError(Exception):
-    """The stack could not be planned; `problems` holds one line each."""
+    """The stack could not be planned; `problems` holds one line each. `unreadable`: its file isn't a
+    stack file at all (a YAML error), said in the one line `<file>:<line>:<column>: <what>`."""
 
-    def __init__(self, problems: list[str]):
+    def __init__(self, problems: list[str], unreadable: bool = False):
         self.problems = problems
+        self.unreadable = unreadable
         super().__init__("\n".join(problems))
 
 
@@ -97,10 +100,10 @@ def collect(stack: str, root: Path = ROOT, secrets: tuple[str, ...] = ()) -> dic
     The project's modules are imported from `root`, so `root` must be first on
     sys.path and no project module may be imported yet (`main` sees to it).
     """
-    from tools import offline
+    from tools import offline, stacks
 
     if not (root / f"Pulumi.{stack}.yaml").is_file():
-        raise PlanError([f"no stack file Pulumi.{stack}.yaml; stacks: {list(offline.shipped_stacks(root))}"])
+        raise PlanError([f"no stack file Pulumi.{stack}.yaml; stacks: {list(stacks.stack_files(root))}"])
     # The planned tree's own modules (`root` is first on sys.path).
     manifests_module = importlib.import_module("manifests.run")
     reader = importlib.import_module("stack.reader")
@@ -122,7 +125,8 @@ def collect(stack: str, root: Path = ROOT, secrets: tuple[str, ...] = ()) -> dic
         try:
             deployment = offline.run_stack(stack, secrets=given, root=root)
         except problems.ConfigError as err:
-            raise PlanError(list(err.problems)) from None
+            unreadable = type(err).__name__ == "StackFileError"  # a tree's own class (an older one has none)
+            raise PlanError(list(err.problems), unreadable) from None
         except Exception as err:  # noqa: BLE001 (any validation error of the program)
             raise PlanError([f"{type(err).__name__}: {err}"]) from None
 
@@ -152,8 +156,7 @@ def _collisions(stack: str, config, root: Path, reader) -> list[str]:
     except ImportError:  # a tree from before the check
         return []
     configs = {stack: config}
-    for path in sorted(root.glob("Pulumi.*.yaml")):
-        other = path.name[len("Pulumi."):-len(".yaml")]
+    for other in stack_files(root):
         if other != stack:
             try:
                 configs[other] = reader.load_files(other, root)
@@ -342,6 +345,9 @@ def _show(args: argparse.Namespace) -> int:
     try:
         plan = collect(args.stack, ROOT, tuple(args.secret))
     except PlanError as err:
+        if err.unreadable:
+            print(f"{err.problems[0]} (stack {args.stack}: nothing planned)", file=sys.stderr)
+            return 1
         print(f"Stack {args.stack} is invalid; nothing would be declared:", file=sys.stderr)
         for problem in err.problems:
             print(f"  - {problem}", file=sys.stderr)

@@ -34,6 +34,7 @@ from stack import reader
 from stack.images import offline_images
 from stack.problems import ConfigError
 from stack.runs import RunConfig
+from tools import stacks
 from tools.yaml_files import to_yaml, write_manifests
 
 __all__ = ["explode_jobs", "stack_compute_class_manifests", "stack_inputs", "stack_kueue_manifests", "stack_manifests", "to_yaml", "write_manifests"]
@@ -76,7 +77,8 @@ def stack_compute_class_manifests(stack: str, root: Path = ROOT) -> dict[str, di
 
 
 def shipped_stacks(root: Path = ROOT) -> list[str]:
-    return sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in root.glob("Pulumi.*.yaml"))
+    """Every shipped stack (tools/stacks.py `SHIPPED`), existing-cluster ones included: the goldens' stacks."""
+    return stacks.shipped(root)
 
 
 def main(argv: list[str] | None = None) -> int:

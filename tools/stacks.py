@@ -1,5 +1,6 @@
-"""Which stacks a change affects, and which ones CI deploys (deploy/stacks.txt).
+"""A checkout's stack files: the shipped ones, a user's own, which a change affects, which CI deploys.
 
+    python -m tools.stacks shipped                         # the shipped stacks, one per line
     python -m tools.stacks deployed                        # ["prod"]
     python -m tools.stacks affected --base origin/main     # every stack a change can alter
     python -m tools.stacks affected --base origin/main --deployed      # ... that CI deploys
@@ -11,6 +12,13 @@ A change to a stack file affects that stack; a change to anything the program
 reads (the program, core/, stack/, manifests/, components/, trainers/, docker/, Pulumi.yaml,
 requirements.txt) affects every stack; documentation, tests and CI files
 affect none.
+
+The repository ships the stacks named in `SHIPPED` (its examples: the tests,
+the goldens, the e2e and the scan take these and no others). Every other
+`Pulumi.<name>.yaml` of a checkout is a user's own stack file: planned and
+validated like the shipped ones (tests/tools/test_own_stack_files.py), never
+compared with a golden. `stack_files` lists both, for every tool that works
+on all stack files of a checkout.
 """
 
 from __future__ import annotations
@@ -29,8 +37,24 @@ _STACK_FILE = re.compile(r"^Pulumi\.(?P<stack>[^/]+)\.yaml$")
 _INERT = re.compile(r"^(tests/|\.github/|deploy/|\.ci/|tools/|[^/]+\.md$|\.gitignore$|pyproject\.toml$|Makefile$|LICENSE)")
 
 
+# The stack files this repository ships, by stack name.
+SHIPPED = ("a4", "autopilot", "dev", "existing-dev", "tpu-multihost", "tpu-multislice", "tpu-queued")
+
+
+def stack_files(root: Path = ROOT) -> dict[str, Path]:
+    """Every stack file of the checkout at `root`, shipped and the user's own, by stack name (sorted)."""
+    found = {m.group("stack"): p for p in root.glob("Pulumi.*.yaml") if (m := _STACK_FILE.match(p.name))}
+    return dict(sorted(found.items()))
+
+
 def shipped(root: Path = ROOT) -> list[str]:
-    return sorted(m.group("stack") for p in root.glob("Pulumi.*.yaml") if (m := _STACK_FILE.match(p.name)))
+    """The shipped stacks whose file the checkout at `root` holds."""
+    return [name for name in SHIPPED if (root / f"Pulumi.{name}.yaml").is_file()]
+
+
+def own(root: Path = ROOT) -> list[str]:
+    """The user's own stacks: every stack file of the checkout but the shipped ones."""
+    return [name for name in stack_files(root) if name not in SHIPPED]
 
 
 def deployed(root: Path = ROOT) -> list[str]:
@@ -78,6 +102,7 @@ def region(stack: str, root: Path = ROOT) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.stacks", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("shipped")
     sub.add_parser("deployed")
     aff = sub.add_parser("affected")
     aff.add_argument("--base", required=True)
@@ -88,12 +113,15 @@ def main(argv: list[str] | None = None) -> int:
     reg.add_argument("stack")
     args = parser.parse_args(argv)
 
-    if args.command == "deployed":
+    if args.command == "shipped":
+        print("\n".join(shipped()))
+    elif args.command == "deployed":
         print(json.dumps(deployed()))
     elif args.command == "region":
         print(region(args.stack))
     else:
-        stacks = affected_by(changed_files(args.base), shipped())
+        # A user's own stack files count: a fork deploys and previews its own stacks.
+        stacks = affected_by(changed_files(args.base), list(stack_files()))
         if args.deployed:
             stacks = [s for s in stacks if s in deployed()]
         elif args.not_deployed:

@@ -113,7 +113,7 @@ def test_make_test_runs_the_scan_on_every_stack_with_its_skip_list():
     assert "scan" in recipe("test").splitlines()[0].split(":", 1)[1].split()
     body = recipe("scan")
     assert "--framework kubernetes" in body and "--compact" in body
-    assert "--explode-jobs" in body and "$(wildcard Pulumi.*.yaml)" in (ROOT / "Makefile").read_text()
+    assert "--explode-jobs" in body and "for stack in $(SCAN_STACKS)" in body
     assert "tools.scan skips" in body and "--skip-check" in body
     assert "tools.scan summary" in body
 

@@ -102,10 +102,11 @@ def test_python_modules_run_by_steps_exist(path):
 def test_pull_request_workflow_tests_previews_and_falls_back_offline():
     workflow = _load(ROOT / ".github/workflows/pull-request.yml")
     assert "pull_request" in workflow["on"]
-    perms = workflow["permissions"]
-    assert perms["id-token"] == "write" and perms["pull-requests"] == "write"
-    assert perms["contents"] == "read"
+    assert workflow["permissions"] == {"contents": "read"}
     jobs = workflow["jobs"]
+    perms = jobs["preview"]["permissions"]
+    assert perms == {"contents": "read", "id-token": "write", "pull-requests": "write"}
+    assert jobs["plan-diff"]["permissions"] == {"contents": "read", "pull-requests": "write"}
     test_calls = [c for s in jobs["test"]["steps"] for c in _make_invocations(s.get("run", ""))]
     assert [c[0] for c in test_calls] == ["test"]
     # the cloud preview, commented on the pull request, after the tests
@@ -114,11 +115,12 @@ def test_pull_request_workflow_tests_previews_and_falls_back_offline():
                  and "command" in s.get("with", {})]
     assert pulumi["with"]["command"] == "preview"
     assert pulumi["with"]["comment-on-pr"] is True and pulumi["with"]["diff"] is True
+    assert pulumi["with"]["refresh"] is False  # a refresh reads Kubernetes Secrets, which the previewer may not
     (auth,) = [s for s in jobs["preview"]["steps"] if s.get("uses", "").startswith("google-github-actions/auth@")]
     assert "workload_identity_provider" in auth["with"] and "credentials_json" not in auth["with"]
     # no credentials (unset variable, fork): the offline plan diff instead
     select = " ".join(s.get("run", "") + json.dumps(s.get("env", {})) for s in jobs["stacks"]["steps"])
-    assert "vars.GCP_WORKLOAD_IDENTITY_PROVIDER != ''" in select
+    assert "vars.GCP_PREVIEW_WORKLOAD_IDENTITY_PROVIDER != ''" in select
     assert "head.repo.full_name == github.repository" in select
     runs = " ".join(s.get("run", "") for s in jobs["plan-diff"]["steps"])
     assert "make -s plan-diff" in runs and "GITHUB_STEP_SUMMARY" in runs
@@ -127,8 +129,8 @@ def test_pull_request_workflow_tests_previews_and_falls_back_offline():
 def test_deploy_workflow_runs_up_for_the_deployed_stacks_on_main():
     workflow = _load(ROOT / ".github/workflows/deploy.yml")
     assert workflow["on"]["push"]["branches"] == ["main"]
-    assert workflow["permissions"]["id-token"] == "write"
     up = workflow["jobs"]["up"]
+    assert up["permissions"]["id-token"] == "write"
     assert set(up["needs"]) == {"test", "stacks"}
     assert "fromJSON(needs.stacks.outputs.deployed)" in up["strategy"]["matrix"]["stack"]
     (pulumi,) = [s for s in up["steps"] if s.get("uses", "").startswith("pulumi/actions@")
@@ -136,11 +138,11 @@ def test_deploy_workflow_runs_up_for_the_deployed_stacks_on_main():
     assert pulumi["with"]["command"] == "up"
 
 
-@pytest.mark.parametrize("workflow, job", [("deploy", "up"), ("pull-request", "preview")])
-def test_the_cli_workflows_pin_the_cli_and_take_the_token_from_a_repository_secret(workflow, job):
-    steps = _load(ROOT / f".github/workflows/{workflow}.yml")["jobs"][job]
-    assert steps["env"]["HF_TOKEN"] == "${{ secrets.HF_TOKEN }}"
-    steps = steps["steps"]
+def test_the_deploy_job_pins_the_cli_and_takes_the_token_from_its_environment():
+    job = _load(ROOT / ".github/workflows/deploy.yml")["jobs"]["up"]
+    assert job["environment"] == "${{ matrix.stack }}"
+    assert job["env"]["HF_TOKEN"] == "${{ secrets.HF_TOKEN }}"  # the stack environment's secret
+    steps = job["steps"]
     (install,) = [s for s in steps if s.get("uses", "").startswith("pulumi/actions@") and "command" not in s["with"]]
     assert install["with"]["pulumi-version"] == "^3.187.0"
     (token,) = [s for s in steps if "config set --secret hfToken" in s.get("run", "")]
@@ -150,13 +152,21 @@ def test_the_cli_workflows_pin_the_cli_and_take_the_token_from_a_repository_secr
     assert order.index(install["name"]) < order.index(token["name"]) < command
 
 
+def test_the_preview_job_pins_the_cli_and_sets_no_token():
+    job = _load(ROOT / ".github/workflows/pull-request.yml")["jobs"]["preview"]
+    (install,) = [s for s in job["steps"] if s.get("uses", "").startswith("pulumi/actions@")
+                  and "command" not in s["with"]]
+    assert install["with"]["pulumi-version"] == "^3.187.0"
+    assert "HF_TOKEN" not in json.dumps(job) and "hfToken" not in json.dumps(job)
+
+
 def test_destroy_workflow_is_manual_for_one_confirmed_stack():
     workflow = _load(ROOT / ".github/workflows/destroy.yml")
     inputs = workflow["on"]["workflow_dispatch"]["inputs"]
     assert inputs["stack"]["required"] and inputs["confirm"]["required"]
     job = workflow["jobs"]["destroy"]
-    assert job["if"] == "inputs.stack == inputs.confirm"
-    assert workflow["permissions"]["id-token"] == "write"
+    assert job["if"] == "inputs.stack == inputs.confirm && github.ref == 'refs/heads/main'"
+    assert job["environment"] == "${{ inputs.stack }}" and job["permissions"]["id-token"] == "write"
 
 
 # --- stack selection --------------------------------------------------------------------
@@ -180,7 +190,7 @@ def test_affected_stacks(changed, expected):
 
 
 def test_deployed_stacks_file(tmp_path):
-    assert all(s in SHIPPED_STACKS for s in stacks.deployed())
+    assert all(s in stacks.stack_files() for s in stacks.deployed())
     (tmp_path / "deploy").mkdir()
     (tmp_path / "deploy/stacks.txt").write_text("# comment\nprod  # the real one\n\n")
     (tmp_path / "Pulumi.prod.yaml").write_text("config:\n  gcp:region: europe-west4\n")
