@@ -23,6 +23,7 @@ from pathlib import Path
 
 import yaml
 
+from core.names import RUNS_NAMESPACE
 from e2e.harness.tools import ROOT, Tools
 from stack.contracts import node_pool_names
 
@@ -115,9 +116,12 @@ class Engine:
                  "name": s["urn"].split("::")[-1]} for s in json.loads(step.stdout).get("steps", [])]
 
 
-def existing_cluster_config(stack: str, kubeconfig: str) -> dict:
+def existing_cluster_config(stack: str, kubeconfig: str, namespace: str = RUNS_NAMESPACE,
+                            create_namespace: bool = True) -> dict:
     """The shipped stack file as a stack for an existing cluster: the same pools (named by the node
-    pools the shipped stack would have made), runs and datasets; images by digest; the bucket named."""
+    pools the shipped stack would have made), runs and datasets; images by digest; the bucket named;
+    its namespace (by default the shipped stack's, which the Kueue the harness installs for it manages,
+    declared by the stack: the platform install makes none)."""
     config = yaml.safe_load((ROOT / f"Pulumi.{stack}.yaml").read_text())["config"]
     out = {k: v for k, v in config.items() if k.startswith("gcp:")}
     prefix = "gke-finetune:"
@@ -133,6 +137,8 @@ def existing_cluster_config(stack: str, kubeconfig: str) -> dict:
         f"{prefix}pools": pools,
         f"{prefix}images": {t: f"us-docker.pkg.dev/e2e/finetune/{t}@{FAKE_DIGEST}" for t in trainers},
         f"{prefix}bucketName": BUCKET,
+        f"{prefix}namespace": namespace,
+        f"{prefix}createNamespace": create_namespace,
     })
     for key in ("runs", "datasets"):
         if f"{prefix}{key}" in config:

@@ -146,6 +146,7 @@ def stack_objects(stack: str, root: Path = ROOT, admission: bool = True, overrid
         with mock.patch("admission.check.admit", side_effect=lambda config: config):
             deployment = run_stack(stack, root=root, overrides=overrides)
     cluster = deployment.of_type(CLUSTER_TYPE)[0].inputs
+    config = _config(stack, root, overrides)
     steps = []
     for r in deployment.resources:
         if r.type == RELEASE_TYPE:
@@ -154,7 +155,7 @@ def stack_objects(stack: str, root: Path = ROOT, admission: bool = True, overrid
             steps.append((r, Applied(r.name, manifest=_unwrap_secrets(dict(r.inputs)))))
     return StackObjects(
         stack=stack, cluster=cluster["name"], region=cluster["location"],
-        autopilot=bool(cluster.get("enableAutopilot")), config=_config(stack, root, overrides),
+        autopilot=bool(cluster.get("enableAutopilot")), config=config, runs_namespace=config.runs_namespace,
         node_pools=[dict(p.inputs) for p in deployment.of_type(NODE_POOL_TYPE)],
         steps=_ordered(steps, _closure(deployment)),
     )

@@ -89,6 +89,7 @@ def pytest_report_header(config):
 
 def pytest_terminal_summary(terminalreporter):
     from e2e.tests.test_engine import DIFF_REPORT, ENGINE_REPORT, WRONG_REPORT
+    from e2e.tests.test_shared_cluster import SHARED_REPORT
     from e2e.tests.test_status import STATUS_REPORT
 
     if STATUS_REPORT:
@@ -100,6 +101,10 @@ def pytest_terminal_summary(terminalreporter):
     if ENGINE_REPORT:
         terminalreporter.section("e2e: existing-cluster stacks through the Pulumi CLI, wall time per step")
         for line in ENGINE_REPORT + DIFF_REPORT + WRONG_REPORT:
+            terminalreporter.write_line(line)
+    if SHARED_REPORT:
+        terminalreporter.section("e2e: one cluster shared by two teams' stacks, through pulumi")
+        for line in SHARED_REPORT:
             terminalreporter.write_line(line)
     if REPORT:
         terminalreporter.section("e2e: what the API server shows, per stack")

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import time
 
+from core.names import RUNS_NAMESPACE
 from e2e.harness.kube import wait_for
 from e2e.harness.observe import KUEUE, admissions
 from e2e.tests.scenario import variant
+from manifests.kueue import cluster_queue_name, priority_class_name
 
 LADDER_RUN = "gemma3-ladder"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
@@ -36,7 +38,7 @@ def _requests(kube, ns: str, workload: str) -> list[dict]:
 def _ladder(queued) -> tuple[list[str], str]:
     """The ClusterQueue's flavors in order, and the queued one (the flavor its provisioning check is on)."""
     _, kube, _ = queued
-    queue = kube.get(KUEUE, "ClusterQueue", "finetune")
+    queue = kube.get(KUEUE, "ClusterQueue", cluster_queue_name(RUNS_NAMESPACE))
     flavors = [f["name"] for group in queue["spec"]["resourceGroups"] for f in group["flavors"]]
     checked = [f for c in queue["spec"]["admissionChecksStrategy"]["admissionChecks"] for f in c["onFlavors"]]
     return flavors, checked[0]
@@ -47,8 +49,8 @@ def _fill(kube, runs, submitted, ns: str, count: int, priority: str = "low") -> 
     ladder's first `count` rungs."""
     names = [f"{priority}-{i}" for i in range(count)]
     for name in names:
-        submitted(variant(runs[LADDER_RUN], name,
-                          lambda j: j["metadata"].setdefault("labels", {}).update({PRIORITY_LABEL: priority})))
+        submitted(variant(runs[LADDER_RUN], name, lambda j: j["metadata"].setdefault("labels", {}).update(
+            {PRIORITY_LABEL: priority_class_name(ns, priority)})))
         wait_for(f"{name} admitted", lambda n=name: getattr(_admission(kube, ns, n), "admitted", False),
                  TIMEOUT, explain=lambda: str(admissions(kube, ns)))
     return names
@@ -101,7 +103,8 @@ def test_a_higher_priority_run_preempts_a_lower_one_when_no_rung_has_room(queued
 
     low = _fill(kube, runs, submitted, ns, len(flavors))  # a low-priority run on every rung
     submitted(variant(runs[LADDER_RUN], "high",
-                      lambda j: j["metadata"].setdefault("labels", {}).update({PRIORITY_LABEL: "high"})))
+                      lambda j: j["metadata"].setdefault("labels", {}).update(
+                          {PRIORITY_LABEL: priority_class_name(ns, "high")})))
 
     def preempted():
         states = {a.owner: a for a in admissions(kube, ns)}
