@@ -41,14 +41,18 @@ class Request:
     uncovered: list[tuple[str, Any]] = field(default_factory=list)  # (input path, value) no rule covers
     refusals: list[Refusal] = field(default_factory=list)
     not_sent: list[str] = field(default_factory=list)  # input paths only the provider reads
+    used: dict[str, str] = field(default_factory=dict)  # input pattern -> where it goes (coverage)
 
 
 def build(mapping: ResourceMapping, name: str, inputs: Mapping[str, Any]) -> Request:
     inputs = wire(dict(inputs))
-    if mapping.autoname and "name" not in inputs:
+    named = mapping.autoname and "name" not in inputs
+    if named:
         inputs["name"] = autoname(name)
     request, parts = Request(mapping, name), {}
     _Walk(mapping, inputs, request, parts).walk(inputs, "", "", ())
+    if named:
+        request.used["name"] += " (the bridge names it)"
     for param, template in mapping.params.items():
         needed = re.findall(r"\{(\w+)\}", template)
         known = all(p in parts and not is_unknown(parts[p]) for p in needed)
@@ -72,6 +76,7 @@ class _Walk:
             self.put(api_path(to, indices), implied, concrete)
         rule = self.mapping.fields.get(pattern)
         if rule is not None:
+            self.request.used[pattern] = _destination(self.mapping, rule)
             self.apply(rule, value, concrete, indices)
         elif isinstance(value, Mapping) and (value or self.rules_under(pattern)):
             for key, item in value.items():
@@ -135,6 +140,14 @@ class _Walk:
             return
         holder[key] = value
         self.request.origins[path] = origin
+
+
+def _destination(mapping: ResourceMapping, rule) -> str:
+    if isinstance(rule, Field):
+        return rule.to
+    if isinstance(rule, Param):
+        return f"parameter {_param_of(mapping, rule.part)}"
+    return "not sent"
 
 
 def _mapped_parents(mapping: ResourceMapping) -> dict[str, str]:
