@@ -1,4 +1,4 @@
-"""The offline plan's Google Cloud requests: what each declared resource sends to Google, judged by Google's definitions.
+"""The offline plan's Google Cloud requests: what each declared resource sends, judged by Google's definitions.
 
 `google_requests(deployment)` builds the request of every Google Cloud
 resource the program declared (admission/google_api) and returns one row
@@ -53,7 +53,8 @@ def render_google(rows: list[Mapping[str, Any]]) -> list[str]:
     """One line per API method: its definition's revision, and each resource with its body's field count."""
     if not rows:
         return ["  (no Google Cloud resource declared)"]
-    lines = [f"  each passed its method's definition ({CLIENT} {metadata.version(CLIENT)}); (n): the fields its body sets"]
+    lines = [f"  each passed its method's definition ({CLIENT} {metadata.version(CLIENT)}); "
+             "(n): the fields its body sets"]
     by_method: dict[tuple[str, str], list[str]] = {}
     for r in rows:
         by_method.setdefault((r["api"], r["method"]), []).append(f"{r['resource']} ({r['fields']})")

@@ -120,7 +120,8 @@ def required(field: Mapping[str, Any], method_id: str) -> bool:
 # than as an `enum`, with the phrase that lists them.
 _DESCRIBED = {
     # "Currently, 'inherited' and 'enforced' are supported."
-    ("storage.v1", "Bucket.iamConfiguration.publicAccessPrevention"): re.compile(r"Currently, (.+?) (?:is|are) supported"),
+    ("storage.v1", "Bucket.iamConfiguration.publicAccessPrevention"):
+        re.compile(r"Currently, (.+?) (?:is|are) supported"),
 }
 
 

@@ -36,7 +36,8 @@ _DECIMAL = re.compile(r"-?[0-9]+")
 # google.protobuf.Duration in JSON: seconds, up to nine fractional digits, an "s".
 _DURATION = re.compile(r"-?[0-9]+(\.[0-9]{1,9})?s")
 # google.protobuf.FieldMask in JSON: comma-separated lowerCamel paths.
-_FIELD_MASK = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*(,[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*)*")
+_MASK_PATH = r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*"
+_FIELD_MASK = re.compile(rf"{_MASK_PATH}(,{_MASK_PATH})*")
 _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 _FORMAT_WORDS = {
     "int64": "a 64-bit integer (a decimal string in JSON)",

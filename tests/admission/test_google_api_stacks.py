@@ -1,4 +1,4 @@
-"""Every stack's Google Cloud half, as the requests the provider sends, passes Google's API definitions; nothing is uncovered.
+"""Every stack's Google Cloud half, as the provider's requests, passes Google's API definitions; nothing is uncovered.
 
 The stacks are the shipped ones and variants that take every branch of the
 components declaring Google Cloud resources (authorized networks, public

@@ -1,0 +1,116 @@
+"""The Google API check's cost on `make plan`: the plan with it vs without it, side by side in one run.
+
+Run from the repository root in `.venv` (`make bench-google-api`, part of `make bench`):
+
+    .venv/bin/python -m bench.google_api [--reps 5] [--stacks dev,a4] [--out bench/results/google_api.json]
+
+Each measurement is a fresh interpreter, as each `make plan` is: it imports
+the plan tool and times `tools.plan.collect(stack)` (the program under the
+mocks, the admission rules, the run manifests, the cost and fit tables and,
+with the check, every Google Cloud request built and judged, the discovery
+documents read from the pinned client on first use), with the check, and
+with `google_requests` replaced by a no-op. Repetitions alternate the order;
+reported per stack are the medians, their ratio, and the check's own time
+(cold: it includes reading and parsing the documents). Timings vary with the
+machine and its load; they are asserted nowhere.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from unittest import mock
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _child(stack: str, check: bool) -> dict:
+    """In a fresh interpreter: one plan of `stack`, with or without the check; seconds."""
+    sys.path.insert(0, str(REPO))
+    from tools import plan, plan_google
+
+    spent = {"check": 0.0}
+    real = plan_google.google_requests
+
+    def timed(deployment):
+        started = time.perf_counter()
+        try:
+            return real(deployment)
+        finally:
+            spent["check"] += time.perf_counter() - started
+
+    replacement = timed if check else (lambda deployment: [])
+    secrets = ("hfToken",)
+    with mock.patch.object(plan, "google_requests", replacement):
+        started = time.perf_counter()
+        result = plan.collect(stack, secrets=secrets)
+        elapsed = time.perf_counter() - started
+    return {"plan_s": elapsed, "check_s": spent["check"], "requests": len(result["google"])}
+
+
+def _measure(stack: str, check: bool) -> dict:
+    command = [sys.executable, "-m", "bench.google_api", "--child", stack, "--check" if check else "--no-check"]
+    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=600)
+    if done.returncode != 0:
+        raise SystemExit(f"planning {stack} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def run(stacks: list[str], reps: int) -> dict:
+    rows = []
+    for stack in stacks:
+        on, off = [], []
+        for rep in range(reps):
+            order = (True, False) if rep % 2 == 0 else (False, True)
+            for check in order:
+                (on if check else off).append(_measure(stack, check))
+        with_check = statistics.median(m["plan_s"] for m in on)
+        without = statistics.median(m["plan_s"] for m in off)
+        rows.append({
+            "stack": stack,
+            "requests_judged": on[0]["requests"],
+            "plan_with_check_s": round(with_check, 3),
+            "plan_without_check_s": round(without, 3),
+            "ratio": round(with_check / without, 3),
+            "check_s": round(statistics.median(m["check_s"] for m in on), 3),
+        })
+    return {"benchmark": "google_api", "reps": reps, "python": platform.python_version(),
+            "machine": platform.machine(), "rows": rows}
+
+
+def _print(report: dict) -> None:
+    print(f"{'stack':<16}{'requests':>9}{'plan, check on':>16}{'plan, check off':>17}{'ratio':>7}{'check':>8}")
+    for r in report["rows"]:
+        print(f"{r['stack']:<16}{r['requests_judged']:>9}{r['plan_with_check_s']:>15.2f}s"
+              f"{r['plan_without_check_s']:>16.2f}s{r['ratio']:>7.2f}{r['check_s']:>7.2f}s")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.google_api", description=__doc__.splitlines()[0])
+    parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--stacks", default="", help="comma-separated; default: every shipped stack")
+    parser.add_argument("--out", default=str(REPO / "bench" / "results" / "google_api.json"))
+    parser.add_argument("--child", metavar="STACK", help=argparse.SUPPRESS)
+    parser.add_argument("--check", action=argparse.BooleanOptionalAction, default=True, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        print(json.dumps(_child(args.child, args.check)))
+        return 0
+    sys.path.insert(0, str(REPO))
+    from bench import report as report_file
+    from tools.offline import SHIPPED_STACKS
+
+    report = run(args.stacks.split(",") if args.stacks else list(SHIPPED_STACKS), args.reps)
+    _print(report)
+    report_file.write(report, args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
