@@ -41,7 +41,8 @@ class StackConfig(StackModel):
     stack: str = Field(default="dev", min_length=1, description="the Pulumi stack name")
     mode: Literal["standard", "autopilot"] = "standard"
     cluster_name: str = Field(default="finetune", pattern=DNS_1035_LABEL, max_length=40)
-    release_channel: Literal["RAPID", "REGULAR", "STABLE"] = "REGULAR"
+    # Google's ReleaseChannel.channel values but the deprecated UNSPECIFIED (admission/google_api checks it).
+    release_channel: Literal["RAPID", "REGULAR", "STABLE", "EXTENDED"] = "REGULAR"
     deletion_protection: bool = True
     system_machine_type: str = "e2-standard-4"
     system_node_count: TopLevelCount = Field(default=1, ge=1, description="per zone of the region")

@@ -30,6 +30,11 @@ def _leaves(value: Any) -> int:
     return 1
 
 
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def google_requests(deployment) -> list[dict[str, Any]]:
     """One row per Google Cloud resource: its request's API, method and body size; raises on any problem."""
     problems = importlib.import_module("admission.google_api.problems")
@@ -45,7 +50,8 @@ def google_requests(deployment) -> list[dict[str, Any]]:
         mapping = judge.MAPPINGS[type_token]
         built = request.build(mapping, name, inputs)
         rows.append({"resource": name, "type": type_token, "api": discovery.label(mapping.api),
-                     "method": mapping.method, "fields": _leaves(built.body) if built.body else 0})
+                     "method": mapping.method, "fields": _leaves(built.body) if built.body else 0,
+                     "deprecated": [f"{n.key}: {_short(n.value)} {n.reason}" for n in judge.deprecation_notes(built)]})
     return sorted(rows, key=lambda r: (r["api"], r["method"], r["resource"]))
 
 
@@ -60,4 +66,8 @@ def render_google(rows: list[Mapping[str, Any]]) -> list[str]:
         by_method.setdefault((r["api"], r["method"]), []).append(f"{r['resource']} ({r['fields']})")
     for (api, method), resources in by_method.items():
         lines.append(f"  {method} [{api}]: {', '.join(resources)}")
+    notes = [note for r in rows for note in r.get("deprecated", ())]
+    if notes:
+        lines.append("  deprecated in Google's definition (accepted; the provider sends them):")
+        lines += [f"    {note}" for note in notes]
     return lines

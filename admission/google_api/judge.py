@@ -95,14 +95,28 @@ def request_findings(request: Request) -> list[ApiFinding]:
     return found
 
 
+def deprecation_notes(request: Request) -> list[ApiFinding]:
+    """What the request sends that Google's definition marks deprecated (accepted: notes, not findings)."""
+    mapping = request.mapping
+    definition = f"{discovery.label(mapping.api)} {mapping.method}"
+    return [ApiFinding(request.name, mapping.type, _origin(request, v.where), v.where, v.value, v.why, "", definition)
+            for v in sorted(validate.deprecations(mapping.api, mapping.method, request.body), key=lambda v: v.where)]
+
+
 def _origin(request: Request, api_field: str) -> str:
-    """The input an API field (or a field inside it) came from."""
+    """The input an API field came from: its own, its enclosing field's, or the block its fields came from."""
     path = api_field
     while path:
         if path in request.origins:
             return request.origins[path]
         path = path.rpartition(".")[0] if "." in path else path.rpartition("[")[0]
-    return ""
+    inner = [o.split(".") for k, o in request.origins.items() if k.startswith((f"{api_field}.", f"{api_field}["))]
+    common = []
+    for parts in zip(*inner):
+        if len(set(parts)) > 1:
+            break
+        common.append(parts[0])
+    return ".".join(common)
 
 
 def _placed(request: Request, input_path: str) -> str:

@@ -68,6 +68,31 @@ def body_violations(api: str, method_id: str, body: Mapping[str, Any]) -> list[V
     return list(_value(api, method_id, discovery.request_schema(api, method_id), body, "", ""))
 
 
+def deprecations(api: str, method_id: str, body: Mapping[str, Any]) -> list[Violation]:
+    """The fields and enum values of `body` Google's definition marks deprecated: accepted, but on their way out."""
+    return list(_deprecated(api, discovery.request_schema(api, method_id), body, "", ""))
+
+
+def _deprecated(api: str, node: Mapping[str, Any], value: Any, where: str, owner: str) -> Iterator[Violation]:
+    node = discovery.resolve(api, node)
+    if isinstance(value, Mapping):
+        fields, name = node.get("properties") or {}, node.get("id") or owner
+        for key, item in value.items():
+            field = fields.get(key)
+            if field is None:
+                continue
+            path = f"{where}.{key}" if where else key
+            if field.get("deprecated"):
+                yield Violation(path, item, f"is deprecated in Google's {name}", "")
+            yield from _deprecated(api, field, item, path, f"{name}.{key}")
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _deprecated(api, node.get("items") or {}, item, f"{where}[{i}]", owner)
+    elif isinstance(value, str) and value in (node.get("enum") or ()):
+        if (node.get("enumDeprecated") or [False] * len(node["enum"]))[node["enum"].index(value)]:
+            yield Violation(where, value, f"is a value Google deprecates for {owner}", "")
+
+
 def parameter_violations(api: str, method_id: str, params: Mapping[str, Any]) -> list[Violation]:
     """The URL parameters: each known, defined, in its pattern and type; every required one given."""
     defined = discovery.method(api, method_id).get("parameters") or {}

@@ -7,7 +7,7 @@ import pytest
 from admission.google_api import discovery
 from admission.google_api.judge import MAPPINGS, resource_findings
 from admission.google_api.request import build
-from admission.google_api.validate import body_violations, parameter_violations
+from admission.google_api.validate import body_violations, deprecations, parameter_violations
 
 POOLS = "container.projects.locations.clusters.nodePools.create"
 C = "container.v1beta1"
@@ -108,6 +108,15 @@ def test_public_access_prevention_values_come_from_googles_description():
     reworded = {**field, "description": "Public access prevention."}
     with pytest.raises(discovery.DiscoveryError, match="no longer lists the values"):
         discovery.described_values("storage.v1", "Bucket.iamConfiguration.publicAccessPrevention", reworded)
+
+
+def test_deprecated_fields_and_values_are_notes_not_violations():
+    create = "container.projects.locations.clusters.create"
+    body = {"cluster": {"name": "c", "initialNodeCount": 1, "releaseChannel": {"channel": "UNSPECIFIED"}}}
+    assert body_violations(C, create, body) == []
+    assert [(v.where, v.why) for v in deprecations(C, create, body)] == [
+        ("cluster.initialNodeCount", "is deprecated in Google's Cluster"),
+        ("cluster.releaseChannel.channel", "is a value Google deprecates for ReleaseChannel.channel")]
 
 
 # --- the request builder --------------------------------------------------------------------

@@ -10,12 +10,14 @@ the mapping at least once.
 from __future__ import annotations
 
 import functools
+import typing
 from pathlib import Path
 
 import pytest
 
-from admission.google_api import coverage
-from admission.google_api.judge import MAPPINGS, resources_findings
+from admission.google_api import coverage, discovery
+from admission.google_api.judge import MAPPINGS, resource_findings, resources_findings
+from stack.config import StackConfig
 from tests.support.pulumi_harness import EXISTING_CLUSTER_STACKS, SHIPPED_STACKS, run_stack
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -71,6 +73,16 @@ def test_the_variants_take_the_branches_they_are_for():
                                                                  "gcp:container/nodePool:NodePool"))
     grants = inputs("existing-cluster-grants", "gcp:storage/bucketIAMMember:BucketIAMMember")
     assert {g["bucket"] for g in grants} == {"my-project-id-team-finetune"}
+
+
+def test_the_stack_takes_every_release_channel_google_lists_but_the_deprecated_one():
+    """The stack file's `releaseChannel` once left out EXTENDED, which Google's definition lists."""
+    channel = discovery.schema("container.v1beta1", "ReleaseChannel")["properties"]["channel"]
+    current = [v for v, old in zip(channel["enum"], channel["enumDeprecated"]) if not old]
+    assert list(typing.get_args(StackConfig.model_fields["release_channel"].annotation)) == current
+    extended = run_stack("dev", overrides={f"{P}releaseChannel": "EXTENDED"}).of_type("gcp:container/cluster:Cluster")
+    assert extended[0].inputs["releaseChannel"] == {"channel": "EXTENDED"}
+    assert resource_findings("gcp:container/cluster:Cluster", "cluster", extended[0].inputs) == []
 
 
 def test_nothing_the_program_declares_is_uncovered():

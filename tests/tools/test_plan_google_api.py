@@ -113,6 +113,13 @@ def test_the_unchanged_program_plans_with_every_request_listed():
     assert all(r["fields"] > 0 for r in result["google"])
     text = plan.render(result)
     assert "compute.firewalls.insert [compute beta rev 20261106]: webhooks (" in text
+    # A Standard cluster without a node_pool block: the provider sends the cluster's own node
+    # count and configuration (resourceContainerClusterCreate), which Google deprecates.
+    [cluster] = [r for r in result["google"] if r["resource"] == "cluster"]
+    assert [note.split(": ")[0] for note in cluster["deprecated"]] == [
+        "cluster (gcp:container/cluster:Cluster) initialNodeCount", "cluster (gcp:container/cluster:Cluster) nodeConfig"]
+    assert all("is deprecated in Google's Cluster [API field cluster." in note for note in cluster["deprecated"])
+    assert "deprecated in Google's definition (accepted; the provider sends them):" in text
 
 
 def test_make_plan_exits_non_zero_and_declares_nothing(tmp_path):
