@@ -84,7 +84,9 @@ class _Walk:
         elif isinstance(value, list) and value and all(isinstance(v, Mapping) for v in value):
             for i, item in enumerate(value):
                 self.walk(item, f"{pattern}[]", f"{concrete}[{i}]", (*indices, i))
-        elif not (is_unknown(value) and self.rules_under(pattern)) and not (value == [] and self.rules_under(pattern)):
+        elif self.rules_under(pattern) and (is_unknown(value) or value == []):
+            return  # a block not known yet, or an empty list of blocks: nothing to send
+        else:
             self.uncovered(value, pattern, concrete, indices)
 
     def rules_under(self, pattern: str) -> bool:
