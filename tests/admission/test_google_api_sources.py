@@ -28,7 +28,8 @@ _ARGS_REF = re.compile(r"ForwardRef\('(\w+Args)'\)")
 
 
 def _resource_token(cls) -> str | None:
-    found = re.search(r"'(gcp:[^']+)'", inspect.getsource(cls._internal_init)) if hasattr(cls, "_internal_init") else None
+    """The type token a pulumi_gcp resource class registers (its `_internal_init` names it)."""
+    found = re.search(r"'(gcp:[^']+)'", inspect.getsource(cls._internal_init))
     return found.group(1) if found else None
 
 
@@ -51,7 +52,8 @@ def placements() -> dict[str, tuple[str, str]]:
     placed: dict[str, tuple[str, str]] = {}
     for token in MAPPINGS:
         module, cls_name = token.split(":")[1].split("/")[0], token.split(":")[2]
-        resource = getattr(getattr(gcp, _python_module(module)), cls_name)
+        resource = getattr(getattr(gcp, module), cls_name)
+        assert _resource_token(resource) == token, f"pulumi_gcp's {module}.{cls_name} is not {token}"
         stack = [(f"{cls_name}Args", resource, "")]
         while stack:
             args_name, owner, prefix = stack.pop()
@@ -59,7 +61,7 @@ def placements() -> dict[str, tuple[str, str]]:
                 continue
             placed[args_name] = (token, prefix)
             args_cls = getattr(inspect.getmodule(owner), args_name, None) or getattr(
-                getattr(gcp, _python_module(module)), args_name)
+                getattr(gcp, module), args_name)
             for wire, nested, is_list in _inputs_of(args_cls).values():
                 if nested:
                     path = f"{prefix}.{wire}" if prefix else wire
@@ -67,13 +69,9 @@ def placements() -> dict[str, tuple[str, str]]:
     return placed
 
 
-def _python_module(module: str) -> str:
-    return {"iAMMember": "projects"}.get(module, module)
-
-
 def _args_class(name: str):
     for token in MAPPINGS:
-        module = getattr(gcp, _python_module(token.split(":")[1].split("/")[0]))
+        module = getattr(gcp, token.split(":")[1].split("/")[0])
         if hasattr(module, name):
             return getattr(module, name)
     raise LookupError(name)
