@@ -175,15 +175,21 @@ scan: $(VENV)/.installed $(VENV_SCAN)/.installed
 # fractions, CPU train-step throughput); the data pipeline vs the tutorial's
 # per-item loader on the real 262k tokenizer; time blocked per async
 # checkpoint save of the 270M state vs the save interval (about 10 GB); start-up
-# on the staging Job's token shards vs the text file; and the GPU trainer's
-# packed vs padded text-to-SQL rows.
-.PHONY: bench
-bench: $(VENV_JAX)/.installed $(VENV_GPU)/.installed
+# on the staging Job's token shards vs the text file; the GPU trainer's
+# packed vs padded text-to-SQL rows; and `make plan` with vs without the
+# Google API check (bench-google-api).
+.PHONY: bench bench-google-api
+bench: $(VENV_JAX)/.installed $(VENV_GPU)/.installed bench-google-api
 	JAX_PLATFORMS=cpu $(VENV_JAX)/bin/python -m bench.packing
 	JAX_PLATFORMS=cpu $(VENV_JAX)/bin/python -m bench.pipeline
 	JAX_PLATFORMS=cpu $(VENV_JAX)/bin/python -m bench.checkpoint
 	JAX_PLATFORMS=cpu $(VENV_JAX)/bin/python -m bench.startup
 	$(VENV_GPU)/bin/python -m bench.sql_packing
+
+# The Google API check's cost on `make plan`: each shipped stack planned with and
+# without it, fresh interpreters, alternating; medians and their ratio.
+bench-google-api: $(VENV)/.installed
+	$(VENV)/bin/python -m bench.google_api
 
 # --- the real control plane (e2e/README.md) ---------------------------------------
 # The programs are built from their pinned Go modules into a cache outside the

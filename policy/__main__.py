@@ -35,6 +35,11 @@ PolicyPack(
             description="Node pools GKE creates: TPU placement, multi-host autoscaling, capacity options.",
             validate=rules.validate_node_pool,
         ),
+        ResourceValidationPolicy(
+            name="google-api-definitions",
+            description="The request each Google Cloud resource becomes passes Google's definition of the API method.",
+            validate=rules.validate_google_api,
+        ),
         StackValidationPolicy(
             name="runs-fit-their-nodes",
             description="Every run's pod fits its node's allocatable; on Autopilot, what Autopilot admits.",

@@ -7,10 +7,11 @@ skipped rather than guessed.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from admission import autopilot, fit, syntax
+from admission.google_api.judge import is_google_cloud, resource_findings
 from admission.node_pools import node_pool_findings
 from admission.nodes import autopilot_node, autopilot_shape, compute_class_selector, pod_chips, pool_node
 from core.catalog import COMPUTE_CLASS_LABEL
@@ -50,6 +51,37 @@ def validate_jobset_syntax(args, report_violation: Report) -> None:
 def validate_node_pool(args, report_violation: Report) -> None:
     for finding in node_pool_findings(args.props):
         report_violation(str(finding), None)
+
+
+def validate_google_api(args, report_violation: Report) -> None:
+    """The request a Google Cloud resource becomes, against Google's definition of the API method.
+
+    A value unknown at preview (another resource's output) is left to the
+    engine, not judged: pulumi_policy raises `UnknownValueError` on reading
+    one (pulumi_policy/proxy.py), which `_plain` turns back into unknown.
+    """
+    if not is_google_cloud(args.resource_type):
+        return
+    for finding in resource_findings(args.resource_type, args.name, _plain(args.props)):
+        report_violation(str(finding), None)
+
+
+def _plain(value: Any) -> Any:
+    """The engine's read-guarding mappings and lists as plain ones, with None where a value is unknown."""
+    if isinstance(value, Mapping):
+        return {key: _plain(_read(value, key)) for key in value}
+    if isinstance(value, Sequence) and not isinstance(value, str):
+        return [_plain(_read(value, i)) for i in range(len(value))]
+    return value
+
+
+def _read(container: Any, key: Any) -> Any:
+    try:
+        return container[key]
+    except Exception as err:  # noqa: BLE001 (only the unknown-value error is expected here)
+        if type(err).__name__ == "UnknownValueError":
+            return None
+        raise
 
 
 def validate_runs_fit(args, report_violation: Report) -> None:

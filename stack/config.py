@@ -45,7 +45,8 @@ class StackConfig(StackModel):
     # Empty: `finetune-<stack>` (core/ids.py), so two stacks of one project never ask for one name.
     cluster_name: str = Field(default="", pattern=or_empty(DNS_1035_LABEL), max_length=40,
                               description="default: finetune-<stack>")
-    release_channel: Literal["RAPID", "REGULAR", "STABLE"] = "REGULAR"
+    # Google's ReleaseChannel.channel values but the deprecated UNSPECIFIED (admission/google_api checks it).
+    release_channel: Literal["RAPID", "REGULAR", "STABLE", "EXTENDED"] = "REGULAR"
     deletion_protection: bool = True
     system_machine_type: str = "e2-standard-4"
     system_node_count: TopLevelCount = Field(default=1, ge=1, description="per zone of the region")

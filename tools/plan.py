@@ -45,6 +45,7 @@ if __package__ in (None, ""):
 
 from tools.plan_cost import cost, render_cost, render_fit  # noqa: E402
 from tools.plan_diff import diff, render_diff  # noqa: E402
+from tools.plan_google import GoogleApiProblems, google_requests, render_google  # noqa: E402
 from tools.plan_hbm import hbm_rows, render_hbm  # noqa: E402
 from tools.plan_tree import key_inputs, render_tree, short  # noqa: E402,F401 (key_inputs: part of the plan API)
 from tools.render import write_manifests as render_files  # noqa: E402
@@ -130,6 +131,12 @@ def collect(stack: str, root: Path = ROOT, secrets: tuple[str, ...] = ()) -> dic
         except Exception as err:  # noqa: BLE001 (any validation error of the program)
             raise PlanError([f"{type(err).__name__}: {err}"]) from None
 
+    # What each Google Cloud resource would send to Google, judged by Google's API definitions
+    # before anything is declared for real (admission/google_api).
+    try:
+        google = google_requests(deployment)
+    except GoogleApiProblems as err:
+        raise PlanError(err.problems) from None
     config = reader.load_files(stack, root)
     collisions = _collisions(stack, config, root, reader)
     if collisions:
@@ -145,6 +152,7 @@ def collect(stack: str, root: Path = ROOT, secrets: tuple[str, ...] = ()) -> dic
         "manifests": mask(declared),
         "kueue": _kueue_objects(config),
         "access": _access(config, deployment),
+        "google": google,
     }
 
 
@@ -230,6 +238,8 @@ def render(plan: Mapping) -> str:
     lines += render_tree(plan)
     if plan.get("access"):
         lines += ["", "Access"] + [f"  {line}" for line in plan["access"]]
+    lines += ["", "Google Cloud requests, each judged by Google's definition of its API method"]
+    lines += render_google(plan.get("google", []))
     lines += ["", "Accelerators ($/hour at each pool's capacity)"]
     lines += render_cost(plan["cost"])
     lines += ["", "Fit: each run's pod (FUSE sidecar and memory-backed volumes included) on one node"]

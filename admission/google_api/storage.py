@@ -1,0 +1,57 @@
+"""The data bucket and the grants on it: Pulumi inputs -> Cloud Storage's JSON API v1.
+
+resource_storage_bucket.go `resourceStorageBucketCreate` inserts the bucket
+(`storage.buckets.insert`, the project as a query parameter); a member grant
+is a read-modify-write of the bucket's IAM policy
+(tpgiamresource/resource_iam_member.go `resourceIamMemberCreate`, whose
+binding goes into the policy iam_storage_bucket.go
+`StorageBucketIamUpdater.SetResourceIamPolicy` PUTs to `b/{bucket}/iam`,
+`storage.buckets.setIamPolicy`). Only the binding the program adds is
+judged; the rest of the policy is what the bucket already has.
+"""
+
+from __future__ import annotations
+
+from admission.google_api.rules import Field, NotSent, Param, ResourceMapping
+
+API = "storage.v1"
+_IAM = "resource_storage_bucket.go expandIamConfiguration"
+
+BUCKET = ResourceMapping(
+    type="gcp:storage/bucket:Bucket",
+    api=API,
+    method="storage.buckets.insert",
+    params={"project": "{project}"},
+    source="resource_storage_bucket.go resourceStorageBucketCreate",
+    fields={
+        "project": Param("project"),
+        "name": Field("name"),
+        "location": Field("location"),
+        "forceDestroy": NotSent("the provider deletes the objects first on destroy when it is true"),
+        # expandIamConfiguration: both are fields of iamConfiguration.
+        "uniformBucketLevelAccess": Field("iamConfiguration.uniformBucketLevelAccess.enabled", source=_IAM),
+        "publicAccessPrevention": Field("iamConfiguration.publicAccessPrevention", source=_IAM),
+        "hierarchicalNamespace.enabled": Field("hierarchicalNamespace.enabled"),
+        "softDeletePolicy.retentionDurationSeconds": Field("softDeletePolicy.retentionDurationSeconds"),
+    },
+)
+
+_BINDING = "bindings[0]"
+
+BUCKET_IAM_MEMBER = ResourceMapping(
+    type="gcp:storage/bucketIAMMember:BucketIAMMember",
+    api=API,
+    method="storage.buckets.setIamPolicy",
+    params={"bucket": "{bucket}"},
+    source="iam_storage_bucket.go StorageBucketIamUpdater.SetResourceIamPolicy (resource_iam_member.go "
+           "resourceIamMemberCreate)",
+    fields={
+        "bucket": Param("bucket"),
+        "role": Field(f"{_BINDING}.role"),
+        # getResourceIamMember: the one member of the binding.
+        "member": Field(f"{_BINDING}.members[0]", source="resource_iam_member.go getResourceIamMember"),
+        "condition.title": Field(f"{_BINDING}.condition.title"),
+        "condition.description": Field(f"{_BINDING}.condition.description"),
+        "condition.expression": Field(f"{_BINDING}.condition.expression"),
+    },
+)
