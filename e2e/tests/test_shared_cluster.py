@@ -70,8 +70,10 @@ def _platform(objects: StackObjects) -> StackObjects:
 def _team_config(team: str, kubeconfig: str, **existing) -> dict:
     config = existing_cluster_config(BASE, kubeconfig, namespace=team, create_namespace=False)
     [run] = config["gke-finetune:runs"]
-    config["gke-finetune:runs"] = [{**run, "name": f"{team}-run", "priority": "normal", "data": "stories/train.txt"}]
-    config.pop("gke-finetune:datasets", None)  # the platform's bucket holds the data
+    [dataset] = config["gke-finetune:datasets"]
+    # Each team's own run and dataset: their prefixes of the shared bucket are the team's own.
+    config["gke-finetune:runs"] = [{**run, "name": f"{team}-run", "priority": "normal", "data": f"{team}-stories"}]
+    config["gke-finetune:datasets"] = [{**dataset, "name": f"{team}-stories"}]
     config["gke-finetune:pools"][0]["autoscaling"] = {"minNodes": 2, "maxNodes": 2}
     config["gke-finetune:existingCluster"].update(existing)
     return config
@@ -80,7 +82,8 @@ def _team_config(team: str, kubeconfig: str, **existing) -> dict:
 def _objects_of(kube, team: str) -> list[str]:
     """Everything of a team's stack in the cluster: its namespaced objects and its cluster-scoped ones."""
     found = [f"Namespace/{team}"] if kube.find("v1", "Namespace", team) else []
-    for api, kind in (("v1", "ServiceAccount"), (JOBSET_API, "JobSet"), (KUEUE, "LocalQueue"), (KUEUE, "Workload")):
+    for api, kind in (("v1", "ServiceAccount"), ("batch/v1", "Job"), (JOBSET_API, "JobSet"), (KUEUE, "LocalQueue"),
+                      (KUEUE, "Workload")):
         found += [f"{kind}/{team}/{o['metadata']['name']}" for o in kube.list(api, kind, team)
                   if kind != "ServiceAccount" or o["metadata"]["name"] != "default"]
     for kind in ("ClusterQueue", "ResourceFlavor", "WorkloadPriorityClass"):
