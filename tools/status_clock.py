@@ -32,9 +32,11 @@ from dataclasses import dataclass
 from tools.status_model import condition, parse_time
 from tools.status_phase import CONTAINER
 
-# Clocks of the API server and of the nodes that stamp the record differ a little; a record or pod
-# within this of the JobSet's submission is the same JobSet's, not an earlier one's.
-SKEW_S = 60.0
+# The API server's and the nodes' clocks (Compute Engine VMs keep theirs by Google's NTP service
+# through the metadata server, https://cloud.google.com/compute/docs/instances/configure-ntp) differ
+# by far less than this; the record's times are whole seconds. A trainer restarted within it of its
+# previous attempt's last write is not told apart (it shows as progressing until it writes again).
+SKEW_S = 5.0
 ENDED = ("succeeded", "failed")
 # The condition whose lastTransitionTime says since when a phase holds (JobSet v0.12.0, Kueue v0.19.2
 # tools/status_model.py): (object, condition type).
