@@ -4,6 +4,9 @@ ProvisioningRequest, pods) and the trainers' progress record, at times relative 
 from __future__ import annotations
 
 import datetime
+import json
+import os
+import socket
 from pathlib import Path
 
 from core.names import RUNS_NAMESPACE, cluster_scoped
@@ -73,3 +76,67 @@ def record(step=100, total=400, train_seconds=1000.0, started=2 * 3600, updated=
     return base | extra
 
 
+# The context `gcloud container clusters get-credentials` writes for the tpu-queued stack's own cluster.
+TPU_QUEUED_CONTEXT = "gke_my-project-id_us-east5_finetune-tpu-queued"
+
+
+def kubeconfig_with(servers: dict[str, str], current: str | None = None) -> dict:
+    """A kubeconfig with a context per server; `current` is also a context, of a closed port, made current."""
+    if current:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            servers = {**servers, current: f"http://127.0.0.1:{s.getsockname()[1]}"}
+    names = list(servers)
+    return {"apiVersion": "v1", "kind": "Config", "current-context": current or names[0],
+            "clusters": [{"name": n, "cluster": {"server": url, "insecure-skip-tls-verify": url.startswith("https")}}
+                         for n, url in servers.items()],
+            "users": [{"name": "me", "user": {"token": "t"}}],
+            "contexts": [{"name": n, "context": {"cluster": n, "user": "me"}} for n in names]}
+
+
+class ApiServer:
+    """A Kubernetes API on 127.0.0.1 that serves fixed objects by path (plain HTTP), for the real client."""
+
+    def __init__(self, routes: dict[str, dict | None]):
+        import http.server
+        import threading
+
+        self.routes = routes
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802 (the http.server API)
+                body = outer.routes.get(self.path.split("?")[0])
+                code = 200 if body is not None else 404
+                if body is None:
+                    body = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound", "code": 404}
+                data = json.dumps(body).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_port}"
+
+    def kubeconfig(self, path: Path, context: str = TPU_QUEUED_CONTEXT, current: str | None = None) -> dict:
+        """A kubeconfig whose `context` is this server; `current` (another context, on a closed port) is current."""
+        path.write_text(json.dumps(kubeconfig_with({context: self.url}, current)))
+        return {**os.environ, "KUBECONFIG": str(path)}
+
+
+def served_pod(run: str) -> dict:
+    """A pod as the API serves it (the fields the client requires)."""
+    p = pod(run, 0, True)
+    p["spec"] = {"containers": [{"name": "trainer", "image": "trainer@sha256:0"}]}
+    p["status"]["containerStatuses"] = [{"name": "trainer", "image": "trainer@sha256:0", "imageID": "", "ready": True,
+                                         "restartCount": 0, "state": {"running": {"startedAt": at(600)}}}]
+    return p

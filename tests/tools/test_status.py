@@ -19,7 +19,8 @@ from tools.status_sources import BucketProgress, LocalProgress
 from trainers.gemma_jax import progress as jax_progress
 from trainers.trl_gpu import progress as gpu_progress
 
-from tests.support.status_objects import NOW, ROOT, at, cond, jobset, pod, record, request, workload
+from tests.support.status_objects import (NOW, ROOT, TPU_QUEUED_CONTEXT, ApiServer, at, cond, jobset,
+                                          kubeconfig_with, pod, record, request, served_pod, workload)
 
 @pytest.fixture(scope="module")
 def queued():
@@ -292,75 +293,9 @@ def test_a_cluster_that_does_not_answer_exits_69(tmp_path):
     assert res.returncode == status.EX_UNAVAILABLE and "no usable kubeconfig" in res.stderr, res.stderr
 
 
-# The context `gcloud container clusters get-credentials` writes for the tpu-queued stack's own cluster.
-TPU_QUEUED_CONTEXT = "gke_my-project-id_us-east5_finetune-tpu-queued"
-
-
-def kubeconfig_with(servers: dict[str, str], current: str | None = None) -> dict:
-    """A kubeconfig with a context per server; `current` is also a context, of a closed port, made current."""
-    if current:
-        with __import__("socket").socket() as s:
-            s.bind(("127.0.0.1", 0))
-            servers = {**servers, current: f"http://127.0.0.1:{s.getsockname()[1]}"}
-    names = list(servers)
-    return {"apiVersion": "v1", "kind": "Config", "current-context": current or names[0],
-            "clusters": [{"name": n, "cluster": {"server": url, "insecure-skip-tls-verify": url.startswith("https")}}
-                         for n, url in servers.items()],
-            "users": [{"name": "me", "user": {"token": "t"}}],
-            "contexts": [{"name": n, "context": {"cluster": n, "user": "me"}} for n in names]}
-
-
-class _ApiServer:
-    """A Kubernetes API on 127.0.0.1 that serves fixed objects by path (plain HTTP), for the real client."""
-
-    def __init__(self, routes: dict[str, dict | None]):
-        import http.server
-        import threading
-
-        self.routes = routes
-        outer = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self):  # noqa: N802 (the http.server API)
-                body = outer.routes.get(self.path.split("?")[0])
-                code = 200 if body is not None else 404
-                if body is None:
-                    body = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound", "code": 404}
-                data = json.dumps(body).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args):
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_port}"
-
-    def kubeconfig(self, path: Path, context: str = TPU_QUEUED_CONTEXT, current: str | None = None) -> dict:
-        """A kubeconfig whose `context` is this server; `current` (another context, on a closed port) is current."""
-        path.write_text(json.dumps(kubeconfig_with({context: self.url}, current)))
-        return {**__import__("os").environ, "KUBECONFIG": str(path)}
-
-
-def _served_pod(run: str) -> dict:
-    """A pod as the API serves it (the fields the client requires)."""
-    p = pod(run, 0, True)
-    p["spec"] = {"containers": [{"name": "trainer", "image": "trainer@sha256:0"}]}
-    p["status"]["containerStatuses"] = [{"name": "trainer", "image": "trainer@sha256:0", "imageID": "", "ready": True,
-                                         "restartCount": 0, "state": {"running": {"startedAt": at(600)}}}]
-    return p
-
-
 def test_the_kubernetes_client_path_not_deployed_and_served_objects(tmp_path):
     ns, jobsets = "/api/v1/namespaces/finetune", "/apis/jobset.x-k8s.io/v1alpha2/namespaces/finetune/jobsets"
-    api = _ApiServer({})
+    api = ApiServer({})
     env = api.kubeconfig(tmp_path / "kubeconfig")
     cmd = [sys.executable, "-m", "tools.status", "show", "--stack", "tpu-queued", "--progress-dir", str(tmp_path)]
     res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
@@ -374,7 +309,7 @@ def test_the_kubernetes_client_path_not_deployed_and_served_objects(tmp_path):
     api.routes[jobsets] = {"items": [jobset("gemma3-ladder", ready=1)]}
     api.routes["/apis/kueue.x-k8s.io/v1beta2/namespaces/finetune/workloads"] = {"items": [wl]}
     api.routes[f"{ns}/pods"] = {"kind": "PodList", "apiVersion": "v1", "metadata": {},
-                                "items": [_served_pod("gemma3-ladder")]}
+                                "items": [served_pod("gemma3-ladder")]}
     res = subprocess.run([*cmd, "--run", "gemma3-ladder"], cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
     assert res.returncode == 0, res.stderr
     assert "run gemma3-ladder: admitted (1/2 pods ready)" in res.stdout

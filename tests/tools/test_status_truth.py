@@ -16,8 +16,8 @@ import pytest
 import yaml
 
 from stack.reader import load_files
-from tests.support.status_objects import NOW, ROOT, at, cond, jobset, pod, record, request, workload
-from tests.tools.test_status import TPU_QUEUED_CONTEXT, _ApiServer, _served_pod
+from tests.support.status_objects import (NOW, ROOT, TPU_QUEUED_CONTEXT, ApiServer, at, cond, jobset, pod, record,
+                                          request, served_pod, workload)
 from tools import status
 from tools.status_context import stack_context
 from tools.status_row import run_facts, status_row
@@ -164,11 +164,11 @@ def test_status_reads_the_stack_s_context_and_namespace_not_the_current_context(
     stack's namespace, and says which it read."""
     team = "gke_my-project-id_us-east5_team-cluster"
     ns = "/api/v1/namespaces/ml-team"
-    api = _ApiServer({ns: {"kind": "Namespace", "apiVersion": "v1", "metadata": {"name": "ml-team"}},
+    api = ApiServer({ns: {"kind": "Namespace", "apiVersion": "v1", "metadata": {"name": "ml-team"}},
                       "/apis/jobset.x-k8s.io/v1alpha2/namespaces/ml-team/jobsets": {
                           "items": [jobset("gemma3-single-host", ready=1)]},
                       f"{ns}/pods": {"kind": "PodList", "apiVersion": "v1", "metadata": {},
-                                     "items": [_served_pod("gemma3-single-host")]}})
+                                     "items": [served_pod("gemma3-single-host")]}})
     env = api.kubeconfig(tmp_path / "kubeconfig", context=team, current="someone-elses-cluster")
     res = _show(env, "--stack", "existing-dev", "--progress-dir", str(tmp_path))
     assert res.returncode == 0, res.stderr
@@ -181,7 +181,7 @@ def test_status_reads_the_stack_s_context_and_namespace_not_the_current_context(
 
 
 def test_a_missing_stack_context_exits_78_with_the_command_that_writes_it(tmp_path):
-    api = _ApiServer({})
+    api = ApiServer({})
     env = api.kubeconfig(tmp_path / "kubeconfig", context="someone-elses-cluster")
     res = _show(env, "--stack", "tpu-queued")
     assert res.returncode == status.EX_CONFIG == 78, res.stderr
