@@ -109,12 +109,12 @@ def status_plane(state_root):
         yield kube, objects, root, env, gcs
 
 
-def _record(gcs, bucket: str, run: str, tmp: Path, age: float = 600, trained: float = 400.0) -> dict:
-    """A progress record as the JAX trainer writes it, at step 40 of 100 after `trained` seconds of
-    training since its first start `age` seconds ago, uploaded where the run's is."""
+def _record(gcs, bucket: str, run: str, tmp: Path, started: float, trained: float) -> dict:
+    """A progress record as the JAX trainer writes it now, at step 40 of 100 after `trained` seconds of
+    training since its first start at `started`, uploaded where the run's is."""
     directory = tmp / run
-    started = time.time() - age
-    progress = Progress(str(directory), "gemma-jax", total_steps=100, started=started, clock=lambda: started + age)
+    now = time.time()
+    progress = Progress(str(directory), "gemma-jax", total_steps=100, started=started, clock=lambda: now)
     progress.resumed(0)
     progress.first_step(1, loss=3.0)
     progress.trained(40, seconds=trained, loss=2.5, tokens_per_s=1200.0)
@@ -149,14 +149,16 @@ def test_the_status_shows_each_phase_from_the_cluster_and_the_bucket(status_plan
     assert capacity["progressing"] is False and capacity["stalled_why"].startswith("waiting for capacity"), capacity
     # The trainer of a running run writes its record; the status reads it from the bucket.
     assert found[running[0]]["step"] is None, found[running[0]]
-    record = _record(gcs, objects.config.data_bucket, running[0], tmp_path)
+    # Its trainer started a second after the JobSet was submitted and has trained half the time since.
+    started = parse_time(found[running[0]]["submitted_at"]) + 1
+    record = _record(gcs, objects.config.data_bucket, running[0], tmp_path, started, (time.time() - started) / 2)
     a = _status(root, env)[running[0]]
     assert (a["step"], a["total_steps"], a["tokens_per_s"], a["loss"]) == (40, 100, 1200.0, 2.5), a
     assert a["checkpoint_step"] == record["checkpoint_step"] == 40
     assert a["chips"] == 8 and a["usd_high"] > 0, a
     STATUS_REPORT.append(_table(root, env))
 
-    assert a["progressing"] is True and a["eta_seconds"] is not None, a
+    assert a["progressing"] is True and a["eta_seconds"] is not None and a["notes"] == [], a
 
     # A restart: an admitted run's pod deleted (kwok plays the kubelet: SIGTERM's 143). Its new pods
     # start after the record's last write (whole seconds, a clock skew allowance past it), so the run
@@ -201,7 +203,7 @@ def test_a_re_created_jobset_is_measured_from_the_run_s_first_start(status_plane
     run = next(r for r, s in sorted(_status(root, env).items()) if s["phase"].startswith("waiting for "))
     manifest = next(step.manifest for step in objects.steps if step.manifest and step.manifest["kind"] == "JobSet"
                     and step.manifest["metadata"]["name"] == run)
-    record = _record(gcs, objects.config.data_bucket, run, tmp_path, age=72 * 3600, trained=54 * 3600.0)
+    record = _record(gcs, objects.config.data_bucket, run, tmp_path, time.time() - 72 * 3600, 54 * 3600.0)
     kube.delete("jobset.x-k8s.io/v1alpha2", "JobSet", run, ns, propagation="Foreground")
     wait_for(f"JobSet {run} gone", lambda: kube.find("jobset.x-k8s.io/v1alpha2", "JobSet", run, ns) is None, TIMEOUT)
     apply_one(kube, manifest)
