@@ -121,8 +121,14 @@ plan: $(VENV)/.installed
 
 # Where each run of a stack is: phase, pods, restarts, step, ETA, goodput, $ (tools/status.py).
 # RUN=<run> for one run's details; WATCH=<seconds> to refresh; STATUS_ARGS=--json for scripts.
+# The tool exits 66 (nothing deployed, no such run), 69 (cluster unreachable) or 78 (a stack file or
+# kubeconfig to fix). GNU make exits 0, 1 or 2 whatever a recipe exits with (its manual, "Running
+# make"), so on a failure this says the tool's code and the command that exits with it, for scripts.
+STATUS_CMD = $(strip $(VENV)/bin/python -m tools.status show --stack $(STACK) $(if $(RUN),--run $(RUN)) $(if $(WATCH),--watch $(WATCH)) $(STATUS_ARGS))
 status: $(VENV)/.installed
-	$(VENV)/bin/python -m tools.status show --stack $(STACK) $(if $(RUN),--run $(RUN)) $(if $(WATCH),--watch $(WATCH)) $(STATUS_ARGS)
+	@$(STATUS_CMD) || { code=$$?; case $$code in 66) why="nothing deployed, or no such run";; \
+	  69) why="the cluster cannot be reached";; 78) why="a stack file or kubeconfig to fix";; *) why="see above";; esac; \
+	  echo "make status: exit code $$code ($$why); make itself exits 2: for the code, run $(STATUS_CMD)" >&2; exit $$code; }
 
 plan-diff: $(VENV)/.installed
 	$(VENV)/bin/python -m tools.plan diff --base $(BASE) --stack $(STACK) $(PLAN_SECRETS)

@@ -21,7 +21,7 @@ import enum
 import math
 from dataclasses import dataclass
 
-from core.machines import Machine, machine
+from core.machines import Machine, VmPrice, machine
 
 
 class Family(str, enum.Enum):
@@ -61,7 +61,8 @@ class Accelerator:
     taint: Taint  # GKE taints accelerator nodes so only accelerator pods land there
     peak_bf16_flops_per_chip: float
     hbm_gib_per_chip: int
-    price: ListPrice
+    # None: sold only inside a VM priced whole (core/machines.py), the one figure for it.
+    price: ListPrice | None
     # What a plan says of on-demand capacity when it is rarely there to be had.
     on_demand_note: str = ""
     # The largest trainer requests known to be admitted on Autopilot, by
@@ -125,15 +126,23 @@ class Shape:
         vm = self.machine.price
         if vm is not None:
             return vm.usd_per_hour * self.vms_per_slice * slices
-        return self.chips_per_slice * slices * self.accelerator.price.usd_per_chip_hour
+        return self.chips_per_slice * slices * self.list_price.usd_per_chip_hour
+
+    @property
+    def list_price(self) -> ListPrice | VmPrice:
+        """The one on-demand figure of the shape: its VM's where the VM is priced whole, else its chip's."""
+        price = self.machine.price or self.accelerator.price
+        if price is None:
+            raise ValueError(f"{self.description}: neither the machine nor the accelerator has a list price")
+        return price
 
     @property
     def price_as_of(self) -> str:
-        return (self.machine.price or self.accelerator.price).as_of
+        return self.list_price.as_of
 
     @property
     def price_source(self) -> str:
-        return (self.machine.price or self.accelerator.price).source
+        return self.list_price.source
 
 
 # --- GKE node labels, taints and keys ----------------------------------------------------
@@ -182,12 +191,12 @@ NVIDIA_B200 = Accelerator(
     # Dense bf16 tensor-core peak (the 4.5 PFLOP/s figure assumes 2:4 sparsity).
     peak_bf16_flops_per_chip=2.25e15,
     hbm_gib_per_chip=180,
-    # The GPU's share of an A4 VM; plans price the whole VM (core/machines.py).
-    price=ListPrice(
-        usd_per_chip_hour=14.00,
-        as_of="2026-11-30",
-        source="https://cloud.google.com/compute/gpus-pricing (a4-highgpu-8g, us-central1; approximate)",
-    ),
+    # No per-GPU figure: a B200 comes only in an A4 VM, which Compute Engine bills for its
+    # GPUs, vCPUs, memory and bundled local SSD together, priced whole in core/machines.py
+    # (https://cloud.google.com/compute/docs/accelerator-optimized-machines, "Pricing and
+    # consumption options"). A second figure per GPU could only disagree with it: 8 GPUs
+    # can't cost more than the VM they come in (tests/core/test_prices.py).
+    price=None,
     # A4 capacity comes through reservations, flex-start (DWS) or Spot; GKE's and
     # cluster-toolkit's A4 guides all start from a reservation.
     # https://cloud.google.com/kubernetes-engine/docs/concepts/consumption-options

@@ -11,8 +11,11 @@ capacities are priced here as the range those bounds allow, never as an invented
 end is the deepest published discount, the high end the on-demand price, which no discount exceeds.
 A reservation is billed at the on-demand rate whether or not anything runs on it, and "a VM
 consuming a reservation doesn't incur separate charges"
-(https://cloud.google.com/compute/docs/instances/reservations-overview#reservation-billing): a run
-on a reservation adds nothing; its hours are already paid for.
+(https://cloud.google.com/compute/docs/instances/reservations-overview#reservation-billing): the
+reserved capacity's price is the on-demand one, paid for every hour the reservation exists, used or
+not, so that is the price shown for it (never $0: a run on it is not free, its hours are paid
+whether it runs or not). Committed-use discounts that may apply to a reservation are the account's,
+not a list price, and are not counted.
 """
 
 from __future__ import annotations
@@ -29,7 +32,8 @@ DWS_SOURCE = ("https://cloud.google.com/kubernetes-engine/docs/concepts/dws (fle
               "provisioning bill at Dynamic Workload Scheduler prices, \"discounts (up to 53%) on vCPUs, "
               "GPUs and TPUs\"; no v6e or A4 figure found)")
 RESERVATION_SOURCE = ("https://cloud.google.com/compute/docs/instances/reservations-overview#reservation-billing "
-                      "(a reservation bills at the on-demand rate until deleted; a VM consuming it adds nothing)")
+                      "(a reservation bills at the on-demand rate until deleted, used or not; a VM consuming it "
+                      "adds nothing to that)")
 # The deepest discount each source states, as a share of the on-demand price.
 MAX_DISCOUNT = {"spot": 0.91, "flex-start": 0.53, "queued": 0.53}
 SOURCES = {"spot": SPOT_SOURCE, "flex-start": DWS_SOURCE, "queued": DWS_SOURCE, "reservation": RESERVATION_SOURCE}
@@ -82,8 +86,9 @@ def price(shape: Shape, capacity: str) -> CapacityPrice:
     if capacity == "on-demand":
         return base
     if capacity == "reservation":
-        return CapacityPrice(capacity, base.unit, 0.0, 0.0, READ_ON, RESERVATION_SOURCE,
-                             f"already paid for (list price {base.high:.2f} $/{base.unit}-hour)")
+        return CapacityPrice(capacity, base.unit, base.low, base.high, READ_ON, RESERVATION_SOURCE,
+                             f"the reserved capacity's price, {base.high:.2f} $/{base.unit}-hour at the on-demand "
+                             "rate: paid for every hour the reservation exists, whether used or not")
     low = round(base.high * (1 - MAX_DISCOUNT[capacity]), 4)
     return CapacityPrice(capacity, base.unit, low, base.high, READ_ON, SOURCES[capacity],
                          f"at least {low:.4g}, at most the on-demand {base.high:.2f} $/{base.unit}-hour")

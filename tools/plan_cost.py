@@ -2,7 +2,7 @@
 
 Each pool is priced at its own capacity (core/prices.py): on demand at list price, Spot, flex-start
 and queued (Dynamic Workload Scheduler) at the range their published discounts allow, a reservation
-at nothing more (its hours are paid for whether used or not). A ladder's rungs show each one's
+at the reserved capacity's on-demand rate (paid for every hour it exists, whether used or not). A ladder's rungs show each one's
 price, and its worst case is the dearest rung at the top of its range.
 """
 
@@ -168,7 +168,7 @@ def render_cost(cost_data: Mapping) -> list[str]:
         lines += render_ladders(cost_data["ladders"])
     lines += ["", *render_sources(pools)]
     lines.append("  A range is what the published discounts allow where Google publishes no figure; a reservation")
-    lines.append("  adds nothing (it bills whether used or not). Idle pools that scale to zero cost nothing.")
+    lines.append("  is its reserved capacity's price, paid whether used or not. Idle pools that scale to zero cost nothing.")
     return lines
 
 

@@ -15,8 +15,8 @@ What the fields mean, as the controllers write them:
   api/jobset/v1alpha2/jobset_types.go, pkg/constants/constants.go, pkg/controllers/failure_policy.go)
 - Kueue v0.19.2 Workload conditions QuotaReserved (False with reason WaitingForQuota, ...),
   Admitted (quota reserved and every admission check Ready), Evicted, Finished; spec.active false
-  deactivates it; status.admission.podSetAssignments[].flavors names the ResourceFlavor (here the
-  pool) it was admitted on; status.admissionChecks[].state is Pending, Ready, Retry or Rejected.
+  deactivates it; status.admission.podSetAssignments[].flavors names the ResourceFlavor it was
+  admitted on (here `<namespace>-<pool>`, core/contract.py SchedulingContract.flavor); status.admissionChecks[].state is Pending, Ready, Retry or Rejected.
   The provisioning check's ProvisioningRequest is owned by the Workload and named
   <workload>-<check>-<attempt>; its conditions are Accepted, Provisioned, Failed, BookingExpired and
   CapacityRevoked. (kubernetes-sigs/kueue v0.19.2 apis/kueue/v1beta2/workload_types.go,
@@ -121,7 +121,12 @@ class RunStatus:
     eval_loss: float | None = None
     checkpoint_step: int | None = None
     eta_seconds: float | None = None
+    # None: ended, or not known (running without a record); False: with since when and why.
+    progressing: bool | None = None
+    stalled_since: str = ""
+    stalled_why: str = ""
     wall_seconds: float = 0.0
+    measured_from: str = ""  # the interval's start (tools/status_clock.py)
     goodput: float | None = None
     chips: int = 0
     chip_hours: float = 0.0

@@ -10,8 +10,8 @@ from tools.status_model import PR_CONDITIONS, condition, is_true
 CONTAINER = "trainer"  # core.trainers.CONTAINER, the trainer container of every run's pods
 
 
-def admitted_pool(workload: Mapping | None) -> str | None:
-    """The ResourceFlavor (the pool) Kueue reserved quota on, or None."""
+def admitted_flavor(workload: Mapping | None) -> str | None:
+    """The ResourceFlavor Kueue reserved quota on (a pool's SchedulingContract.flavor), or None."""
     admission = ((workload or {}).get("status") or {}).get("admission") or {}
     for assignment in admission.get("podSetAssignments") or ():
         for flavor in (assignment.get("flavors") or {}).values():

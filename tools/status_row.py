@@ -1,13 +1,13 @@
 """One status row per run: the phase (tools/status_phase.py) with pods, restarts, progress, ETA,
 wall time, goodput, chip-hours and $ so far at the price of the rung the run got (core/prices.py).
 
-Goodput is the time spent training (the progress record's train_seconds: steps a restart redid are
-taken out) over the time since the JobSet was submitted, up to its end or now; queueing, startup,
-restores, restarts and evaluation are the rest. Chips are billed from the earlier of the trainer's
-first start (the record's started_at) and the start of the run's oldest pod now on a node (its
-`status.startTime`, so a run without a record yet is billed too) to the end or now: nodes are
-held through restarts and restores; the time before it (queueing, node creation) is not counted,
-so the figure is a lower bound of what the nodes bill where they were created earlier.
+Wall time, goodput and money are measured over one interval, and whether the run progresses (its
+ETA) or not is decided by tools/status_clock.py. Goodput is the time spent training (the progress
+record's train_seconds: steps a restart redid are taken out) over the wall time; queueing,
+startup, restores, restarts and evaluation are the rest. It is shown as computed: a figure above
+100% (a record whose training time exceeds the wall time: clocks that disagree, or a record that
+is not this run's) is shown with a note, never capped. Chips are billed over the billed part of
+the interval at the rung's price; a reservation's price is the reserved capacity's.
 """
 
 from __future__ import annotations
@@ -19,8 +19,9 @@ from core import prices
 from core.catalog import FLEX_START_LABEL, QUEUED_LABEL, RESERVATION_NAME_LABEL, SPOT_LABEL, Shape
 from core.names import POOL_LABEL
 from stack.queueing import rungs
-from tools.status_model import Rung, RunStatus, condition, parse_time
-from tools.status_phase import admitted_pool, failed_exit_code, phase, pods_ready
+from tools.status_clock import interval, iso, progress
+from tools.status_model import Rung, RunStatus, parse_time
+from tools.status_phase import admitted_flavor, failed_exit_code, phase, pods_ready
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,7 @@ class RunFacts:
 
     name: str
     ladder: tuple[tuple[str, str], ...]  # (pool, capacity), the run's pool first
+    flavors: tuple[str, ...]  # each rung's Kueue ResourceFlavor (SchedulingContract.flavor), as `ladder`
     shape: Shape
     slices: int
     pods: int  # hosts per slice x slices
@@ -42,9 +44,11 @@ def run_facts(config) -> dict[str, RunFacts]:
     for run in config.runs:
         first = contracts[run.pool]
         per_host = run.chips_per_host or first.chips_per_host
+        pools = [p for p in rungs(run) if p in contracts]
         out[run.name] = RunFacts(
             name=run.name,
-            ladder=tuple((p, contracts[p].capacity) for p in rungs(run) if p in contracts),
+            ladder=tuple((p, contracts[p].capacity) for p in pools),
+            flavors=tuple(contracts[p].flavor for p in pools),
             shape=first.shape, slices=first.slices, pods=first.hosts_per_slice * first.slices,
             chips=per_host * first.hosts_per_slice * first.slices, queued=first.queue is not None,
         )
@@ -79,21 +83,15 @@ def the_rung(facts: RunFacts, workload: Mapping | None, nodes: Sequence[Mapping]
     """The rung Kueue admitted the run on, else the one its pods' nodes are on; a one-pool run is
     on its pool; None while not known."""
     pools = [p for p, _ in facts.ladder]
-    pool = admitted_pool(workload) if workload is not None else None
-    if pool is None:
+    flavor = admitted_flavor(workload) if workload is not None else None
+    # Kueue names the ResourceFlavor, cluster-scoped and named after the stack's namespace and the pool.
+    pool = dict(zip(facts.flavors, pools)).get(flavor) if flavor is not None else None
+    if flavor is None:
         pool = pools[0] if len(pools) == 1 else _node_rung(pools, facts, nodes)
     if pool not in pools:
         return None
     i = pools.index(pool)
     return Rung(i + 1, len(pools), pool, facts.ladder[i][1])
-
-
-def _end(jobset: Mapping, now: float) -> float:
-    for kind in ("Completed", "Failed"):
-        c = condition(jobset, kind)
-        if c and c.get("status") == "True" and c.get("lastTransitionTime"):
-            return parse_time(c["lastTransitionTime"])
-    return now
 
 
 def _money(row: RunStatus, facts: RunFacts, rung: Rung | None, billed_s: float) -> None:
@@ -111,10 +109,20 @@ def _progress(row: RunStatus, record: Mapping, now: float) -> None:
     row.step, row.total_steps = record["step"], record["total_steps"]
     row.tokens_per_s, row.loss, row.eval_loss = record.get("tokens_per_s"), record.get("loss"), record.get("eval_loss")
     row.checkpoint_step = record.get("checkpoint_step")
-    if row.phase in ("running", "restarting", "admitted") and record["step"] and record["train_seconds"] > 0:
+    if row.progressing and record["step"] and record["train_seconds"] > 0:
         per_step = record["train_seconds"] / record["step"]
         since = max(0.0, now - parse_time(record["updated_at"]))
         row.eta_seconds = round(max(0.0, (record["total_steps"] - record["step"]) * per_step - since), 1)
+
+
+def _goodput(row: RunStatus, record: Mapping) -> None:
+    if row.wall_seconds <= 0:
+        return
+    row.goodput = round(record["train_seconds"] / row.wall_seconds, 4)
+    if row.goodput > 1:
+        row.notes.append(f"goodput {100 * row.goodput:.0f}% is above 100%: the record's training time "
+                         f"({record['train_seconds']:.0f} s) exceeds the wall time ({row.wall_seconds:.0f} s) since "
+                         f"{row.measured_from}: clocks that disagree, or a record that is not this run's")
 
 
 def status_row(facts: RunFacts, jobset: Mapping, workload: Mapping | None, requests: Sequence[Mapping],
@@ -132,18 +140,15 @@ def status_row(facts: RunFacts, jobset: Mapping, workload: Mapping | None, reque
     if name == "failed":
         row.exit_code, row.reason = failed_exit_code(pods), detail
     submitted = (jobset.get("metadata") or {}).get("creationTimestamp")
-    end = _end(jobset, now)
-    if submitted:
-        row.submitted_at = submitted
-        row.wall_seconds = round(max(0.0, end - parse_time(submitted)), 1)
-    starts = [parse_time(p["status"]["startTime"]) for p in pods
-              if (p.get("spec") or {}).get("nodeName") and (p.get("status") or {}).get("startTime")]
-    if record is not None:
-        starts.append(parse_time(record["started_at"]))
-    billed = max(0.0, end - min(starts)) if starts else 0.0
+    row.submitted_at = submitted or ""
+    span = interval(jobset, pods, record, now)
+    row.measured_from, row.wall_seconds = iso(span.start), span.wall_seconds
+    if span.note:
+        row.notes.append(span.note)
+    state = progress(name, detail, jobset, workload, pods, record)
+    row.progressing, row.stalled_since, row.stalled_why = state.progressing, state.since, state.why
     if record is not None:
         _progress(row, record, now)
-        if row.wall_seconds > 0:
-            row.goodput = round(min(1.0, record["train_seconds"] / row.wall_seconds), 4)
-    _money(row, facts, row.rung, billed)
+        _goodput(row, record)
+    _money(row, facts, row.rung, span.billed_seconds)
     return row

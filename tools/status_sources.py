@@ -1,5 +1,5 @@
-"""Where `make status` reads from: the cluster (the `kubernetes` client, KUBECONFIG and its current
-context: the namespace's JobSets, Workloads, ProvisioningRequests and run pods, and the nodes'
+"""Where `make status` reads from: the cluster (the `kubernetes` client, the stack's own context:
+tools/status_context.py; the namespace's JobSets, Workloads, ProvisioningRequests and run pods, and the nodes'
 labels) or a `kubectl get -o json` dump of it, and the progress records from the bucket (the
 `google-cloud-storage` client, Application Default Credentials) or a local copy of its layout.
 
@@ -52,14 +52,14 @@ def from_dump(path: str) -> dict[str, list]:
 class KubeCluster:
     """The namespace's objects through the Kubernetes API."""
 
-    def __init__(self, context: str | None = None):
+    def __init__(self, context: str | None = None, config_file: str = ""):
         try:
             from kubernetes import client, config  # pylint: disable=import-outside-toplevel
         except ImportError:
             raise ClusterUnreachable("the kubernetes client is not installed (requirements.txt; `make venvs`)") from None
 
         try:
-            config.load_kube_config(context=context)
+            config.load_kube_config(config_file=config_file or None, context=context)
         except (config.ConfigException, OSError) as err:
             raise ClusterUnreachable(f"no usable kubeconfig (KUBECONFIG or ~/.kube/config): {err}") from None
         self.client = client

@@ -5,9 +5,12 @@ runs on the capacity ladder (Spot, on demand and queued rungs of one slice
 each), so two are admitted (whichever Kueue takes first), one waits on its ProvisioningRequest (the
 harness's provisioner holds it) and one waits for quota; two single-host
 runs outside Kueue, one failing with the trainers' configuration error (78),
-one finishing. One run's pod is deleted for a restart. Progress records are
-written by the JAX trainer's own progress code and uploaded to the bucket the
-status command reads through the Cloud Storage client.
+one finishing. One run's pod is deleted for a restart: no ETA then, but since
+when and why it does not progress. Progress records are written by the JAX
+trainer's own progress code and uploaded to the bucket the status command reads
+through the Cloud Storage client. The kubeconfig's current context is another
+cluster (a closed port); status reads the context `gcloud container clusters
+get-credentials` would write for the stack's own cluster, and says so.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import copy
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -25,6 +29,7 @@ import pytest
 import yaml
 
 from e2e.harness import fake_gcs
+from e2e.harness.apply import apply_one
 from e2e.harness.install import install_stack
 from e2e.harness.kube import wait_for
 from e2e.harness.observe import placements
@@ -33,9 +38,13 @@ from e2e.harness.stack_objects import stack_objects
 from e2e.harness.stages import COMPLETE_LABEL, FAIL_EXIT_CODE_ANNOTATION, FAIL_LABEL
 from e2e.harness.tools import ROOT
 from e2e.tests.settings import LIFETIME
+from tools.status_clock import SKEW_S
+from tools.status_model import parse_time
 from trainers.gemma_jax.progress import Progress
 
 STACK = "tpu-queued"
+# The context `gcloud container clusters get-credentials` writes for the stack's own cluster.
+STACK_CONTEXT = "gke_my-project-id_us-east5_finetune-tpu-queued"
 TIMEOUT = 120.0
 STATUS_REPORT: list[str] = []
 
@@ -52,11 +61,28 @@ def _status(root: Path, env: dict[str, str]) -> dict[str, dict]:
     done = subprocess.run([sys.executable, "-m", "tools.status", "show", "--stack", STACK, "--root", str(root),
                            "--json"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
+    assert f"read context {STACK_CONTEXT} (the stack's own cluster" in done.stderr, done.stderr
     return {r["run"]: r for r in json.loads(done.stdout)}
 
 
-def _table(root: Path, env: dict[str, str]) -> str:
-    done = subprocess.run([sys.executable, "-m", "tools.status", "show", "--stack", STACK, "--root", str(root)],
+def _kubeconfig(cp, path: Path) -> Path:
+    """The control plane's kubeconfig with its context named as get-credentials names the stack's
+    cluster's, and another cluster's context (a closed port) current."""
+    config = json.loads(cp.kubeconfig.read_text())
+    [cluster], [context] = config["clusters"], config["contexts"]
+    cluster["name"] = context["name"] = context["context"]["cluster"] = STACK_CONTEXT
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        closed = f"https://127.0.0.1:{s.getsockname()[1]}"
+    config["clusters"].append({"name": "elsewhere", "cluster": {**cluster["cluster"], "server": closed}})
+    config["contexts"].append({"name": "elsewhere", "context": {**context["context"], "cluster": "elsewhere"}})
+    config["current-context"] = "elsewhere"
+    path.write_text(json.dumps(config, indent=1))
+    return path
+
+
+def _table(root: Path, env: dict[str, str], *args: str) -> str:
+    done = subprocess.run([sys.executable, "-m", "tools.status", "show", "--stack", STACK, "--root", str(root), *args],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
     return done.stdout + done.stderr
 
@@ -78,18 +104,20 @@ def status_plane(state_root):
         (cp.state / "provisioner-mode").write_text("hold")  # no queued capacity ever comes
         kube = cp.client()
         install_stack(cp, kube, objects)
-        env = {**os.environ, "KUBECONFIG": str(cp.kubeconfig), **gcs.env, "PYTHONPATH": str(ROOT)}
+        kubeconfig = _kubeconfig(cp, state_root / "status-kubeconfig")
+        env = {**os.environ, "KUBECONFIG": str(kubeconfig), **gcs.env, "PYTHONPATH": str(ROOT)}
         yield kube, objects, root, env, gcs
 
 
-def _record(gcs, bucket: str, run: str, tmp: Path) -> dict:
-    """A progress record as the JAX trainer writes it, at step 40 of 100, uploaded where the run's is."""
+def _record(gcs, bucket: str, run: str, tmp: Path, started: float, trained: float) -> dict:
+    """A progress record as the JAX trainer writes it now, at step 40 of 100 after `trained` seconds of
+    training since its first start at `started`, uploaded where the run's is."""
     directory = tmp / run
-    started = time.time() - 600
-    progress = Progress(str(directory), "gemma-jax", total_steps=100, started=started, clock=lambda: started + 600)
+    now = time.time()
+    progress = Progress(str(directory), "gemma-jax", total_steps=100, started=started, clock=lambda: now)
     progress.resumed(0)
     progress.first_step(1, loss=3.0)
-    progress.trained(40, seconds=400.0, loss=2.5, tokens_per_s=1200.0)
+    progress.trained(40, seconds=trained, loss=2.5, tokens_per_s=1200.0)
     progress.checkpointed(40)
     gcs.upload(bucket, f"checkpoints/{run}/progress.json", (directory / "progress.json").read_bytes())
     return progress.record
@@ -118,20 +146,34 @@ def test_the_status_shows_each_phase_from_the_cluster_and_the_bucket(status_plan
     assert rungs == ["spot-v6e-2x4", "v6e-2x4"], rungs
     capacity = next(s for s in found.values() if s["phase"] == "waiting for capacity")
     assert "ProvisioningRequest" in capacity["detail"] or "provisioning" in capacity["detail"].lower(), capacity
+    assert capacity["progressing"] is False and capacity["stalled_why"].startswith("waiting for capacity"), capacity
     # The trainer of a running run writes its record; the status reads it from the bucket.
     assert found[running[0]]["step"] is None, found[running[0]]
-    record = _record(gcs, objects.config.data_bucket, running[0], tmp_path)
+    # Its trainer started a second after the JobSet was submitted and has trained half the time since.
+    started = parse_time(found[running[0]]["submitted_at"]) + 1
+    record = _record(gcs, objects.config.data_bucket, running[0], tmp_path, started, (time.time() - started) / 2)
     a = _status(root, env)[running[0]]
     assert (a["step"], a["total_steps"], a["tokens_per_s"], a["loss"]) == (40, 100, 1200.0, 2.5), a
     assert a["checkpoint_step"] == record["checkpoint_step"] == 40
     assert a["chips"] == 8 and a["usd_high"] > 0, a
     STATUS_REPORT.append(_table(root, env))
 
-    # A restart: an admitted run's pod deleted (kwok plays the kubelet: SIGTERM's 143).
+    assert a["progressing"] is True and a["eta_seconds"] is not None and a["notes"] == [], a
+
+    # A restart: an admitted run's pod deleted (kwok plays the kubelet: SIGTERM's 143). Its new pods
+    # start after the record's last write (whole seconds, a clock skew allowance past it), so the run
+    # does not progress until its trainer writes again: no ETA, since when and why.
     restarted = running[0]
+    time.sleep(max(0.0, parse_time(record["updated_at"]) + SKEW_S + 1 - time.time()))
     kube.delete("v1", "Pod", _pod(kube, ns, restarted), ns)
     wait_for(f"{restarted} restarted", lambda: _status(root, env)[restarted]["restarts"] >= 1, TIMEOUT,
              explain=lambda: str(_status(root, env)[restarted]))
+    stalled = wait_for(f"{restarted} not progressing", lambda: (
+        lambda s: s if s["progressing"] is False else None)(_status(root, env)[restarted]), TIMEOUT,
+        explain=lambda: str(_status(root, env)[restarted]))
+    assert stalled["eta_seconds"] is None and stalled["stalled_since"] == record["updated_at"], stalled
+    assert stalled["stalled_why"], stalled
+    STATUS_REPORT.append(_table(root, env, "--run", restarted))
 
     # The single-host pool's one node: single-78 first fails with 78, then single-ok runs and finishes.
     first = wait_for("a single-host run bound", lambda: next(
@@ -150,3 +192,26 @@ def test_the_status_shows_each_phase_from_the_cluster_and_the_bucket(status_plan
                                                            for r, s in _status(root, env).items()}))
     assert final["single-78"]["exit_code"] == 78, final["single-78"]
     STATUS_REPORT.append(_table(root, env))
+
+
+def test_a_re_created_jobset_is_measured_from_the_run_s_first_start(status_plane, tmp_path):
+    """A run now waiting trained for 54 of the last 72 hours before its JobSet was replaced
+    (deleted and created again, as an edit's replacement does): wall time, goodput and chip-hours
+    count from the record's first start, and a note says why."""
+    kube, objects, root, env, gcs = status_plane
+    ns = objects.runs_namespace
+    run = next(r for r, s in sorted(_status(root, env).items()) if s["phase"].startswith("waiting for "))
+    manifest = next(step.manifest for step in objects.steps if step.manifest and step.manifest["kind"] == "JobSet"
+                    and step.manifest["metadata"]["name"] == run)
+    record = _record(gcs, objects.config.data_bucket, run, tmp_path, time.time() - 72 * 3600, 54 * 3600.0)
+    kube.delete("jobset.x-k8s.io/v1alpha2", "JobSet", run, ns, propagation="Foreground")
+    wait_for(f"JobSet {run} gone", lambda: kube.find("jobset.x-k8s.io/v1alpha2", "JobSet", run, ns) is None, TIMEOUT)
+    apply_one(kube, manifest)
+    again = wait_for(f"{run} re-created", lambda: (lambda s: s if s["submitted_at"] and parse_time(s["submitted_at"])
+                                                    > parse_time(record["started_at"]) + 71 * 3600 else None)(
+        _status(root, env)[run]), TIMEOUT, explain=lambda: str(_status(root, env)[run]))
+    assert parse_time(again["measured_from"]) == parse_time(record["started_at"]), again
+    assert again["wall_seconds"] >= 72 * 3600 and 0.74 < again["goodput"] < 0.751, again
+    assert 8 * 72 <= again["chip_hours"] < 8 * 72.1, again  # 8 chips since the first start, not since the new JobSet
+    assert any(n.startswith("the JobSet was re-created at ") for n in again["notes"]), again
+    STATUS_REPORT.append(_table(root, env, "--run", run))

@@ -59,9 +59,10 @@ def test_tpu_facts():
     assert s.usd_per_hour(slices=2) == pytest.approx(16 * s.accelerator.price.usd_per_chip_hour)
 
 
-def test_every_accelerator_has_a_dated_sourced_price():
-    for acc in catalog.ACCELERATORS.values():
-        assert acc.price.usd_per_chip_hour > 0 and acc.price.as_of and acc.price.source.startswith("https://")
+def test_every_shape_has_a_dated_sourced_list_price():
+    for shape in catalog.SHAPES:
+        price = shape.list_price
+        assert shape.usd_per_hour() > 0 and price.as_of and price.source.startswith("https://")
 
 
 @pytest.mark.parametrize("args, needle", [

@@ -42,11 +42,24 @@ def test_spot_and_dws_are_the_ranges_their_published_discounts_allow():
     assert prices.price(A4, "spot").source == prices.SPOT_SOURCE
 
 
-def test_a_reservation_adds_nothing_and_says_what_it_already_costs():
+def test_a_reservation_costs_the_reserved_capacity_s_price_and_says_so():
+    """A reservation bills at the on-demand rate whether used or not: its price is never $0."""
     price = prices.price(A4, "reservation")
-    assert price.exact and price.high == 0.0
-    assert price.note == "already paid for (list price 90.22 $/VM-hour)"
-    assert prices.usd_per_hour(V6E_2X4, "reservation", slices=3) == (0.0, 0.0)
+    assert price.exact and price.high == pytest.approx(90.22) and price.unit == "VM"
+    assert "the reserved capacity's price" in price.note and "whether used or not" in price.note
+    assert prices.usd_per_hour(V6E_2X4, "reservation", slices=3) == (pytest.approx(64.80), pytest.approx(64.80))
+
+
+@pytest.mark.parametrize("shape", catalog.SHAPES, ids=lambda s: s.description)
+def test_one_list_price_per_shape_and_no_chips_dearer_than_their_vm(shape):
+    """Compute Engine bills an accelerator-optimized VM for its GPUs, vCPUs, memory and local SSD
+    together: where the VM is priced whole, a per-chip figure beside it could only disagree (its
+    chips priced above the whole VM); the chip carries none and the shape has one figure."""
+    vm, chip = shape.machine.price, shape.accelerator.price
+    if vm is not None and chip is not None:
+        assert chip.usd_per_chip_hour * shape.chips_per_vm <= vm.usd_per_hour, (chip, vm)
+    assert (vm is None) != (chip is None), (vm, chip)
+    assert prices.on_demand(shape).source == (vm or chip).source
 
 
 def test_an_unknown_capacity_names_the_key_the_value_and_what_is_allowed():

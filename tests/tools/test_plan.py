@@ -277,11 +277,11 @@ def test_plan_diff_of_a_trainer_change_shows_a_new_image_and_the_run_using_it(tm
 def test_a4_is_priced_per_vm_and_flagged_when_on_demand(plans):
     """An A4 VM bills its GPUs, vCPUs, memory and local SSDs: the plan prices the VM, not 8 GPUs."""
     [pool] = plans["a4"]["cost"]["pools"]
-    # The shipped A4 stack uses a reservation: paid for whether used or not, a run adds nothing.
-    assert pool["capacity"] == "reservation" and pool["usd_per_hour"] == 0.0 == pool["usd_per_hour_low"]
+    # The shipped A4 stack uses a reservation: its price is the reserved capacity's, paid whether used or not.
+    assert pool["capacity"] == "reservation" and pool["usd_per_hour"] == pytest.approx(90.22) == pool["usd_per_hour_low"]
     assert pool["list_usd_per_hour"] == pytest.approx(catalog.A4_SHAPE.machine.price.usd_per_hour)
     assert pool["priced_per"] == "VM" and pool["price_source"] == prices.RESERVATION_SOURCE
-    assert "already paid for (list price 90.22 $/VM-hour)" in plan.render(plans["a4"])
+    assert "the reserved capacity's price, 90.22 $/VM-hour" in plan.render(plans["a4"])
     assert pool["note"] == ""
     on_demand = plan.render_cost({"pools": [{**pool, "capacity": "on-demand",
                                              "note": catalog.NVIDIA_B200.on_demand_note}],

@@ -4,7 +4,6 @@ trainers' progress record; the CLI's messages and exit codes."""
 
 from __future__ import annotations
 
-import datetime
 import json
 import subprocess
 import sys
@@ -20,66 +19,8 @@ from tools.status_sources import BucketProgress, LocalProgress
 from trainers.gemma_jax import progress as jax_progress
 from trainers.trl_gpu import progress as gpu_progress
 
-ROOT = Path(__file__).resolve().parents[2]
-NOW = datetime.datetime(2026, 12, 2, 12, 0, tzinfo=datetime.timezone.utc).timestamp()
-
-
-def at(seconds_ago: float) -> str:
-    t = datetime.datetime.fromtimestamp(NOW - seconds_ago, datetime.timezone.utc)
-    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def cond(kind: str, state: bool = True, reason: str = "", message: str = "", ago: float = 0) -> dict:
-    return {"type": kind, "status": "True" if state else "False", "reason": reason, "message": message,
-            "lastTransitionTime": at(ago)}
-
-
-def jobset(name: str, conditions=(), restarts=0, counted=0, ready=0, submitted=3 * 3600, suspend=False) -> dict:
-    return {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
-            "metadata": {"name": name, "namespace": "finetune", "creationTimestamp": at(submitted), "uid": f"{name}-uid"},
-            "spec": {"suspend": suspend, "failurePolicy": {"maxRestarts": 3}},
-            "status": {"conditions": list(conditions), "restarts": restarts, "restartsCountTowardsMax": counted,
-                       "replicatedJobsStatus": [{"name": "trainer", "ready": ready, "active": 1}]}}
-
-
-def workload(run: str, conditions=(), flavor: str | None = None, checks=(), active=True) -> dict:
-    status = {"conditions": list(conditions), "admissionChecks": list(checks)}
-    if flavor:
-        status["admission"] = {"clusterQueue": "finetune", "podSetAssignments": [
-            {"name": "trainer", "flavors": {"google.com/tpu": flavor, "cpu": flavor}, "count": 2}]}
-    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
-            "metadata": {"name": f"jobset-{run}-1a2b3", "namespace": "finetune",
-                         "ownerReferences": [{"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "name": run,
-                                              "uid": f"{run}-uid", "controller": True}]},
-            "spec": {"active": active, "queueName": "finetune"}, "status": status}
-
-
-def request(wl: str, check: str, attempt: int, conditions=()) -> dict:
-    return {"apiVersion": "autoscaling.x-k8s.io/v1", "kind": "ProvisioningRequest",
-            "metadata": {"name": f"{wl}-{check}-{attempt}", "namespace": "finetune", "creationTimestamp": at(600 - attempt),
-                         "ownerReferences": [{"kind": "Workload", "name": wl, "controller": True}]},
-            "status": {"conditions": list(conditions)}}
-
-
-def pod(run: str, i: int, ready: bool, exit_code: int | None = None, unschedulable: str = "") -> dict:
-    conditions = [cond("Ready", ready)]
-    if unschedulable:
-        conditions.append(cond("PodScheduled", False, "Unschedulable", unschedulable))
-    statuses = []
-    if exit_code is not None:
-        statuses = [{"name": "trainer", "state": {"terminated": {"exitCode": exit_code, "finishedAt": at(60)}}}]
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": f"{run}-trainer-0-{i}", "namespace": "finetune", "labels": {"gke-finetune/run": run}},
-            "status": {"conditions": conditions, "containerStatuses": statuses}}
-
-
-def record(step=100, total=400, train_seconds=1000.0, started=2 * 3600, updated=60, **extra) -> dict:
-    base = {"schema": 1, "trainer": "gemma-jax", "run": None, "step": step, "total_steps": total,
-            "tokens_per_s": 5120.0, "loss": 2.5, "eval_loss": 2.75, "eval_step": 80, "checkpoint_step": 96,
-            "started_at": at(started), "attempt_started_at": at(started), "updated_at": at(updated),
-            "starts": 1, "train_seconds": train_seconds, "restore_seconds": 120.0, "redone_steps": 0}
-    return base | extra
-
+from tests.support.status_objects import (NOW, ROOT, TPU_QUEUED_CONTEXT, ApiServer, at, cond, jobset,
+                                          kubeconfig_with, pod, record, request, served_pod, workload)
 
 @pytest.fixture(scope="module")
 def queued():
@@ -99,6 +40,9 @@ def test_a_run_kueue_has_not_reserved_quota_for_is_waiting_for_quota(queued):
     r = row(queued, "gemma3-ladder", jobset("gemma3-ladder", suspend=True), wl)
     assert r.phase == "waiting for quota" and "insufficient quota" in r.detail
     assert r.rung is None and r.usd_high == 0.0 and r.chip_hours == 0.0  # no trainer started: nothing billed
+    # Never started: not progressing since its submission, and why.
+    assert r.progressing is False and r.stalled_since == at(3 * 3600) and r.eta_seconds is None
+    assert r.stalled_why.startswith(f"waiting for quota since {at(0)}: couldn't assign flavors")
 
 
 def test_a_run_on_its_queued_rung_waits_for_capacity_with_the_provisioning_request_s_state(queued):
@@ -212,15 +156,16 @@ def test_a_running_run_without_a_record_yet_is_billed_from_its_oldest_pod_on_a_n
     assert row(queued, "gemma3-ladder", jobset("gemma3-ladder"), wl, pods=unbound).chip_hours == 0.0
 
 
-def test_a_finished_run_stops_its_clock_and_a_reservation_adds_nothing():
+def test_a_finished_run_stops_its_clock_and_a_reservation_costs_its_reserved_capacity():
     facts = run_facts(load_files("a4", ROOT))
     done = jobset("gemma4-sql", [cond("Completed", True, "AllJobsCompleted", ago=3600)], submitted=4 * 3600)
     r = status_row(facts["gemma4-sql"], done, None, [], [], record(step=400, total=400, train_seconds=5400.0,
                                                                    started=3 * 3600), NOW)
     assert r.phase == "succeeded" and r.wall_seconds == 3 * 3600  # submitted 4 h ago, finished 1 h ago
-    assert r.chip_hours == 16.0 and (r.usd_low, r.usd_high) == (0.0, 0.0)  # 8 GPUs x 2 h, on a reservation
-    assert "already paid for (list price 90.22 $/VM-hour)" in r.price_note
-    assert r.eta_seconds is None and r.goodput == 0.5
+    # 8 GPUs x 2 h on a reservation: the reserved A4 VM's price (90.22 $/VM-hour x 2 h), paid whether used or not.
+    assert r.chip_hours == 16.0 and (r.usd_low, r.usd_high) == (180.44, 180.44)
+    assert "the reserved capacity's price, 90.22 $/VM-hour" in r.price_note and "whether used or not" in r.price_note
+    assert r.eta_seconds is None and r.goodput == 0.5 and r.progressing is None
 
 
 # --- the progress record ----------------------------------------------------------------------
@@ -301,9 +246,10 @@ def test_the_command_prints_a_line_per_run_then_one_run_s_details(tmp_path):
     res = _cli("--stack", "tpu-queued", "--from-json", dump, "--progress-dir", str(tmp_path))
     assert res.returncode == 0, res.stderr
     lines = res.stdout.splitlines()
-    assert lines[0].split()[:3] == ["run", "phase", "rung"]
-    assert lines[1].split()[:3] == ["gemma3-ladder", "running", "1/3"] and "100/400" in lines[1]
-    assert lines[2].startswith("gemma3-single-host") and len(lines) == 3  # two runs: no details
+    assert lines[0] == f"stack tpu-queued: objects from {dump}, namespace finetune"
+    assert lines[1].split()[:3] == ["run", "phase", "rung"]
+    assert lines[2].split()[:3] == ["gemma3-ladder", "running", "1/3"] and "100/400" in lines[2]
+    assert lines[3].startswith("gemma3-single-host") and len(lines) == 4  # two runs: no details
     res = _cli("--stack", "tpu-queued", "--from-json", dump, "--progress-dir", str(tmp_path), "--run", "gemma3-ladder")
     assert "run gemma3-ladder: running" in res.stdout
     assert "rung 1 of 3: pool spot-v6e-2x4 (spot)" in res.stdout and "restarts         0 of a budget of 3" in res.stdout
@@ -330,79 +276,26 @@ def test_clear_messages_and_exit_codes(tmp_path):
 
 
 def test_a_cluster_that_does_not_answer_exits_69(tmp_path):
-    """The Kubernetes client against a kubeconfig whose API server is a closed port on 127.0.0.1."""
+    """The Kubernetes client against a kubeconfig whose stack context's API server is a closed port on 127.0.0.1."""
     with __import__("socket").socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # closed once the block ends
     kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(json.dumps({
-        "apiVersion": "v1", "kind": "Config", "current-context": "here",
-        "clusters": [{"name": "here", "cluster": {"server": f"https://127.0.0.1:{port}", "insecure-skip-tls-verify": True}}],
-        "users": [{"name": "me", "user": {"token": "t"}}],
-        "contexts": [{"name": "here", "context": {"cluster": "here", "user": "me"}}],
-    }))
+    kubeconfig.write_text(json.dumps(kubeconfig_with({TPU_QUEUED_CONTEXT: f"https://127.0.0.1:{port}"})))
     env = {**__import__("os").environ, "KUBECONFIG": str(kubeconfig)}
     res = subprocess.run([sys.executable, "-m", "tools.status", "show", "--stack", "tpu-queued"], cwd=ROOT,
                          capture_output=True, text=True, timeout=120, env=env)
     assert res.returncode == status.EX_UNAVAILABLE, res.stderr
     assert "the cluster of stack tpu-queued cannot be reached: the API server did not answer" in res.stderr
-    env["KUBECONFIG"] = str(tmp_path / "missing")
+    kubeconfig.write_text("{not a kubeconfig")
     res = subprocess.run([sys.executable, "-m", "tools.status", "show", "--stack", "tpu-queued"], cwd=ROOT,
                          capture_output=True, text=True, timeout=120, env=env)
     assert res.returncode == status.EX_UNAVAILABLE and "no usable kubeconfig" in res.stderr, res.stderr
 
 
-class _ApiServer:
-    """A Kubernetes API on 127.0.0.1 that serves fixed objects by path (plain HTTP), for the real client."""
-
-    def __init__(self, routes: dict[str, dict | None]):
-        import http.server
-        import threading
-
-        self.routes = routes
-        outer = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self):  # noqa: N802 (the http.server API)
-                body = outer.routes.get(self.path.split("?")[0])
-                code = 200 if body is not None else 404
-                if body is None:
-                    body = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound", "code": 404}
-                data = json.dumps(body).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args):
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def kubeconfig(self, path: Path) -> dict:
-        path.write_text(json.dumps({
-            "apiVersion": "v1", "kind": "Config", "current-context": "here",
-            "clusters": [{"name": "here", "cluster": {"server": f"http://127.0.0.1:{self.server.server_port}"}}],
-            "users": [{"name": "me", "user": {"token": "t"}}],
-            "contexts": [{"name": "here", "context": {"cluster": "here", "user": "me"}}],
-        }))
-        return {**__import__("os").environ, "KUBECONFIG": str(path)}
-
-
-def _served_pod(run: str) -> dict:
-    """A pod as the API serves it (the fields the client requires)."""
-    p = pod(run, 0, True)
-    p["spec"] = {"containers": [{"name": "trainer", "image": "trainer@sha256:0"}]}
-    p["status"]["containerStatuses"] = [{"name": "trainer", "image": "trainer@sha256:0", "imageID": "", "ready": True,
-                                         "restartCount": 0, "state": {"running": {"startedAt": at(600)}}}]
-    return p
-
-
 def test_the_kubernetes_client_path_not_deployed_and_served_objects(tmp_path):
     ns, jobsets = "/api/v1/namespaces/finetune", "/apis/jobset.x-k8s.io/v1alpha2/namespaces/finetune/jobsets"
-    api = _ApiServer({})
+    api = ApiServer({})
     env = api.kubeconfig(tmp_path / "kubeconfig")
     cmd = [sys.executable, "-m", "tools.status", "show", "--stack", "tpu-queued", "--progress-dir", str(tmp_path)]
     res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
@@ -416,7 +309,7 @@ def test_the_kubernetes_client_path_not_deployed_and_served_objects(tmp_path):
     api.routes[jobsets] = {"items": [jobset("gemma3-ladder", ready=1)]}
     api.routes["/apis/kueue.x-k8s.io/v1beta2/namespaces/finetune/workloads"] = {"items": [wl]}
     api.routes[f"{ns}/pods"] = {"kind": "PodList", "apiVersion": "v1", "metadata": {},
-                                "items": [_served_pod("gemma3-ladder")]}
+                                "items": [served_pod("gemma3-ladder")]}
     res = subprocess.run([*cmd, "--run", "gemma3-ladder"], cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
     assert res.returncode == 0, res.stderr
     assert "run gemma3-ladder: admitted (1/2 pods ready)" in res.stdout
