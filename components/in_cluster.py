@@ -20,6 +20,7 @@ from components.runs import Runs, RunsArgs
 from components.workspace import RunsWorkspace, RunsWorkspaceArgs
 from stack import reader
 from stack.config import StackConfig
+from stack.places import stack_run_links
 
 
 @dataclass
@@ -83,4 +84,6 @@ def in_cluster(cfg: StackConfig, at: Footing) -> None:
         namespace=cfg.runs_namespace, service_account=cfg.trainer_account, data_paths=cfg.data_paths(),
         depends_on=[*controllers, *at.bucket, *workspace.pod_dependencies, *staging.jobs.values(), *queue_ready]))
     pulumi.export("runs", sorted(runs.jobsets))
+    # Each run's workload page and Cloud Logging query in the console (`make status` prints them too).
+    pulumi.export("runLinks", stack_run_links(cfg))
     pulumi.export("datasets", {name: f"gs://{cfg.data_bucket}/datasets/{name}/" for name in staging.jobs})

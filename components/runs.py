@@ -23,7 +23,7 @@ import pulumi_kubernetes as k8s
 from core.contract import SchedulingContract
 from manifests import jobset, pod
 from manifests.run import PlatformFacts, build_run, check_runs, metadata
-from stack.queueing import run_contract
+from stack.queueing import run_contract, withdrawn
 from stack.runs import RunConfig
 
 # Where a run's image goes while the manifest is built; a valid digest
@@ -68,7 +68,9 @@ class Runs(pulumi.ComponentResource):
         super().__init__("gke-finetune:workloads:Runs", name, None, opts)
         # Invalid runs are refused before any is declared (config validation reports them first).
         check_runs(list(args.runs), args.contracts, args.images)
-        self.jobsets = {run.name: self._jobset(name, run, args) for run in args.runs}
+        # A suspended run Kueue admits is not declared at all (stack/queueing.py `withdrawn`).
+        self.jobsets = {run.name: self._jobset(name, run, args) for run in args.runs
+                        if not withdrawn(run, args.contracts)}
         self.register_outputs(
             {"jobsets": {run: f"{args.namespace}/{run}" for run in self.jobsets}}
         )

@@ -107,11 +107,6 @@ def test_a_queued_rung_before_the_last_is_rejected(pool, ladder, key):
     assert message.endswith("allowed: a queued pool as the last rung only")
 
 
-def test_suspend_is_kueues_on_a_queued_run():
-    [message] = problems(runs=[ladder_run(suspend=True)])
-    assert message.startswith("runs[0].suspend: true on run 'gemma3-ladder', which Kueue admits")
-
-
 def autopilot_values(*extra_shapes, **run_changes) -> dict:
     """The autopilot stack's mapping, with shapes added and its run changed."""
     mapping = copy.deepcopy(reader.model_values(reader.file_values("autopilot", ROOT), "autopilot"))
