@@ -121,8 +121,14 @@ plan: $(VENV)/.installed
 
 # Where each run of a stack is: phase, pods, restarts, step, ETA, goodput, $ (tools/status.py).
 # RUN=<run> for one run's details; WATCH=<seconds> to refresh; STATUS_ARGS=--json for scripts.
+# The tool exits 66 (nothing deployed, no such run), 69 (cluster unreachable) or 78 (a stack file or
+# kubeconfig to fix). GNU make exits 0, 1 or 2 whatever a recipe exits with (its manual, "Running
+# make"), so on a failure this says the tool's code and the command that exits with it, for scripts.
+STATUS_CMD = $(strip $(VENV)/bin/python -m tools.status show --stack $(STACK) $(if $(RUN),--run $(RUN)) $(if $(WATCH),--watch $(WATCH)) $(STATUS_ARGS))
 status: $(VENV)/.installed
-	$(VENV)/bin/python -m tools.status show --stack $(STACK) $(if $(RUN),--run $(RUN)) $(if $(WATCH),--watch $(WATCH)) $(STATUS_ARGS)
+	@$(STATUS_CMD) || { code=$$?; case $$code in 66) why="nothing deployed, or no such run";; \
+	  69) why="the cluster cannot be reached";; 78) why="a stack file or kubeconfig to fix";; *) why="see above";; esac; \
+	  echo "make status: exit code $$code ($$why); make itself exits 2: for the code, run $(STATUS_CMD)" >&2; exit $$code; }
 
 plan-diff: $(VENV)/.installed
 	$(VENV)/bin/python -m tools.plan diff --base $(BASE) --stack $(STACK) $(PLAN_SECRETS)
@@ -130,6 +136,34 @@ plan-diff: $(VENV)/.installed
 # Rewrite tests/golden/ (every shipped stack's runs and the examples); review the diff.
 golden: $(VENV)/.installed
 	$(VENV)/bin/python -m tests.support.goldens
+
+# --- a run, once submitted (tools/runs/): its log, waiting for it, stopping and starting it, a folder for debugging ---
+# Each runs a tool; on a failure make says the tool's exit code and the command that exits with it
+# (make itself exits 2 whatever its recipe exits with).
+define keep_code
+@$(1) || { code=$$?; echo "make $@: exit code $$code (make itself exits 2): for the code, run $(strip $(1))" >&2; exit $$code; }
+endef
+RUN_ARGS = --stack $(STACK) $(if $(RUN),--run $(RUN))
+.PHONY: logs cancel resume inspect doctor
+
+# make logs STACK= RUN= [FOLLOW=1] [POD=<index>|all]: the trainer's log (process 0 by default), across restarts.
+logs: $(VENV)/.installed
+	$(call keep_code,$(VENV)/bin/python -m tools.runs logs $(RUN_ARGS) $(if $(FOLLOW),--follow) $(if $(POD),--pod $(POD)))
+
+# make cancel / resume STACK= RUN=: suspend: true (or not) in Pulumi.<stack>.yaml, applied to that run alone.
+cancel resume: $(VENV)/.installed
+	$(call keep_code,$(VENV)/bin/python -m tools.runs $@ $(RUN_ARGS))
+
+# make inspect STACK= RUN= [OUT=<dir>]: one folder (default inspect/) with the run's objects, events, nodes, logs.
+inspect: $(VENV)/.installed
+	$(call keep_code,$(VENV)/bin/python -m tools.runs inspect $(RUN_ARGS) $(if $(OUT),--out $(OUT)))
+
+# make status ... WAIT=1 [WAIT_TIMEOUT=<seconds>]: wait until the run (every run without RUN) ends, printing
+# each change of phase (tools/runs/wait.py: 0 succeeded, 3 failed, 4 suspended, 66, 69 and 78 as status,
+# 75 not admitted within WAIT_TIMEOUT).
+ifneq ($(WAIT),)
+STATUS_CMD = $(strip $(VENV)/bin/python -m tools.runs wait --all $(RUN_ARGS) $(if $(WAIT_TIMEOUT),--timeout $(WAIT_TIMEOUT)))
+endif
 
 # The Pulumi program's environment alone (what `pulumi preview/up` runs in CI).
 .PHONY: venv

@@ -52,14 +52,14 @@ def from_dump(path: str) -> dict[str, list]:
 class KubeCluster:
     """The namespace's objects through the Kubernetes API."""
 
-    def __init__(self, context: str | None = None):
+    def __init__(self, context: str | None = None, config_file: str = ""):
         try:
             from kubernetes import client, config  # pylint: disable=import-outside-toplevel
         except ImportError:
             raise ClusterUnreachable("the kubernetes client is not installed (requirements.txt; `make venvs`)") from None
 
         try:
-            config.load_kube_config(context=context)
+            config.load_kube_config(config_file=config_file or None, context=context)
         except (config.ConfigException, OSError) as err:
             raise ClusterUnreachable(f"no usable kubeconfig (KUBECONFIG or ~/.kube/config): {err}") from None
         self.client = client
