@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from core import prices
 from core.catalog import FLEX_START_LABEL, QUEUED_LABEL, RESERVATION_NAME_LABEL, SPOT_LABEL, Shape
 from core.names import POOL_LABEL
+from core.links import run_links
+from stack.places import run_place
 from stack.queueing import rungs
 from tools.status_model import Rung, RunStatus, condition, parse_time
 from tools.status_phase import admitted_pool, failed_exit_code, phase, pods_ready
@@ -34,6 +36,7 @@ class RunFacts:
     pods: int  # hosts per slice x slices
     chips: int
     queued: bool  # Kueue admits it
+    links: tuple[tuple[str, str], ...] = ()  # (what, url): the console page and the Cloud Logging query
 
 
 def run_facts(config) -> dict[str, RunFacts]:
@@ -47,6 +50,7 @@ def run_facts(config) -> dict[str, RunFacts]:
             ladder=tuple((p, contracts[p].capacity) for p in rungs(run) if p in contracts),
             shape=first.shape, slices=first.slices, pods=first.hosts_per_slice * first.slices,
             chips=per_host * first.hosts_per_slice * first.slices, queued=first.queue is not None,
+            links=tuple(run_links(run_place(config, run.name)).items()),
         )
     return out
 
