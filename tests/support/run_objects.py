@@ -46,9 +46,11 @@ class ScriptedCluster:
     ends a stream when its container stops) unless the pod is in `hanging` (as kwok's streams never end)."""
 
     def __init__(self, steps: list[tuple[list[dict], dict | None]], logs: dict[str, list[str]],
-                 advance_after: int = 2, hanging: frozenset[str] = frozenset()):
+                 advance_after: int = 2, hanging: frozenset[str] = frozenset(), breaks: dict[str, int] | None = None):
         self.steps, self.logs, self.advance_after, self.hanging = steps, logs, advance_after, hanging
+        self.breaks = dict(breaks or {})  # pod -> the stream breaks after this many lines, once
         self.calls = 0
+        self.since: list[int | None] = []
 
     @property
     def step(self) -> tuple[list[dict], dict | None]:
@@ -67,10 +69,16 @@ class ScriptedCluster:
         lines = self.logs[pod]
         return "\n".join(lines[-tail:] if tail else lines) + "\n"
 
-    def follow(self, pod: str, container: str) -> Iterator[str]:
+    def follow(self, pod: str, container: str, since_seconds: int | None = None) -> Iterator[str]:
         if pod not in self.logs:
             raise Gone("404 Not Found")
-        yield from self.logs[pod]
+        self.since.append(since_seconds)
+        lines = self.logs[pod]
+        if pod in self.breaks:
+            cut = self.breaks.pop(pod)
+            yield from lines[:cut]
+            raise ConnectionResetError("the connection was reset")
+        yield from lines if since_seconds is None else lines[-1:]
         if pod in self.hanging:
             import threading
 

@@ -92,3 +92,15 @@ def test_follow_leaves_a_stream_that_outlives_its_pod():
 def test_follow_on_a_deleted_run_prints_where_its_logs_are():
     cluster = ScriptedCluster([([], None)], {})
     assert "its logs are in Cloud Logging" in collect(follow, cluster, target())[0]
+
+
+def test_a_broken_stream_is_attached_again_while_its_pod_runs():
+    running = pod(RUN, 0, hosts=1)
+    done = pod(RUN, 0, hosts=1, state="terminated", code=0)
+    name = running["metadata"]["name"]
+    cluster = ScriptedCluster([([running], jobset(RUN)), ([done], jobset(RUN, "Completed"))],
+                              {name: ["a", "b"]}, advance_after=4, breaks={name: 1})
+    lines = collect(follow, cluster, target(hosts=1, processes=1), poll=0.01)
+    assert lines[:3] == ["a", f"--- log stream of {name} broke; attaching again", "b"]
+    assert cluster.since[0] is None and cluster.since[1] >= 1  # attached again from about the last line
+    assert lines[-1] == f"--- run {RUN} succeeded"

@@ -14,8 +14,9 @@ from tools.status_context import check, stack_context
 from tools.status_sources import KINDS, ClusterUnreachable, KubeCluster
 
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
-# Following a log is one long request: no read timeout, only the connect timeout.
-FOLLOW_TIMEOUT = (15, None)
+# Following a log is one long request, quiet while the trainer is: a connect timeout, and a read timeout
+# only against a connection that died unnoticed (the follower attaches again to a pod still running).
+FOLLOW_TIMEOUT = (15, 3600)
 
 
 class Gone(Exception):

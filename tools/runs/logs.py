@@ -38,7 +38,7 @@ class LogSource(Protocol):
     def pods(self, run: str) -> list[dict]: ...
     def jobset(self, run: str) -> dict | None: ...
     def log(self, pod: str, container: str, tail: int | None = None) -> str: ...
-    def follow(self, pod: str, container: str) -> Iterator[str]: ...
+    def follow(self, pod: str, container: str, since_seconds: int | None = None) -> Iterator[str]: ...
 
 
 @dataclass(frozen=True)
@@ -151,7 +151,8 @@ class Follower:
         if len(self.read) > 1:
             self.say(f"pod {pod_name} (attempt {podfacts.attempt(pod)})")
         lines: queue.Queue = queue.Queue()
-        threading.Thread(target=self._pump, args=(pod_name, lines), daemon=True).start()
+        threading.Thread(target=self._pump, args=(pod_name, lines, None), daemon=True).start()
+        last_line = time.time()
         while True:
             try:
                 item = lines.get(timeout=self.poll)
@@ -162,23 +163,30 @@ class Follower:
                 continue
             if item is _END:
                 break
+            if item is _BROKEN:
+                if self._pod_done(pod_name):
+                    break
+                self.say(f"log stream of {pod_name} broke; attaching again")
+                since = int(time.time() - last_line) + 1
+                threading.Thread(target=self._pump, args=(pod_name, lines, since), daemon=True).start()
+                continue
             if isinstance(item, Gone):
                 self.say(f"pod {pod_name} is gone; the rest of its log is in Cloud Logging: "
                          f"{logs_url(self.target.place, pod=pod_name)}")
                 return
+            last_line = time.time()
             self.out(self.target.prefix(self.index) + item)
         self.say(self._ending(pod_name))
 
-    def _pump(self, pod_name: str, lines: queue.Queue) -> None:
+    def _pump(self, pod_name: str, lines: queue.Queue, since_seconds: int | None) -> None:
         try:
-            for line in self.source.follow(pod_name, CONTAINER):
+            for line in self.source.follow(pod_name, CONTAINER, since_seconds):
                 lines.put(line)
             lines.put(_END)
         except Gone as err:
             lines.put(err)
-        except Exception as err:  # pylint: disable=broad-except  # the reader decides from the pod's state
-            lines.put(_END)
-            self.out(f"{self.target.prefix(self.index)}--- log stream of {pod_name} broke: {err}")
+        except Exception:  # pylint: disable=broad-except  # the reader decides from the pod's state
+            lines.put(_BROKEN)
 
     def _drain(self, lines: queue.Queue) -> None:
         """What the stream had delivered before its pod ended."""
@@ -219,6 +227,7 @@ class Follower:
 
 
 _END = object()
+_BROKEN = object()
 
 
 def follow(source: LogSource, target: Target, out: Callable[[str], None], poll: float = POLL_S) -> int:
