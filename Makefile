@@ -158,6 +158,12 @@ cancel resume: $(VENV)/.installed
 inspect: $(VENV)/.installed
 	$(call keep_code,$(VENV)/bin/python -m tools.runs inspect $(RUN_ARGS) $(if $(OUT),--out $(OUT)))
 
+# make doctor STACK=: what the stack's first `pulumi up` needs, and what to do for each miss (tools/doctor/);
+# it only reads. DOCTOR_ARGS=--record <file> keeps the answers (tokens replaced).
+DOCTOR_ARGS ?=
+doctor: $(VENV)/.installed
+	$(call keep_code,$(VENV)/bin/python -m tools.doctor --stack $(STACK) $(DOCTOR_ARGS))
+
 # make status ... WAIT=1 [WAIT_TIMEOUT=<seconds>]: wait until the run (every run without RUN) ends, printing
 # each change of phase (tools/runs/wait.py: 0 succeeded, 3 failed, 4 suspended, 66, 69 and 78 as status,
 # 75 not admitted within WAIT_TIMEOUT).

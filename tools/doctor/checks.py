@@ -45,6 +45,13 @@ def _first_line(ran: Ran) -> str:
     return next((line.strip() for line in (ran.stderr or ran.stdout).splitlines() if line.strip()), f"exit {ran.code}")
 
 
+def project_id(project: str, placeholder: str) -> Finding:
+    if project == placeholder:
+        return Finding("project", MISS, f"gcp:project is {placeholder!r}, the shipped stack files' placeholder",
+                       "`pulumi config set gcp:project <your project id>` (`gcloud projects list` lists them)")
+    return Finding("project", OK, project)
+
+
 def pulumi_cli(ran: Ran) -> Finding:
     name, fix = "Pulumi CLI", "install it: https://www.pulumi.com/docs/iac/download-install/ (3.187.0 or later)"
     if ran.code != 0:

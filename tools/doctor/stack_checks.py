@@ -18,6 +18,7 @@ from core.names import PROJECT
 from stack.apis import required_apis
 from stack.config import StackConfig
 from stack.images import trainers_to_build
+from stack.rules import PLACEHOLDER_PROJECT
 from stack.secrets import needs_hf_token
 from tools.doctor import checks
 from tools.doctor.checks import CLOUD_QUOTAS, COMPUTE, HUB, SERVICE_USAGE, Finding
@@ -45,8 +46,8 @@ def tool_findings(answers, config: StackConfig) -> tuple[list[Finding], str]:
     token = ran["adc"].stdout.strip() if ran["adc"].code == 0 else ""
     if hasattr(answers, "hide"):
         answers.hide(token)
-    found = [checks.pulumi_cli(ran["pulumi"]), checks.gcloud_account(ran["gcloud"]), checks.adc(ran["adc"]),
-             checks.auth_plugin(ran["plugin"])]
+    found = [checks.project_id(config.project, PLACEHOLDER_PROJECT), checks.pulumi_cli(ran["pulumi"]),
+             checks.gcloud_account(ran["gcloud"]), checks.adc(ran["adc"]), checks.auth_plugin(ran["plugin"])]
     return found, token
 
 
