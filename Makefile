@@ -19,9 +19,8 @@ PYTEST_ARGS ?=
 # The platform's tests, by layer (ARCHITECTURE.md).
 PLATFORM_TESTS := tests/core tests/stack tests/manifests tests/admission tests/components tests/tools tests/staging
 
-# Pulumi keeps state in a local file backend unless the user points elsewhere.
-PULUMI_BACKEND_URL ?= file://$(CURDIR)/.pulumi-state
-export PULUMI_BACKEND_URL
+# Pulumi keeps its state where Pulumi.yaml's `backend` says (.pulumi-state/ here), for make and a bare
+# `pulumi` alike, unless PULUMI_BACKEND_URL points elsewhere.
 
 .PHONY: help test test-infra test-jax test-gpu fsdp-cpu venvs up preview destroy
 
