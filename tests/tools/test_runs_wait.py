@@ -140,6 +140,11 @@ def test_sigterm_and_restarts_that_ran_out():
     assert "stopped by SIGTERM after writing a checkpoint" in explain("r", "", "", 143, "Error", "")[1]
 
 
+def test_a_run_kueue_deactivated_says_so_and_where_to_look():
+    lines = explain("r", "", "Kueue deactivated the run: ProvisioningRequest failed", None, "", "")
+    assert "Kueue deactivated its Workload" in lines[1] and "`make inspect` shows the ProvisioningRequests" in lines[2]
+
+
 def test_without_a_log_the_cloud_logging_link_is_given():
     lines = explain("r", "", "", 1, "Error", "", logs_link="https://console.cloud.google.com/logs/query;query=x")
     assert "  its log          in Cloud Logging: https://console.cloud.google.com/logs/query;query=x" in lines

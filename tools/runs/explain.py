@@ -23,6 +23,7 @@ SIGKILL_EXIT = 137
 # What both trainers print before exiting 78 (trainers/gemma_jax/train.py, trainers/trl_gpu/sft.py).
 CONFIG_ERROR_PREFIX = "configuration error:"
 MAX_RESTARTS_REASON = "ReachedMaxRestarts"
+KUEUE_DEACTIVATED = "Kueue deactivated the run"
 
 
 def config_problem(log_tail: str) -> str:
@@ -66,6 +67,12 @@ def explain(run: str, reason: str, detail: str, code: int | None, container_reas
     """The lines a failed run's status adds: why it ended, the trainer's words, what to do next."""
     what, next_step = meaning(code, container_reason)
     lines = [f"run {run} failed" + (f": {detail}" if detail else "")]
+    if detail.startswith(KUEUE_DEACTIVATED):  # tools/status_phase.py: Kueue gave up on admitting it
+        lines += ["  why              Kueue deactivated its Workload: a queued rung's ProvisioningRequest failed "
+                  "through its retries, or someone deactivated it",
+                  "  next             `make inspect` shows the ProvisioningRequests and their conditions; change the "
+                  "run's ladder or capacity and `make up` (a changed run is replaced and resumes from its checkpoints)"]
+        return lines
     if reason == MAX_RESTARTS_REASON or MAX_RESTARTS_REASON in detail:
         lines.append("  why              its restarts ran out (maxRestarts); the last one ended with "
                      + what.split(":")[0])
