@@ -98,9 +98,17 @@ def _insert(lines: list[str], entry) -> int:
 
 
 def _remove(lines: list[str], entry) -> int:
-    row, col = entry.lc.key("suspend")
-    if not entry.fa.flow_style() and lines[row][:col].strip() == "" and len(entry) > 1:
+    """The key taken out as `_insert` put it in (its own line, or `, suspend: true` in a flow mapping), so
+    that cancel then resume gives the file back; where it was written otherwise, its value set false."""
+    row, col = entry.lc.key("suspend")  # a quoted key's column is its opening quote's
+    value_row, value_col = entry.lc.value("suspend")
+    line = lines[row]
+    if not entry.fa.flow_style() and line[:col].strip() == "" and len(entry) > 1:
         del lines[row]  # the key's own line: the file as it was before `make cancel`
+        return row
+    head = line[:col].rstrip()
+    if entry.fa.flow_style() and value_row == row and head.endswith(","):
+        lines[row] = head[:-1] + line[_token_end(line, value_col):]  # from the comma before the pair to its end
         return row
     return _replace_value(lines, entry, "false")
 
