@@ -154,6 +154,8 @@ def test_preview_up_noop_replace_add_destroy(deployed):
     after = _offline_plan(made)
     assert _offline_as_engine(before, after) == _engine_as_offline(steps)
     made.run("up", "--yes", "--skip-preview")
+    if stack in CANCEL_STACKS:  # before a run is added that would take the cancelled run's nodes
+        _cancel_and_resume(made, kube, shipped, first["name"])
 
     added = copy.deepcopy(changed)
     extra = {**copy.deepcopy(first), "name": f"{first['name'][:40]}-b"}
@@ -163,9 +165,6 @@ def test_preview_up_noop_replace_add_destroy(deployed):
     assert _changes(steps) == [("create", JOBSET, f"runs-{extra['name']}")]
     assert _offline_as_engine(after, _offline_plan(made)) == _engine_as_offline(steps)
     made.run("up", "--yes", "--skip-preview")
-
-    if stack in CANCEL_STACKS:
-        _cancel_and_resume(made, kube, shipped, first["name"])
 
     assert _left_by_pulumi(kube), "the objects the stack applied carry the provider's field manager"
     made.run("destroy", "--yes", "--skip-preview")
