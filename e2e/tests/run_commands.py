@@ -31,8 +31,17 @@ def run_tool(command: str, stack: str, root: Path, env: dict, *args: str, report
     if report:
         shown = " ".join(a for a in (command, *args))
         REPORT.append(f"$ make {shown}  (exit {done.returncode})")
-        REPORT.extend("  " + line for line in (done.stdout + done.stderr).splitlines())
+        REPORT.extend("  " + line for line in (done.stdout + done.stderr).splitlines() if not _noise(line))
     return done
+
+
+# What the e2e's own tool builds make the CLI say on every command (e2e/README.md, "The engine"), and its
+# progress lines: left out of the report.
+NOISE = ("warning: using pulumi-", "is expected to have version", "Diagnostics:", "pulumi:pulumi:Stack (")
+
+
+def _noise(line: str) -> bool:
+    return not line.strip() or line.lstrip().startswith("@ ") or any(n in line for n in NOISE)
 
 
 class Background:
