@@ -19,9 +19,8 @@ PYTEST_ARGS ?=
 # The platform's tests, by layer (ARCHITECTURE.md).
 PLATFORM_TESTS := tests/core tests/stack tests/manifests tests/admission tests/components tests/tools tests/staging
 
-# Pulumi keeps state in a local file backend unless the user points elsewhere.
-PULUMI_BACKEND_URL ?= file://$(CURDIR)/.pulumi-state
-export PULUMI_BACKEND_URL
+# Pulumi keeps its state where Pulumi.yaml's `backend` says (.pulumi-state/ here), for make and a bare
+# `pulumi` alike, unless PULUMI_BACKEND_URL points elsewhere.
 
 .PHONY: help test test-infra test-jax test-gpu fsdp-cpu venvs up preview destroy
 
@@ -136,6 +135,40 @@ plan-diff: $(VENV)/.installed
 # Rewrite tests/golden/ (every shipped stack's runs and the examples); review the diff.
 golden: $(VENV)/.installed
 	$(VENV)/bin/python -m tests.support.goldens
+
+# --- a run, once submitted (tools/runs/): its log, waiting for it, stopping and starting it, a folder for debugging ---
+# Each runs a tool; on a failure make says the tool's exit code and the command that exits with it
+# (make itself exits 2 whatever its recipe exits with).
+define keep_code
+@$(1) || { code=$$?; echo "make $@: exit code $$code (make itself exits 2): for the code, run $(strip $(1))" >&2; exit $$code; }
+endef
+RUN_ARGS = --stack $(STACK) $(if $(RUN),--run $(RUN))
+.PHONY: logs cancel resume inspect doctor
+
+# make logs STACK= RUN= [FOLLOW=1] [POD=<index>|all]: the trainer's log (process 0 by default), across restarts.
+logs: $(VENV)/.installed
+	$(call keep_code,$(VENV)/bin/python -m tools.runs logs $(RUN_ARGS) $(if $(FOLLOW),--follow) $(if $(POD),--pod $(POD)))
+
+# make cancel / resume STACK= RUN=: suspend: true (or not) in Pulumi.<stack>.yaml, applied to that run alone.
+cancel resume: $(VENV)/.installed
+	$(call keep_code,$(VENV)/bin/python -m tools.runs $@ $(RUN_ARGS))
+
+# make inspect STACK= RUN= [OUT=<dir>]: one folder (default inspect/) with the run's objects, events, nodes, logs.
+inspect: $(VENV)/.installed
+	$(call keep_code,$(VENV)/bin/python -m tools.runs inspect $(RUN_ARGS) $(if $(OUT),--out $(OUT)))
+
+# make doctor STACK=: what the stack's first `pulumi up` needs, and what to do for each miss (tools/doctor/);
+# it only reads. DOCTOR_ARGS=--record <file> keeps the answers (tokens replaced).
+DOCTOR_ARGS ?=
+doctor: $(VENV)/.installed
+	$(call keep_code,$(VENV)/bin/python -m tools.doctor --stack $(STACK) $(DOCTOR_ARGS))
+
+# make status ... WAIT=1 [WAIT_TIMEOUT=<seconds>]: wait until the run (every run without RUN) ends, printing
+# each change of phase (tools/runs/wait.py: 0 succeeded, 3 failed, 4 suspended, 66, 69 and 78 as status,
+# 75 not admitted within WAIT_TIMEOUT).
+ifneq ($(WAIT),)
+STATUS_CMD = $(strip $(VENV)/bin/python -m tools.runs wait --all $(RUN_ARGS) $(if $(WAIT_TIMEOUT),--timeout $(WAIT_TIMEOUT)))
+endif
 
 # The Pulumi program's environment alone (what `pulumi preview/up` runs in CI).
 .PHONY: venv

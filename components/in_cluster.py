@@ -16,10 +16,11 @@ from components.compute_classes import ComputeClasses, ComputeClassesArgs
 from components.datasets import DatasetStaging, DatasetStagingArgs
 from components.jobset import JobSetController, JobSetControllerArgs
 from components.kueue import Kueue, KueueArgs
-from components.runs import Runs, RunsArgs
+from components.runs import RUNS_NAME, Runs, RunsArgs
 from components.workspace import RunsWorkspace, RunsWorkspaceArgs
 from stack import reader
 from stack.config import StackConfig
+from stack.places import stack_run_links
 
 
 @dataclass
@@ -78,9 +79,11 @@ def in_cluster(cfg: StackConfig, at: Footing) -> None:
         config=cfg, provider=at.provider, images=at.images, stager_member=at.stager_member,
         depends_on=[*at.cluster, *at.bucket, *workspace.pod_dependencies], grants=at.staging_grants), at.opts)
 
-    runs = Runs("runs", RunsArgs(
+    runs = Runs(RUNS_NAME, RunsArgs(
         runs=cfg.runs, contracts=at.contracts, bucket=cfg.data_bucket, images=at.images, provider=at.provider,
         namespace=cfg.runs_namespace, service_account=cfg.trainer_account, data_paths=cfg.data_paths(),
         depends_on=[*controllers, *at.bucket, *workspace.pod_dependencies, *staging.jobs.values(), *queue_ready]))
     pulumi.export("runs", sorted(runs.jobsets))
+    # Each run's workload page and Cloud Logging query in the console (`make status` prints them too).
+    pulumi.export("runLinks", stack_run_links(cfg))
     pulumi.export("datasets", {name: f"gs://{cfg.data_bucket}/datasets/{name}/" for name in staging.jobs})

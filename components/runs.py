@@ -23,7 +23,7 @@ import pulumi_kubernetes as k8s
 from core.contract import SchedulingContract
 from manifests import jobset, pod
 from manifests.run import PlatformFacts, build_run, check_runs, metadata
-from stack.queueing import run_contract
+from stack.queueing import run_contract, withdrawn
 from stack.runs import RunConfig
 
 # Where a run's image goes while the manifest is built; a valid digest
@@ -59,16 +59,29 @@ class RunsArgs:
     data_paths: Mapping[str, str] = field(default_factory=dict)
 
 
+RUNS_TYPE = "gke-finetune:workloads:Runs"
+RUNS_NAME = "runs"  # the one Runs component of a stack (components/in_cluster.py)
+
+
+def jobset_urn(stack: str, project: str, run: str) -> str:
+    """The URN of a run's JobSet: `urn:pulumi:<stack>::<project>::<parent type>$<type>::<name>`
+    (https://www.pulumi.com/docs/iac/concepts/resources/names/#urns), for `pulumi up --target`."""
+    return (f"urn:pulumi:{stack}::{project}::{RUNS_TYPE}$kubernetes:{jobset.API_VERSION}:{jobset.KIND}"
+            f"::{RUNS_NAME}-{run}")
+
+
 class Runs(pulumi.ComponentResource):
     """One `jobset.x-k8s.io/v1alpha2` JobSet per run of the stack."""
 
     jobsets: dict[str, k8s.apiextensions.CustomResource]
 
     def __init__(self, name: str, args: RunsArgs, opts: pulumi.ResourceOptions | None = None):
-        super().__init__("gke-finetune:workloads:Runs", name, None, opts)
+        super().__init__(RUNS_TYPE, name, None, opts)
         # Invalid runs are refused before any is declared (config validation reports them first).
         check_runs(list(args.runs), args.contracts, args.images)
-        self.jobsets = {run.name: self._jobset(name, run, args) for run in args.runs}
+        # A suspended run Kueue admits is not declared at all (stack/queueing.py `withdrawn`).
+        self.jobsets = {run.name: self._jobset(name, run, args) for run in args.runs
+                        if not withdrawn(run, args.contracts)}
         self.register_outputs(
             {"jobsets": {run: f"{args.namespace}/{run}" for run in self.jobsets}}
         )

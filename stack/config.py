@@ -28,7 +28,7 @@ from stack.network import NetworkConfig
 from stack.queueing import compute_classes, kueue_flavors, queueing_problems, with_queues
 from stack.problems import MISSING, ConfigError, Problem, from_validation_error, raise_problems
 from stack.rules import (bucket_problems, dataset_stack_problems, mode_problems, namespace_problems,
-                         unique_name_problems, zone_problems)
+                         offering_problems, unique_name_problems, zone_problems)
 from stack.runs import RunConfig, run_problems
 
 
@@ -141,8 +141,9 @@ class StackConfig(StackModel):
             return pools
         for i, pool in enumerate(pools):
             if not (pool.zones or zones):
+                # An invalid region is reported on its own key; its zones are unknown then.
                 problems.append(Problem(f"[{i}].zones", [], "is empty and the stack sets no `zones`",
-                                        f"zones of {region}"))
+                                        f"zones of {region}" if region else "zones of gcp:region"))
             problems += zone_problems(f"[{i}].zones", pool.zones, region)
             if pool.shape().multi_host and len(pool.zones or zones) > 1:
                 # A multi-host TPU slice lives in one zone.
@@ -160,8 +161,18 @@ class StackConfig(StackModel):
         problems += dataset_stack_problems(self.datasets, self.runs)
         problems += queueing_problems(self.runs, self.contracts(), self.autopilot)
         problems += self._existing_problems()
+        problems += self._offering_problems()
         raise_problems(problems)
         return self
+
+    def _offering_problems(self) -> list[Problem]:
+        """Pools in zones (or a region) that don't offer their accelerator; an existing cluster's are as they are."""
+        if self.existing is not None:
+            return []
+        key = "shapes" if self.autopilot else "pools"
+        return offering_problems([(f"{key}[{i}].zones", g.name, g.shape().accelerator.name,
+                                   () if self.autopilot else self.pool_zones(g))
+                                  for i, g in enumerate(self.accelerator_groups())], self.region)
 
     def _existing_problems(self) -> list[Problem]:
         if self.existing is None:
@@ -278,4 +289,4 @@ class StackConfig(StackModel):
         try:
             return cls.model_validate(values)
         except ValidationError as err:
-            raise ConfigError(from_validation_error(err)) from None
+            raise ConfigError(from_validation_error(err, cls)) from None

@@ -11,7 +11,9 @@ so a user reads the key to fix, what they wrote, and what would be accepted.
 
 from __future__ import annotations
 
+import difflib
 import re
+import typing
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -75,8 +77,9 @@ def raise_problems(problems: Iterable[Problem]) -> None:
         raise Problems(problems)
 
 
-def from_validation_error(err: ValidationError) -> list[Problem]:
-    """pydantic's errors as Problems, keyed by the stack file's key paths."""
+def from_validation_error(err: ValidationError, model: type | None = None) -> list[Problem]:
+    """pydantic's errors as Problems, keyed by the stack file's key paths; an unknown key of `model` (the
+    stack's root model) names the closest key it may be a typo of."""
     found = []
     for e in err.errors():
         path = key_path(e["loc"])
@@ -84,12 +87,49 @@ def from_validation_error(err: ValidationError) -> list[Problem]:
         if isinstance(error, Problems):
             found += [p.under(path) for p in error.items]
         elif e["type"] == "extra_forbidden":
-            found.append(Problem(path, e.get("input"), "is an unknown key", "the keys Pulumi.yaml declares"))
+            found.append(unknown_key(path, e["loc"], e.get("input"), model))
         elif e["type"] == "missing":
             found.append(Problem(path, MISSING, "and it is required"))
         else:
             found.append(Problem(path, e.get("input"), _lower_first(e["msg"])))
     return found
+
+
+def unknown_key(path: str, loc: tuple, value: Any, model: type | None) -> Problem:
+    """`<path>: <value> is an unknown key; did you mean '<key>'?` with the keys allowed there."""
+    allowed = allowed_keys(model, loc[:-1]) if model is not None else None
+    if not allowed:
+        return Problem(path, value, "is an unknown key", "the keys Pulumi.yaml declares")
+    close = difflib.get_close_matches(str(loc[-1]), allowed, n=1, cutoff=0.6)
+    why = "is an unknown key" + (f"; did you mean {close[0]!r}?" if close else "")
+    listed = ", ".join(sorted(allowed)) if len(loc) > 1 else "the keys Pulumi.yaml declares"
+    return Problem(path, value, why, listed)
+
+
+def allowed_keys(model: type, loc: tuple) -> list[str]:
+    """The keys (aliases) of the model at `loc` below `model`, following nested models, lists and optionals."""
+    current = model
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        fields = getattr(current, "model_fields", None)
+        field = next((f for name, f in (fields or {}).items() if (f.alias or name) == part or name == part), None)
+        current = _model_in(field.annotation) if field is not None else None
+        if current is None:
+            return []
+    fields = getattr(current, "model_fields", None) or {}
+    return [f.alias or name for name, f in fields.items()]
+
+
+def _model_in(annotation: Any) -> type | None:
+    """The pydantic model an annotation holds (itself, or inside tuple[...], list[...], X | None, dict[str, X])."""
+    if isinstance(annotation, type) and hasattr(annotation, "model_fields"):
+        return annotation
+    for arg in typing.get_args(annotation):
+        found = _model_in(arg)
+        if found is not None:
+            return found
+    return None
 
 
 def key_path(loc: tuple) -> str:

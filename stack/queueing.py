@@ -71,6 +71,20 @@ def queued_runs(runs: Sequence[RunConfig], contracts: Mapping[str, SchedulingCon
     return [run for run in runs if run.pool in pools]
 
 
+def withdrawn(run: RunConfig, contracts: Mapping[str, SchedulingContract]) -> bool:
+    """Whether a run is left undeclared: `suspend: true` on a run Kueue admits.
+
+    Kueue owns such a JobSet's `spec.suspend`: it starts a suspended job whose Workload is admitted
+    (v0.19.2 pkg/controller/jobframework/reconciler.go, "Job admitted, unsuspending"), so a declared
+    suspension would be undone within seconds, and Pulumi leaves the field to Kueue (components/runs.py).
+    A JobSet that is not declared is deleted: its pods get their grace period to write a checkpoint,
+    Kueue releases its quota, and the checkpoints and progress record stay in the bucket; `suspend: false`
+    declares it again and the trainer resumes from them. A run outside Kueue is suspended in place
+    (JobSet `spec.suspend`, which its controller honours by deleting the Jobs' pods).
+    """
+    return run.suspend and contracts[run.pool].queue is not None
+
+
 def with_queues(
     contracts: Mapping[str, SchedulingContract], runs: Sequence[RunConfig], autopilot: bool, namespace: str
 ) -> dict[str, SchedulingContract]:
@@ -107,12 +121,6 @@ def queueing_problems(
     problems = []
     for i, run in enumerate(runs):
         problems += [p.under(f"runs[{i}]") for p in _run_problems(run, contracts, autopilot)]
-    queued = {r.name for r in queued_runs(runs, contracts)}
-    problems += [
-        Problem(f"runs[{i}].suspend", True, f"on run {run.name!r}, which Kueue admits: Kueue owns spec.suspend",
-                "false (stop a queued run by removing it, or hold it with a lower priority)")
-        for i, run in enumerate(runs) if run.suspend and run.name in queued and not autopilot
-    ]
     return problems + ([] if autopilot else _order_problems(runs))
 
 

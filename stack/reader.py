@@ -22,6 +22,7 @@ import yaml
 from core.names import PROJECT
 from stack.config import StackConfig
 from stack.problems import ConfigError, Problem, from_validation_error
+from stack.rules import placeholder_problems
 from stack.secrets import HF_TOKEN_KEY, SET_IT, TokenState, hf_token_problems, needs_hf_token
 
 # Keys whose stack value is structured; Pulumi hands them to the program as JSON.
@@ -39,7 +40,7 @@ def validate(values: dict[str, Any], extra: list[Problem] | None = None) -> Stac
     except Exception as err:  # a pydantic ValidationError
         if not hasattr(err, "errors"):
             raise
-        problems += from_validation_error(err)
+        problems += from_validation_error(err, StackConfig)
     if problems:
         raise ConfigError(problems)
     return config
@@ -127,7 +128,18 @@ def load() -> StackConfig:
     merged = {**runtime_config.get_config_env(), **runtime_config.CONFIG.get()}
     values = model_values(merged, pulumi.get_stack())
     state = "secret" if hf_token_planned_only() else _hf_token_state()
-    return validate(values, hf_token_problems(values.get("runs"), state, values.get("datasets")))
+    problems = hf_token_problems(values.get("runs"), state, values.get("datasets"))
+    if applying():
+        problems += placeholder_problems(str(values.get("project", "")))
+    return validate(values, problems)
+
+
+def applying() -> bool:
+    """Whether this is a real `pulumi up` (or destroy): not a preview, and not the SDK's mocks, under which
+    the offline plan and the tests run the program as `up` too."""
+    from pulumi.runtime.mocks import MockMonitor  # pylint: disable=import-outside-toplevel
+
+    return not pulumi.runtime.is_dry_run() and not isinstance(pulumi.runtime.settings.get_monitor(), MockMonitor)
 
 
 def hf_token_planned_only() -> bool:

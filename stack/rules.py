@@ -11,6 +11,7 @@ import importlib
 import re
 
 from core.names import JOBSET_NAMESPACE, KUEUE_NAMESPACE
+from core.offerings import SOURCES, offered_regions, offered_zones
 from core.syntax import ZONE, dns_1123_label_problem
 from core.trainers import TRAINERS
 from stack.problems import Problem
@@ -24,6 +25,42 @@ def zone_problems(key: str, zones: tuple[str, ...], region: str | None) -> list[
             where = f"region {region!r}" if region else "a valid region"
             problems.append(Problem(f"{key}[{j}]", zone, f"is not a zone of {where}", f"{region or '<region>'}-<letter>"))
     return problems
+
+
+def offering_problems(pools: list[tuple[str, str, str, tuple[str, ...]]], region: str) -> list[Problem]:
+    """Each pool's zones against where its accelerator is offered (core/offerings.py); `pools` holds
+    (key, pool name, accelerator, zones). A region that offers the accelerator nowhere is the one
+    problem of its pools (their zones are wrong because the region is)."""
+    problems, refused_regions = [], set()
+    for key, pool, accelerator, zones in pools:
+        if accelerator not in SOURCES:
+            continue
+        if not offered_zones(accelerator, region):
+            if accelerator not in refused_regions:
+                refused_regions.add(accelerator)
+                problems.append(Problem("gcp:region", region, f"offers no {accelerator} (pool {pool!r}; "
+                                        f"{SOURCES[accelerator]})",
+                                        f"a region that does: {', '.join(offered_regions(accelerator))}"))
+            continue
+        for j, zone in enumerate(zones):
+            if zone not in offered_zones(accelerator):
+                problems.append(Problem(f"{key}[{j}]", zone, f"does not offer {accelerator} (pool {pool!r}; "
+                                        f"{SOURCES[accelerator]})",
+                                        ", ".join(offered_zones(accelerator, region))))
+    return problems
+
+
+# The project id of the shipped stack files, a placeholder for the user's own. Planning and testing with it
+# is fine; `pulumi up` with it would try to create everything in a project that is not the user's.
+PLACEHOLDER_PROJECT = "my-project-id"
+
+
+def placeholder_problems(project: str) -> list[Problem]:
+    if project != PLACEHOLDER_PROJECT:
+        return []
+    return [Problem("gcp:project", project, "is the shipped stack files' placeholder, refused for `pulumi up` "
+                    "(plan and preview take it)",
+                    "your project's id: `pulumi config set gcp:project <id>` (`gcloud projects list` lists them)")]
 
 
 # Namespaces a stack's runs may not live in: Kubernetes' and GKE's own, and the controllers'.

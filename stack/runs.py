@@ -98,8 +98,15 @@ def run_problems(runs: Iterable[RunConfig], contracts: Mapping[str, SchedulingCo
 
 
 def _one_run_problems(run: RunConfig, contracts: Mapping[str, SchedulingContract]) -> list[Problem]:
+    """The run's problems, its pool's first: a pool that doesn't exist, or a trainer of the other family,
+    is the root cause that the trainer's flag and profile problems often follow from."""
     where = f"on run {run.name!r}"
-    problems = _name_problems(run) + _args_problems(run, where) + _env_problems(run, where)
+    contract = contracts.get(run.pool)
+    if contract is None:
+        first = [Problem("pool", run.pool, f"does not exist {where}", ", ".join(map(repr, sorted(contracts))))]
+    else:
+        first = _family_problems(run, contract, where)
+    problems = first + _name_problems(run) + _args_problems(run, where) + _env_problems(run, where)
     problems += _profile_problems(run, where) + _flag_problems(run, where) + _data_problems(run, where)
     if run.image is not None and image_problem(run.image):
         problems.append(Problem("image", run.image, f"{where} must be pinned by digest",
@@ -107,11 +114,7 @@ def _one_run_problems(run: RunConfig, contracts: Mapping[str, SchedulingContract
     if run.row.data_required and run.data is None:  # blank: _data_problems
         problems.append(Problem("data", MISSING, f"{where}: trainer {run.trainer} needs `data`",
                                 "a file below the bucket's datasets/"))
-    contract = contracts.get(run.pool)
-    if contract is None:
-        problems.append(Problem("pool", run.pool, f"does not exist {where}", ", ".join(map(repr, sorted(contracts)))))
-        return problems
-    return problems + _placement_problems(run, contract, where)
+    return problems + (_placement_problems(run, contract, where) if contract is not None else [])
 
 
 def _name_problems(run: RunConfig) -> list[Problem]:
@@ -122,16 +125,20 @@ def _name_problems(run: RunConfig) -> list[Problem]:
     return []
 
 
+def _family_problems(run: RunConfig, contract: SchedulingContract, where: str) -> list[Problem]:
+    wanted = run.row.family
+    if contract.family is wanted:
+        return []
+    return [Problem(
+        "pool", run.pool,
+        f"{where}: trainer {run.trainer} needs a {wanted.value.upper()} pool, but pool {contract.pool!r} "
+        f"is {contract.shape.description} ({contract.family.value.upper()}); the problems below may follow from it",
+        f"a {wanted.value.upper()} pool",
+    )]
+
+
 def _placement_problems(run: RunConfig, contract: SchedulingContract, where: str) -> list[Problem]:
     problems = []
-    wanted = run.row.family
-    if contract.family is not wanted:
-        problems.append(Problem(
-            "pool", run.pool,
-            f"{where}: trainer {run.trainer} needs a {wanted.value.upper()} pool, but pool {contract.pool!r} "
-            f"is {contract.shape.description} ({contract.family.value.upper()})",
-            f"a {wanted.value.upper()} pool",
-        ))
     chips = run.chips_per_host
     if chips is not None and chips > contract.chips_per_host:
         problems.append(Problem(

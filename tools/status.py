@@ -46,7 +46,7 @@ def rows(facts: Mapping[str, RunFacts], objects: Mapping[str, list], progress, n
         jobset = next((j for j in objects["jobsets"] if j["metadata"]["name"] == name), None)
         if jobset is None:
             out.append(RunStatus(run=name, phase="not submitted", detail="no JobSet in the cluster (make up)",
-                                 pods=fact.pods, slices=fact.slices, chips=fact.chips))
+                                 pods=fact.pods, slices=fact.slices, chips=fact.chips, links=dict(fact.links)))
             continue
         workload = next((w for w in objects["workloads"] if owned_by(w, "JobSet", name)), None)
         wl_name = (workload or {}).get("metadata", {}).get("name", "")
@@ -57,6 +57,7 @@ def rows(facts: Mapping[str, RunFacts], objects: Mapping[str, list], progress, n
         record, problem = progress.read(name)
         row = status_row(fact, jobset, workload, requests, pods, record, now, nodes)
         row.progress_problem = problem
+        row.links = dict(fact.links)
         out.append(row)
     return out
 
@@ -113,6 +114,7 @@ def render_details(r: RunStatus) -> list[str]:
     lines += [f"  note             {note}" for note in r.notes]
     if r.progress_problem:
         lines.append(f"  progress record  {r.progress_problem}")
+    lines += [f"  {what:<16} {url}" for what, url in r.links.items()]
     return lines
 
 

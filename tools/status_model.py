@@ -138,6 +138,7 @@ class RunStatus:
     submitted_at: str = ""
     progress_problem: str = ""
     notes: list[str] = field(default_factory=list)
+    links: dict[str, str] = field(default_factory=dict)  # the run's console page and Cloud Logging query (core/links.py)
 
     def as_dict(self) -> dict:
         return asdict(self)

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from core import prices
 from core.catalog import FLEX_START_LABEL, QUEUED_LABEL, RESERVATION_NAME_LABEL, SPOT_LABEL, Shape
 from core.names import POOL_LABEL
+from core.links import run_links
+from stack.places import run_place
 from stack.queueing import rungs
 from tools.status_clock import interval, iso, progress
 from tools.status_model import Rung, RunStatus, parse_time
@@ -36,6 +38,7 @@ class RunFacts:
     pods: int  # hosts per slice x slices
     chips: int
     queued: bool  # Kueue admits it
+    links: tuple[tuple[str, str], ...] = ()  # (what, url): the console page and the Cloud Logging query
 
 
 def run_facts(config) -> dict[str, RunFacts]:
@@ -51,6 +54,7 @@ def run_facts(config) -> dict[str, RunFacts]:
             flavors=tuple(contracts[p].flavor for p in pools),
             shape=first.shape, slices=first.slices, pods=first.hosts_per_slice * first.slices,
             chips=per_host * first.hosts_per_slice * first.slices, queued=first.queue is not None,
+            links=tuple(run_links(run_place(config, run.name)).items()),
         )
     return out
 

@@ -8,7 +8,9 @@ service-account tokens with keys made for this run (pki.py). Its endpoint
 reconciler is off: the `kubernetes` Service's Endpoints would name the
 advertise address, and the apiserver refuses a loopback address there.
 kwok plays the kubelet of every node (--manage-all-nodes), with the stages
-of stages.py.
+of stages.py, and serves its kubelet API at the nodes' address (127.0.0.1,
+kwok's port), which the apiserver reaches by the nodes' InternalIP; with
+`serve_logs`, the container logs pod_logs.py gives it.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from pathlib import Path
 
 from e2e.harness.kube import Kube, wait_for
 from e2e.harness.pki import Pki, make_pki
+from e2e.harness.pod_logs import install_logs_api
 from e2e.harness.processes import Supervisor
 from e2e.harness.stages import write_kwok_config
 from e2e.harness.tools import Tools
@@ -45,6 +48,7 @@ class ControlPlane:
     supervisor: Supervisor
     pki: Pki | None = None
     ports: dict[str, int] = field(default_factory=dict)
+    serve_logs: bool = False  # kwok serves pods' logs from files (pod_logs.py)
 
     @property
     def server(self) -> str:
@@ -76,6 +80,8 @@ class ControlPlane:
         self.write_kubeconfig(self.kubeconfig, self.pki.tokens["admin"], "admin")
         self._controller_manager()
         self._scheduler()
+        if self.serve_logs:
+            install_logs_api(self.client())
         self._kwok()
 
     def _etcd(self) -> None:
@@ -108,6 +114,9 @@ class ControlPlane:
             f"--service-account-key-file={pki.sa_pub}", f"--service-account-signing-key-file={pki.sa_key}",
             f"--service-cluster-ip-range={SERVICE_CIDR}", "--authorization-mode=Node,RBAC",
             "--endpoint-reconciler-type=none", f"--cert-dir={self.state / 'apiserver'}",
+            # A node's kubelet (kwok's server) is at its InternalIP; its Hostname, the default first choice,
+            # resolves nowhere here.
+            "--kubelet-preferred-address-types=InternalIP",
             "--profiling=false", "--v=1",
         ])
         kube = self.client()
@@ -151,7 +160,8 @@ class ControlPlane:
         self.supervisor.start("kwok", [
             str(self.tools.bin("kwok")), f"--kubeconfig={kubeconfig}", f"--config={config}",
             "--manage-all-nodes=true", f"--node-ip={LOCALHOST}", f"--server-address={LOCALHOST}:{port}",
-            "--node-lease-duration-seconds=40",
+            f"--node-port={port}", "--node-lease-duration-seconds=40",
+            *(["--enable-crds=Logs"] if self.serve_logs else []),
         ], env={"HOME": str(self.state)})  # kwok reads ~/.kwok/kwok.yaml first: keep the user's out
 
     def _check_and_tail(self, name: str) -> str:

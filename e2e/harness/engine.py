@@ -31,6 +31,7 @@ ENGINE_TOOLS = ("pulumi", "pulumi-language-python", "pulumi-kubernetes")
 FAKE_DIGEST = "sha256:" + "e2" * 32
 BUCKET = "e2e-existing-bucket"
 PASSPHRASE = "e2e-local-only"
+PROJECT_ID = "gke-finetune-e2e"  # no Google Cloud project is reached: an existing cluster's stack declares none
 COMMAND_TIMEOUT = 600.0
 
 
@@ -124,6 +125,7 @@ def existing_cluster_config(stack: str, kubeconfig: str, namespace: str = RUNS_N
     declared by the stack: the platform install makes none)."""
     config = yaml.safe_load((ROOT / f"Pulumi.{stack}.yaml").read_text())["config"]
     out = {k: v for k, v in config.items() if k.startswith("gcp:")}
+    out["gcp:project"] = PROJECT_ID  # `pulumi up` refuses the shipped files' placeholder (stack/rules.py)
     prefix = "gke-finetune:"
     pools = []
     for pool in config.get(f"{prefix}pools", []):
@@ -146,7 +148,7 @@ def existing_cluster_config(stack: str, kubeconfig: str, namespace: str = RUNS_N
     return out
 
 
-def _copy_program(dest: Path) -> None:
+def copy_program(dest: Path) -> None:
     """The repository's tracked files, as a clean checkout has them (no stack files, no state)."""
     listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, text=True, check=True)
     for name in filter(None, listed.stdout.split("\0")):
@@ -176,7 +178,7 @@ def engine(tools: Tools, workdir: Path, stack: str, kubeconfig: Path) -> Engine:
     missing = [t for t in ENGINE_TOOLS if t not in tools.dirs]
     if missing:
         raise EngineError(f"e2e: the engine's tools {missing} are not built: run make e2e-tools")
-    _copy_program(workdir / "program")
+    copy_program(workdir / "program")
     (workdir / "state").mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "HOME": str(workdir), **engine_env(tools, workdir, kubeconfig)}
     made = Engine(workdir / "program", stack, env)

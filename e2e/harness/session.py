@@ -40,7 +40,7 @@ def stop(state: Path) -> list[str]:
 
 
 @contextlib.contextmanager
-def control_plane(state: Path, lifetime: int, keep: bool = False) -> Iterator[ControlPlane]:
+def control_plane(state: Path, lifetime: int, keep: bool = False, serve_logs: bool = False) -> Iterator[ControlPlane]:
     if state.exists():
         stop(state)
         shutil.rmtree(state)
@@ -49,7 +49,7 @@ def control_plane(state: Path, lifetime: int, keep: bool = False) -> Iterator[Co
     if not keep:
         supervisor.install_handlers()
     start_watchdog(state, lifetime, None if keep else os.getpid())
-    cp = ControlPlane(state, tools(), supervisor)
+    cp = ControlPlane(state, tools(), supervisor, serve_logs=serve_logs)
     try:
         cp.start()
         yield cp

@@ -90,6 +90,7 @@ def pytest_report_header(config):
 def pytest_terminal_summary(terminalreporter):
     from e2e.tests.test_engine import DIFF_REPORT, ENGINE_REPORT, WRONG_REPORT
     from e2e.tests.test_shared_cluster import SHARED_REPORT
+    from e2e.tests.run_commands import REPORT as RUN_COMMANDS_REPORT
     from e2e.tests.test_status import STATUS_REPORT
 
     if STATUS_REPORT:
@@ -98,6 +99,10 @@ def pytest_terminal_summary(terminalreporter):
             for line in table.splitlines():
                 terminalreporter.write_line(line)
             terminalreporter.write_line("")
+    if RUN_COMMANDS_REPORT:
+        terminalreporter.section("e2e: a run's commands against the control plane (logs served by kwok)")
+        for line in RUN_COMMANDS_REPORT:
+            terminalreporter.write_line(line)
     if ENGINE_REPORT:
         terminalreporter.section("e2e: existing-cluster stacks through the Pulumi CLI, wall time per step")
         for line in ENGINE_REPORT + DIFF_REPORT + WRONG_REPORT:

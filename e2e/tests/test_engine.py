@@ -13,15 +13,21 @@ step's wall time is reported.
 from __future__ import annotations
 
 import copy
+import json
+import os
 import re
+import subprocess
 
 import pytest
 
-from e2e.harness.engine import Engine, engine, existing_cluster_config
+from e2e.harness.engine import Engine, copy_program, engine, engine_env, existing_cluster_config
 from e2e.harness.install import install_stack
-from e2e.harness.kube import ApiError
+from e2e.harness.kube import ApiError, wait_for
 from e2e.harness.observe import KUEUE, wait_bound
 from e2e.harness.session import control_plane
+from e2e.harness.tools import tools
+from e2e.tests.run_commands import run_tool
+from e2e.tests.scenario import JOBSET_API
 from e2e.harness.stack_objects import stack_objects
 from e2e.tests.settings import ENGINE_STACKS, LIFETIME
 from stack.secrets import needs_hf_token
@@ -29,6 +35,7 @@ from tools import plan
 from tools.plan_diff import diff
 
 JOBSET = "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"
+JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 TIMEOUT = 180.0
 ENGINE_REPORT: list[str] = []
 DIFF_REPORT: list[str] = []
@@ -147,6 +154,8 @@ def test_preview_up_noop_replace_add_destroy(deployed):
     after = _offline_plan(made)
     assert _offline_as_engine(before, after) == _engine_as_offline(steps)
     made.run("up", "--yes", "--skip-preview")
+    if stack in CANCEL_STACKS:  # before a run is added that would take the cancelled run's nodes
+        _cancel_and_resume(made, kube, shipped, first["name"])
 
     added = copy.deepcopy(changed)
     extra = {**copy.deepcopy(first), "name": f"{first['name'][:40]}-b"}
@@ -160,6 +169,61 @@ def test_preview_up_noop_replace_add_destroy(deployed):
     assert _left_by_pulumi(kube), "the objects the stack applied carry the provider's field manager"
     made.run("destroy", "--yes", "--skip-preview")
     assert _left_by_pulumi(kube) == []
+
+
+def _queued_first_run(stack: str) -> bool:
+    config = stack_objects(stack).config
+    return config.contracts()[config.runs[0].pool].queue is not None
+
+
+# `make cancel` / `make resume` through the engine on two stacks: the first whose first run is outside Kueue
+# (suspended in place) and the first whose first run Kueue admits (not declared while suspended).
+CANCEL_STACKS = tuple(next((s for s in ENGINE_STACKS if _queued_first_run(s) is queued), None)
+                      for queued in (False, True)) if ENGINE_STACKS else ()
+
+
+def _cancel_and_resume(made: Engine, kube, shipped, run: str) -> None:
+    """Cancel then resume `run`: the stack file edited by one key, applied to that run alone, and the next
+    preview changes nothing (the stop is declared, not undone)."""
+    jobset = next(j for j in shipped.manifests("JobSet") if j["metadata"]["name"] == run)
+    ns, queued = jobset["metadata"]["namespace"], _queued_first_run(shipped.stack)
+    before = made.stack_file.read_text()
+    done = run_tool("cancel", made.stack, made.workdir, made.env, "--run", run)
+    assert done.returncode == 0, done.stdout + done.stderr
+    edited = made.stack_file.read_text()
+    assert [r.get("suspend") for r in made.read_stack()["gke-finetune:runs"] if r["name"] == run] == [True]
+    assert len(edited) - len(before) == len(', "suspend": true'), "one key added, nothing else rewritten"
+    if queued:  # Kueue's run is not declared while suspended: deleted, its quota freed
+        wait_for(f"JobSet {run} deleted", lambda: kube.find(JOBSET_API, "JobSet", run, ns) is None, TIMEOUT)
+    else:
+        assert kube.get(JOBSET_API, "JobSet", run, ns)["spec"]["suspend"] is True
+    wait_for(f"{run}'s pods gone", lambda: not kube.list("v1", "Pod", ns, labels=f"{JOBSET_NAME_LABEL}={run}"), TIMEOUT)
+    assert _changes(made.preview_steps()) == [], "the next preview keeps the run stopped"
+    done = run_tool("resume", made.stack, made.workdir, made.env, "--run", run)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert made.stack_file.read_text() == before
+    assert kube.get(JOBSET_API, "JobSet", run, ns)["spec"].get("suspend") in (False, None) or queued
+    assert wait_bound(kube, jobset, TIMEOUT)  # the file is as before: the flow's next preview checks the rest
+
+
+def test_a_bare_pulumi_and_make_use_the_same_state(state_root):
+    """Pulumi.yaml's backend: `make`'s pulumi and a bare `pulumi` in the repository root, with no
+    PULUMI_BACKEND_URL, both keep their stacks in .pulumi-state/ (created when missing)."""
+    workdir = state_root / "bare-pulumi"
+    copy_program(workdir / "program")
+    program = workdir / "program"
+    env = {**os.environ, "HOME": str(workdir), **engine_env(tools(), workdir, workdir / "no-kubeconfig")}
+    env.pop("PULUMI_BACKEND_URL")
+    bare = subprocess.run(["pulumi", "stack", "init", "bare", "--non-interactive"], cwd=program, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert bare.returncode == 0, bare.stdout + bare.stderr
+    assert (program / ".pulumi-state" / ".pulumi").is_dir()  # created by the CLI itself
+    made = subprocess.run(["make", "-s", "-o", ".venv/.installed", "_stack", "STACK=from-make"], cwd=program, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert made.returncode == 0, made.stdout + made.stderr
+    listed = subprocess.run(["pulumi", "stack", "ls", "--json"], cwd=program, env=env, capture_output=True, text=True,
+                            timeout=300)
+    assert sorted(s["name"] for s in json.loads(listed.stdout)) == ["bare", "from-make"], listed.stdout + listed.stderr
 
 
 # A program made wrong on purpose, in the work directory's copy only: the

@@ -1,4 +1,5 @@
-"""`make status` against the real control plane and a Cloud Storage emulator: every phase a run goes through.
+"""`make status` against the real control plane and a Cloud Storage emulator: every phase a run goes through;
+then, on the runs it left, the run commands (`make logs`, `make status WAIT=1`, `make inspect`).
 
 The shipped `tpu-queued` stack with runs made to land in each phase: four
 runs on the capacity ladder (Spot, on demand and queued rungs of one slice
@@ -11,6 +12,11 @@ trainer's own progress code and uploaded to the bucket the status command reads
 through the Cloud Storage client. The kubeconfig's current context is another
 cluster (a closed port); status reads the context `gcloud container clusters
 get-credentials` would write for the stack's own cluster, and says so.
+
+The pods' logs are files kwok serves on the kubelet API, read through the API
+server's `pods/log` (e2e/harness/pod_logs.py): the failed run's log ends with
+the trainer's own configuration error, a multi-host run's two processes log
+their steps, and a restart's new pods log again.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from urllib.parse import unquote
 
 import pytest
 import yaml
@@ -37,9 +44,13 @@ from e2e.harness.session import control_plane
 from e2e.harness.stack_objects import stack_objects
 from e2e.harness.stages import COMPLETE_LABEL, FAIL_EXIT_CODE_ANNOTATION, FAIL_LABEL
 from e2e.harness.tools import ROOT
+from e2e.harness.pod_logs import write_lines
+from e2e.tests.run_commands import Background, pods_of, process_pod, run_tool, serve
+from e2e.tests.scenario import delete_and_wait
 from e2e.tests.settings import LIFETIME
 from tools.status_clock import SKEW_S
 from tools.status_model import parse_time
+from trainers.gemma_jax import flags as jax_flags
 from trainers.gemma_jax.progress import Progress
 
 STACK = "tpu-queued"
@@ -47,6 +58,8 @@ STACK = "tpu-queued"
 STACK_CONTEXT = "gke_my-project-id_us-east5_finetune-tpu-queued"
 TIMEOUT = 120.0
 STATUS_REPORT: list[str] = []
+HOSTS = 2  # a v6e 2x4 slice: two VMs, two processes
+SECRET = "hf_" + "e2eNotARealToken" * 2  # must never reach what `make inspect` writes
 
 
 def _runs() -> list[dict]:
@@ -98,7 +111,7 @@ def status_plane(state_root):
     config = yaml.safe_load((ROOT / f"Pulumi.{STACK}.yaml").read_text())
     config["config"].update(overrides)
     (root / f"Pulumi.{STACK}.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
-    with control_plane(state_root / "status", LIFETIME) as cp:
+    with control_plane(state_root / "status", LIFETIME, serve_logs=True) as cp:
         gcs = fake_gcs.start(cp.supervisor, cp.tools)
         gcs.create_bucket(objects.config.data_bucket)
         (cp.state / "provisioner-mode").write_text("hold")  # no queued capacity ever comes
@@ -215,3 +228,81 @@ def test_a_re_created_jobset_is_measured_from_the_run_s_first_start(status_plane
     assert 8 * 72 <= again["chip_hours"] < 8 * 72.1, again  # 8 chips since the first start, not since the new JobSet
     assert any(n.startswith("the JobSet was re-created at ") for n in again["notes"]), again
     STATUS_REPORT.append(_table(root, env, "--run", run))
+
+
+# --- the run commands, continuing the scenario above ----------------------------------------------
+
+
+def _phases(root: Path, env: dict[str, str]) -> dict[str, str]:
+    return {run: s["phase"] for run, s in _status(root, env).items()}
+
+
+def test_the_failed_run_is_explained_in_the_trainers_words_and_inspected(status_plane, tmp_path):
+    kube, objects, root, env, _ = status_plane
+    ns = objects.runs_namespace
+    [problem] = jax_flags.argument_problems(["--batch_size=0"])
+    [pod] = [p["metadata"]["name"] for p in pods_of(kube, ns, "single-78")]
+    serve(kube, ns, pod, tmp_path, ["I1204 loading the token shards", f"HF_TOKEN={SECRET} is set",
+                                    f"configuration error: {problem}"])
+
+    logs = run_tool("logs", STACK, root, env, "--run", "single-78")
+    assert logs.returncode == 0 and logs.stdout.splitlines()[-1] == f"configuration error: {problem}", logs
+
+    failed = run_tool("wait", STACK, root, env, "--run", "single-78")
+    assert failed.returncode == 3, failed
+    assert "exit code 78: a configuration problem a restart can't fix" in failed.stdout
+    assert f"  the trainer said configuration error: {problem}" in failed.stdout.splitlines()
+    assert run_tool("wait", STACK, root, env, "--run", "single-ok").returncode == 0
+    queued = next(run for run, phase in _phases(root, env).items() if phase == "waiting for quota")
+    late = run_tool("wait", STACK, root, env, "--run", queued, "--timeout", "3", "--poll", "1")
+    assert late.returncode == 75 and f"not admitted within 3 s: {queued}" in late.stdout, late
+
+    done = run_tool("inspect", STACK, root, env, "--run", "single-78", "--out", str(tmp_path / "inspect"))
+    assert done.returncode == 0, done
+    [folder] = (tmp_path / "inspect").iterdir()
+    files = {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()}
+    assert {"README.txt", "jobset.yaml", "jobs.yaml", "pods.yaml", "events.yaml", "nodes.yaml", "declared.yaml",
+            "progress.txt", f"logs/{pod}.trainer.log"} <= files, files
+    assert f"configuration error: {problem}" in (folder / f"logs/{pod}.trainer.log").read_text()
+    assert all(SECRET not in (folder / f).read_text() for f in files)
+    assert "run single-78: failed" in (folder / "README.txt").read_text()
+    jobset = yaml.safe_load((folder / "jobset.yaml").read_text())
+    assert any(c["type"] == "Failed" and c["status"] == "True" for c in jobset["status"]["conditions"])
+    assert yaml.safe_load((folder / "nodes.yaml").read_text())[0]["conditions"]
+
+
+def test_logs_follow_a_multi_host_run_across_a_restart_to_its_end(status_plane, tmp_path):
+    kube, objects, root, env, _ = status_plane
+    ns = objects.runs_namespace
+    run = sorted(r for r, phase in _phases(root, env).items() if phase == "running" and r.startswith("ladder"))[0]
+    first = [process_pod(kube, ns, run, i, HOSTS) for i in range(HOSTS)]
+    files = [serve(kube, ns, pod, tmp_path, [f"process {i} step 1"]) for i, pod in enumerate(first)]
+    both = run_tool("logs", STACK, root, env, "--run", run, "--pod", "all")
+    assert both.stdout.splitlines() == ["[0] process 0 step 1", "[1] process 1 step 1"], both
+
+    follower = Background("logs", STACK, root, env, "--run", run, "--follow")
+    waiter = Background("wait", STACK, root, env, "--run", run, "--poll", "1")
+    follower.wait_line("process 0 step 1")
+    write_lines(files[0], ["process 0 step 2"])
+    follower.wait_line("process 0 step 2")
+    kube.delete("v1", "Pod", first[0], ns)  # a restart: every pod of the run is replaced
+    second = [process_pod(kube, ns, run, i, HOSTS, not_named=first[i]) for i in range(HOSTS)]
+    serve(kube, ns, second[0], tmp_path, ["resumed from step 2", "process 0 step 3"])
+    follower.wait_line(f"--- pod {second[0]} (attempt ")
+    follower.wait_line("process 0 step 3")
+    for pod in second:
+        kube.patch("v1", "Pod", pod, ns, {"metadata": {"labels": {COMPLETE_LABEL: "true"}}})
+    assert follower.finish() == 0 and follower.lines[-1] == f"--- run {run} succeeded", follower.lines
+    assert waiter.finish() == 0 and waiter.lines[-1].endswith(f"{run}: succeeded"), waiter.lines
+
+
+def test_logs_of_a_run_whose_pods_are_gone_give_the_cloud_logging_query(status_plane):
+    kube, objects, root, env, _ = status_plane
+    ns = objects.runs_namespace
+    delete_and_wait(kube, {"metadata": {"name": "single-ok", "namespace": ns}})
+    gone = run_tool("logs", STACK, root, env, "--run", "single-ok")
+    assert gone.returncode == 0, gone
+    assert "run single-ok has no pods in the cluster" in gone.stdout
+    query = unquote(gone.stdout.split(";query=", 1)[1].split(";", 1)[0])
+    assert 'labels."k8s-pod/jobset_sigs_k8s_io/jobset-name"="single-ok"' in query
+    assert f'resource.labels.namespace_name="{ns}"' in query

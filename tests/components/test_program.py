@@ -297,7 +297,9 @@ def test_queued_and_flex_start_pools_start_empty_without_reservations():
         {"name": "q", "accelerator": "tpu-v6e", "topology": "2x4", "machineType": "ct6e-standard-4t", "capacity": "queued"},
         {"name": "f", "accelerator": "nvidia-b200", "capacity": "flex-start"},
     ]
-    d = run_stack("dev", overrides={"gke-finetune:pools": pools, "gke-finetune:runs": []})
+    # us-central1-b offers both TPU v6e and B200 (core/offerings.py).
+    d = run_stack("dev", overrides={"gke-finetune:pools": pools, "gke-finetune:runs": [], "gcp:region": "us-central1",
+                                    "gke-finetune:zones": ["us-central1-b"]})
     by_name = {r.inputs["name"]: r.inputs for r in d.of_type(NODE_POOL)}
     assert by_name["q"]["queuedProvisioning"] == {"enabled": True}
     assert by_name["f"]["nodeConfig"]["flexStart"] is True

@@ -7,6 +7,8 @@ from core.ids import SERVICE_ACCOUNT_ID_MAX, service_account_id
 from core.names import POOL_LABEL
 
 BASE = {"project": "my-project-id", "region": "us-east5", "zones": ["us-east5-b"]}
+# A zone offering both TPU v6e and B200 (core/offerings.py), for the B200 pools.
+BOTH = {"region": "us-central1", "zones": ["us-central1-b"]}
 TPU_TOLERATION = {"key": "google.com/tpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"}
 SPOT_TOLERATION = {"key": "cloud.google.com/gke-spot", "operator": "Equal", "value": "true", "effect": "NoSchedule"}
 
@@ -32,7 +34,7 @@ def test_standard_contract_selects_the_pool_and_tolerates_its_taints():
 
 def test_reservation_contract_on_standard_keeps_the_name():
     c = contracts(pools=[{"name": "a4", "accelerator": "nvidia-b200", "capacity": "reservation",
-                          "reservation": "res-1"}])["a4"]
+                          "reservation": "res-1"}], **BOTH)["a4"]
     assert c.reservation == "res-1" and c.node_pool_names == ("a4",)
     assert c.node_selector == {"cloud.google.com/gke-accelerator": "nvidia-b200", POOL_LABEL: "a4"}
 
@@ -59,7 +61,7 @@ def test_a_shared_reservation_is_selected_by_short_name_and_project_on_autopilot
     """Label values can't hold `/`: the path goes to the project label and the short name."""
     shape = {"name": "s", "accelerator": "nvidia-b200", "capacity": "reservation",
              "reservation": "projects/shared-capacity/reservations/a4-pool"}
-    selector = contracts(mode="autopilot", shapes=[shape])["s"].node_selector
+    selector = contracts(mode="autopilot", shapes=[shape], **BOTH)["s"].node_selector
     assert selector["cloud.google.com/reservation-name"] == "a4-pool"
     assert selector["cloud.google.com/reservation-project"] == "shared-capacity"
     assert not [v for v in selector.values() if "/" in v]
@@ -68,7 +70,7 @@ def test_a_shared_reservation_is_selected_by_short_name_and_project_on_autopilot
 def test_a_standard_pool_on_a_shared_reservation_selects_by_pool_label_only():
     pool = {"name": "a4", "accelerator": "nvidia-b200", "capacity": "reservation",
             "reservation": "projects/shared-capacity/reservations/a4-pool"}
-    c = contracts(pools=[pool])["a4"]
+    c = contracts(pools=[pool], **BOTH)["a4"]
     assert c.reservation == "projects/shared-capacity/reservations/a4-pool"  # for the pool's affinity
     assert not [k for k in c.node_selector if k.startswith("cloud.google.com/reservation-")]
     assert c.node_selector[POOL_LABEL] == "a4"

@@ -305,6 +305,7 @@ def test_plan_diff_of_one_trainers_change_leaves_the_other_trainers_runs_alone(t
     config = stack["config"]
     tpu = config["gke-finetune:pools"][0]["name"]
     config["gke-finetune:pools"].append({"name": "a4", "accelerator": "nvidia-b200", "capacity": "on-demand"})
+    config.update({"gcp:region": "us-central1", "gke-finetune:zones": ["us-central1-b"]})  # v6e and B200 both there
     config["gke-finetune:runs"] = [
         {"name": "gemma3", "trainer": "gemma-jax", "pool": tpu, "data": "tinystories/train.txt"},
         {"name": "sql", "trainer": "trl-gpu", "pool": "a4"},
