@@ -14,14 +14,13 @@ from e2e.harness.kube import Kube, wait_for
 from e2e.harness.pod_logs import serve_log, wait_served, write_lines
 from e2e.harness.tools import ROOT
 
-CONTEXT = "e2e"  # the control plane's context in its kubeconfig (the stack's own would be GKE's)
 COMMAND_TIMEOUT = 120.0
 REPORT: list[str] = []
 
 
 def runs_argv(command: str, stack: str, root: Path, *args: str) -> list[str]:
-    return [sys.executable, "-m", "tools.runs", command, "--stack", stack, "--root", str(root), "--context", CONTEXT,
-            *args]
+    """The command as `make` runs it: on the stack's own kubeconfig context, whatever context is current."""
+    return [sys.executable, "-m", "tools.runs", command, "--stack", stack, "--root", str(root), *args]
 
 
 def run_tool(command: str, stack: str, root: Path, env: dict, *args: str, report: bool = True) -> subprocess.CompletedProcess:
