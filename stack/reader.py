@@ -25,7 +25,8 @@ from stack.problems import ConfigError, Problem, from_validation_error
 from stack.secrets import HF_TOKEN_KEY, TokenState, hf_token_problems, needs_hf_token
 
 # Keys whose stack value is structured; Pulumi hands them to the program as JSON.
-_STRUCTURED = ("pools", "shapes", "images", "runs", "zones", "network", "datasets", "existingCluster", "charts")
+_STRUCTURED = ("pools", "shapes", "images", "runs", "zones", "network", "datasets", "existingCluster", "charts",
+               "imageBuild")
 _NOT_MODEL_KEYS = (HF_TOKEN_KEY,)
 _GCP_KEYS = {"gcp:project": "project", "gcp:region": "region"}
 
