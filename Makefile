@@ -193,13 +193,20 @@ ADMISSION ?= on
 E2E_LIFETIME ?= 1800
 E2E_STACKS = $(if $(filter command line environment,$(origin STACK)),$(STACK),)
 
-.PHONY: e2e-tools e2e e2e-up e2e-env e2e-down
+.PHONY: e2e-tools e2e e2e-images e2e-up e2e-env e2e-down
 e2e-tools:
+	bash e2e/tools/debian-packages.sh
 	nice -n 10 bash e2e/tools/build.sh
 
 e2e: $(VENV)/.installed e2e-tools
 	E2E_STACKS=$(E2E_STACKS) E2E_ADMISSION=$(ADMISSION) E2E_LIFETIME=$(E2E_LIFETIME) \
 	  $(VENV)/bin/python -m pytest e2e/tests $(PYTEST_ARGS)
+
+# The trainer images through the real docker-build provider: built, pushed to a registry on
+# 127.0.0.1, delivered to the runs by digest, and the trainers run inside them (e2e/README.md,
+# "The trainer images"). `make e2e` runs these tests too.
+e2e-images: $(VENV)/.installed e2e-tools
+	E2E_LIFETIME=$(E2E_LIFETIME) $(VENV)/bin/python -m pytest e2e/tests/images $(PYTEST_ARGS)
 
 e2e-up: $(VENV)/.installed e2e-tools
 	$(VENV)/bin/python -m e2e.harness up --stack $(STACK) --lifetime $(E2E_LIFETIME) \

@@ -82,6 +82,7 @@ def submitted(queued):
 
 
 def pytest_terminal_summary(terminalreporter):
+    from e2e.tests.images.conftest import IMAGES_REPORT
     from e2e.tests.test_engine import DIFF_REPORT, ENGINE_REPORT, WRONG_REPORT
     from e2e.tests.test_status import STATUS_REPORT
 
@@ -94,6 +95,10 @@ def pytest_terminal_summary(terminalreporter):
     if ENGINE_REPORT:
         terminalreporter.section("e2e: existing-cluster stacks through the Pulumi CLI, wall time per step")
         for line in ENGINE_REPORT + DIFF_REPORT + WRONG_REPORT:
+            terminalreporter.write_line(line)
+    if IMAGES_REPORT:
+        terminalreporter.section("e2e: the trainer images built, pushed, delivered and run (docker-build provider)")
+        for line in IMAGES_REPORT:
             terminalreporter.write_line(line)
     if REPORT:
         terminalreporter.section("e2e: what the API server shows, per stack")
