@@ -11,9 +11,9 @@ and the host's CA bundle and pip settings, so pip inside a build trusts what
 the host's pip trusts. The Dockerfiles stay as they ship.
 
 A stand-in is never pushed anywhere but the registry on 127.0.0.1. It carries
-a label with the hash of everything it is made from (this module, the
-Python, the apt sources, the CA bundle, the pip settings), and is made again
-only when that hash changes: the engine's data root is kept under the tools'
+a label with the hash of everything it is made from (the packages, the hooks,
+the Python, the apt sources, the CA bundle, the pip settings), and is made
+again only when that hash changes: the engine's data root is kept under the tools'
 cache, so a later run finds it there.
 """
 
@@ -95,11 +95,13 @@ def _apt_sources() -> Path:
 
 
 def recipe_key(stand_in: StandIn) -> str:
+    """The hash of what the stand-in is made of: packages, hooks, image settings, the Python, the apt
+    sources, the CA bundle and pip settings; not of this module's text, whose comments change nothing."""
     python = pyenv_python(stand_in.minor)
     bundle, pip_conf = host_pip_trust()
     digest = hashlib.sha256()
-    for part in (Path(__file__).read_bytes(), str(python).encode(), _apt_sources().read_bytes(),
-                 bundle.read_bytes(), pip_conf.encode(), stand_in.tag.encode()):
+    recipe = json.dumps([stand_in.tag, PACKAGES, IMAGE_CHANGES, _hooks(python, stand_in.minor, bundle, pip_conf)])
+    for part in (recipe.encode(), _apt_sources().read_bytes(), bundle.read_bytes()):
         digest.update(part + b"\0")
     return digest.hexdigest()[:16]
 
