@@ -183,6 +183,12 @@ bench: $(VENV_JAX)/.installed $(VENV_GPU)/.installed
 	JAX_PLATFORMS=cpu $(VENV_JAX)/bin/python -m bench.startup
 	$(VENV_GPU)/bin/python -m bench.sql_packing
 
+# The trainer images (bench/images.py): sizes, cached and code-change build times, bytes a
+# code-only change pushes as a ratio of the image; BENCH_ARGS=--cold adds a build without cache.
+.PHONY: bench-images
+bench-images: $(VENV)/.installed e2e-tools
+	$(VENV)/bin/python -m bench.images $(BENCH_ARGS)
+
 # --- the real control plane (e2e/README.md) ---------------------------------------
 # The programs are built from their pinned Go modules into a cache outside the
 # clone (e2e/tools/build.sh); `make e2e` runs every shipped stack through
