@@ -57,6 +57,7 @@ class TrainerImagesArgs:
     context_root: Path = field(default=REPO_ROOT)
     network: str = "default"  # docker only: the RUN steps' network (default | host)
     builder_name: str = ""  # docker only: a buildx builder; empty: the provider's choice
+    exec_buildx: bool = False  # docker only: the buildx CLI plugin instead of the provider's embedded client
 
 
 def relative(path: Path) -> str:
@@ -144,6 +145,8 @@ class TrainerImages(pulumi.ComponentResource):
         optional = {}
         if args.builder_name:
             optional["builder"] = docker_build.BuilderConfigArgs(name=args.builder_name)
+        if args.exec_buildx:
+            optional["exec_"] = True
         return docker_build.Image(
             f"{name}-{image.trainer}",
             context=docker_build.BuildContextArgs(location=relative(root)),
@@ -198,6 +201,7 @@ def trainer_images(cfg: StackConfig, registry_url: pulumi.Input[str] | None,
             region=cfg.region,
             network=settings.network,
             builder_name=settings.builder,
+            exec_buildx=settings.exec,
         ),
         opts,
     )

@@ -15,6 +15,11 @@ the Docker engine's defaults: a real stack is unchanged by this key.
   creates a `docker-container` builder when it finds no other). `default`
   names the Docker context's own builder: the engine's embedded BuildKit,
   whose local images a Dockerfile's FROM uses without pulling.
+- `exec`: the provider runs the buildx CLI plugin (`docker-buildx`, where the
+  Docker client finds its plugins) instead of its embedded buildx client. On
+  an engine its embedded client doesn't build on with the `docker` driver
+  (Docker 20.10, where it picked a `docker-container` builder even when told
+  `default`), the plugin does.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, StrictBool, field_validator
 
 from stack.models import StackModel
 from stack.problems import Problem, raise_problems
@@ -39,6 +44,7 @@ class ImageBuild(StackModel):
     registry: str = Field(default="", description="<host>[:<port>]/<path>; default: the stack's Artifact Registry")
     network: Literal["default", "host"] = Field(default="default", description="the RUN steps' network")
     builder: str = Field(default="", description="a buildx builder's name; default: the provider's choice")
+    exec: StrictBool = Field(default=False, description="build with the buildx CLI plugin, not the embedded client")
 
     @field_validator("registry")
     @classmethod

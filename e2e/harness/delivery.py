@@ -3,9 +3,11 @@
 The dev stack's run and dataset and the a4 stack's, as a stack for the
 control plane's cluster (engine.py `existing_cluster_values`) that builds its
 images: `imageBuild` names the registry on 127.0.0.1 (docker_engine.py), the
-host's network for the Dockerfiles' RUN steps (the engine has no bridge) and
-the Docker context's own builder (`default`: the engine's embedded BuildKit,
-which uses the local base image stand-ins without pulling them).
+host's network for the Dockerfiles' RUN steps (the engine has no bridge), the
+Docker context's own builder (`default`: the engine's embedded BuildKit, which
+uses the local base image stand-ins without pulling them), through the buildx
+CLI plugin (`exec`: the provider's embedded client picks a `docker-container`
+builder on this Docker 20.10 engine, whose BuildKit image no registry here has).
 
 `Delivery` is what the tests read it through: the stack's exports, the runs'
 JobSets as the API server has them, the registry's digests and layers.
@@ -53,7 +55,7 @@ def images_config(kubeconfig: str, registry: str) -> dict:
     config = existing_cluster_values(combined_config(), kubeconfig)
     config.pop(PREFIX + "images")
     config[PREFIX + "imageBuild"] = {"registry": f"{registry}/{REPOSITORY}", "network": "host",
-                                     "builder": "default"}
+                                     "builder": "default", "exec": True}
     return config
 
 

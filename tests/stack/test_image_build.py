@@ -25,6 +25,7 @@ def problems(base: dict, **image_build) -> list[str]:
 def test_unset_it_changes_nothing():
     cfg = StackConfig.from_mapping(PLATFORM)
     assert (cfg.image_build.registry, cfg.image_build.network, cfg.image_build.builder) == ("", "default", "")
+    assert cfg.image_build.exec is False
     assert offline_images(cfg) == {
         "gemma-jax": f"us-east5-docker.pkg.dev/my-project-id/finetune/gemma-jax@{UNBUILT_DIGEST}"}
 
@@ -58,3 +59,8 @@ def test_an_existing_cluster_stack_builds_its_images_when_it_names_a_registry():
                             "imageBuild.registry")
     cfg = StackConfig.from_mapping({**EXISTING, "imageBuild": {"registry": "127.0.0.1:5000/finetune"}})
     assert offline_images(cfg) == {"gemma-jax": f"127.0.0.1:5000/finetune/gemma-jax@{UNBUILT_DIGEST}"}
+
+
+def test_exec_is_a_boolean():
+    (found,) = problems(PLATFORM, exec="yes")
+    assert found.startswith("imageBuild.exec: 'yes'"), found
