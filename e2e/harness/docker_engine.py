@@ -14,13 +14,16 @@ rebuilds nothing that did not change; its socket and its client configuration
 (the buildx plugin, no credentials) are the run's. The registry listens on
 127.0.0.1 only, on a port the kernel picks, with our own configuration (Debian's
 packaged one listens on every interface); its storage is under the tools' cache
-too. Docker treats registries on 127.0.0.0/8 as insecure (plain HTTP) by default.
+too, and so is its port, kept from one run to the next while it is free (the
+engine knows which layers a registry has by its address). Docker treats
+registries on 127.0.0.0/8 as insecure (plain HTTP) by default.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import urllib.error
 import urllib.request
@@ -151,8 +154,28 @@ def _start_dockerd(supervisor: Supervisor, state: Path) -> Path:
     return socket
 
 
-def _start_registry(supervisor: Supervisor, state: Path) -> Registry:
+def _registry_port() -> int:
+    """The registry's port of the previous runs when it is free, else a new one (kept for the next run).
+
+    The engine remembers which layers a registry already has by its address: at the same address, a
+    later run's push of an unchanged image sends no layer, at a new one every layer again."""
+    kept = HOME / "registry.port"
+    if kept.exists():
+        port = int(kept.read_text())
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind((LOCALHOST, port))
+                return port
+            except OSError:
+                pass
     port = free_port()
+    kept.write_text(str(port))
+    return port
+
+
+def _start_registry(supervisor: Supervisor, state: Path) -> Registry:
+    (HOME / "registry").mkdir(parents=True, exist_ok=True)
+    port = _registry_port()
     config = state / "registry.yml"
     settings = {
         "version": 0.1,
@@ -161,7 +184,6 @@ def _start_registry(supervisor: Supervisor, state: Path) -> Registry:
         "http": {"addr": f"{LOCALHOST}:{port}"},
     }
     config.write_text(json.dumps(settings))  # JSON is YAML
-    (HOME / "registry").mkdir(parents=True, exist_ok=True)
     supervisor.start("registry", [str(REGISTRY), "serve", str(config)])
     return Registry(f"{LOCALHOST}:{port}")
 

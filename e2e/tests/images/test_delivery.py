@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 
 from core.dockerfile import TRAINER_IMAGES, content_files, content_tag
-from e2e.harness.delivery import Delivery
+from e2e.harness.delivery import UP_TIMEOUT, Delivery
 from e2e.harness.observe import wait_bound
 
 JOBSET = "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"
@@ -46,7 +46,7 @@ def _touch(path: Path, text: str) -> None:
 
 
 def test_up_builds_and_pushes_both_images_and_the_runs_carry_the_pushed_digests(delivery):
-    step = delivery.engine.run("up", "--yes", "--skip-preview")
+    step = delivery.engine.run("up", "--yes", "--skip-preview", timeout=UP_TIMEOUT)
     exports = delivery.exports()
     assert set(exports) == set(TRAINER_IMAGES), exports
     for trainer, ref in exports.items():
@@ -77,7 +77,7 @@ def test_a_second_up_builds_pushes_and_changes_nothing(delivery):
     tags = {t: delivery.docker.registry.tags(delivery.repository(t)) for t in TRAINER_IMAGES}
     before = delivery.jobset_images()
     assert _changes(delivery.engine.preview_steps()) == []
-    step = delivery.engine.run("up", "--yes", "--skip-preview")
+    step = delivery.engine.run("up", "--yes", "--skip-preview", timeout=UP_TIMEOUT)
     assert re.search(r"\d+ unchanged", step.stdout), step.stdout[-2000:]
     assert not re.search(r"\d+ (created|updated|deleted|replaced)", step.stdout), step.stdout[-2000:]
     assert delivery.jobset_images() == before  # the same objects, uid and all
@@ -97,7 +97,7 @@ def _replace_one(delivery: Delivery, trainer: str, changed: Path) -> None:
     assert {n for _, t, n in changes if t == IMAGE} == {f"images-{trainer}"}, changes
     # Nothing else: only what runs this trainer's image (its runs, the staging Jobs in its image).
     assert {n for _, t, n in changes if t != IMAGE} <= {n for n, t in delivery.owners.items() if t == trainer}, changes
-    step = delivery.engine.run("up", "--yes", "--skip-preview")
+    step = delivery.engine.run("up", "--yes", "--skip-preview", timeout=UP_TIMEOUT)
     new = delivery.registry_digest(trainer)
     assert new != old
     after = delivery.jobset_images()
@@ -144,7 +144,7 @@ def test_a_dockerfile_that_fails_fails_up_with_the_builder_s_error_and_no_run_ge
     before = delivery.jobset_images()
     dockerfile.write_text(original.replace("WORKDIR /app", "RUN echo e2e-broken-build >&2 && exit 3\nWORKDIR /app"))
     try:
-        step = delivery.engine.run("up", "--yes", "--skip-preview", check=False)
+        step = delivery.engine.run("up", "--yes", "--skip-preview", check=False, timeout=UP_TIMEOUT)
         assert step.returncode != 0, step.output[-3000:]
         # BuildKit's own words for a RUN step that fails.
         said = re.search(r'process "/bin/sh -c echo e2e-broken-build >&2 && exit 3" did not complete '
