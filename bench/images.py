@@ -38,6 +38,8 @@ from e2e.harness.processes import Supervisor, start_watchdog
 from e2e.harness.tools import tools
 
 LIFETIME = 7200
+# The e2e's repositories: a layer the registry has there already is not sent again.
+REPOSITORY = "finetune"
 
 
 def _context_copy(trainer: str, into: Path) -> Path:
@@ -51,7 +53,7 @@ def _context_copy(trainer: str, into: Path) -> Path:
 def _build(engine: docker_engine.Engine, context: Path, trainer: str, tag: str, no_cache: bool = False) -> tuple[float, str]:
     """One buildx build and push (the engine's BuildKit, the host's network); its seconds and digest."""
     image = TRAINER_IMAGES[trainer]
-    ref = f"{engine.registry.host}/bench/{image.image_name}:{tag}"
+    ref = f"{engine.registry.host}/{REPOSITORY}/{image.image_name}:bench-{tag}"
     metadata = context / f"metadata-{tag}.json"
     argv = ["buildx", "build", "--builder", "default", "--network", "host", "--push", "--provenance", "false",
             "--metadata-file", str(metadata), "-f", str(context / image.dockerfile), "-t", ref, str(context)]
@@ -62,7 +64,7 @@ def _build(engine: docker_engine.Engine, context: Path, trainer: str, tag: str, 
 
 def measure(engine: docker_engine.Engine, trainer: str, cold: bool) -> dict:
     image = TRAINER_IMAGES[trainer]
-    repository = f"bench/{image.image_name}"
+    repository = f"{REPOSITORY}/{image.image_name}"
     with tempfile.TemporaryDirectory(prefix=f"bench-{trainer}-") as tmp:
         context = _context_copy(trainer, Path(tmp))
         row: dict = {"image": image.image_name}
@@ -78,7 +80,7 @@ def measure(engine: docker_engine.Engine, trainer: str, cold: bool) -> dict:
     pushed = [layer["size"] for layer in after if layer["digest"] not in kept]
     total = sum(layer["size"] for layer in after)
     size = engine.docker("image", "inspect", "--format", "{{.Size}}",
-                         f"{engine.registry.host}/{repository}:code").stdout.strip()
+                         f"{engine.registry.host}/{repository}:bench-code").stdout.strip()
     row.update({"size_bytes": int(size), "compressed_bytes": total, "layers": len(after),
                 "code_change_layers_pushed": len(pushed), "code_change_bytes_pushed": sum(pushed),
                 "code_change_pushed_ratio": sum(pushed) / total})
