@@ -14,8 +14,9 @@ digests, equal to the registry's and to the stack's export, and each image
 holds exactly the files core/dockerfile.py hashes; a second `up` changes
 nothing; a trainer's code change gives that image a new digest, pushes only
 its code layer and replaces exactly that trainer's runs; a README change
-replaces nothing; a Dockerfile that fails to build fails `up` with the
-builder's own error and leaves every run on a pushed digest. The trainers'
+replaces nothing; a Dockerfile that fails to build fails `up` (with `exec`,
+the provider says only buildx's exit status; buildx says BuildKit's words on
+the same build) and leaves every run on a pushed digest. The trainers'
 runs inside their images are in test_runs.py.
 """
 
