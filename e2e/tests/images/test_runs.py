@@ -109,7 +109,7 @@ def test_the_jax_trainer_trains_stops_resumes_and_exports_inside_its_image(deliv
     assert (exported / "config.json").is_file() and list(exported.glob("*.safetensors")), sorted(exported.iterdir())
     delivery.report.append(
         f"== gemma-jax inside {container.image} (run {run}'s command and args + the tiny CPU flags): "
-        f"SIGTERM at step {SIGTERM_AFTER} -> exit 143, checkpoint of step {stopped} (loss {before['loss']:.3f}); "
+        f"SIGTERM once step {SIGTERM_AFTER} was logged -> exit 143, checkpoint of step {stopped} (loss {before['loss']:.3f}); "
         f"resumed from step {stopped}, Δ {after['redone_steps']} steps redone, step {after['step']} loss "
         f"{after['loss']:.3f}; Hugging Face export {sorted(p.name for p in exported.iterdir())}; "
         f"{time.monotonic() - started:.0f}s")
