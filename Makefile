@@ -35,6 +35,8 @@ help:
 	@echo "make status STACK=dev [RUN=<run>]   where each run is: phase, step, ETA, goodput, \$$ so far"
 	@echo "make golden               rewrite the run manifests' goldens in tests/golden/"
 	@echo "make e2e                  every shipped stack through a real control plane on 127.0.0.1 (e2e/README.md)"
+	@echo "make e2e-images           the trainer images built, pushed and run for real (Docker engine, registry, docker-build provider)"
+	@echo "make bench-images         image sizes, build times, bytes a code-only change pushes (bench/results/images.json)"
 	@echo "make scan                 checkov on every shipped stack's rendered runs (tools/scan_skips.yaml)"
 	@echo "make tpu-compile          the TPU compiler's HBM per chip for every shipped TPU run -> core/compiled_hbm.json"
 	@echo "make fsdp-cpu OUT=<dir>   the A4 run's FSDP path on 2 CPU processes (tiny Gemma 4): SIGTERM, resume, final adapter in <dir>"
