@@ -26,7 +26,6 @@ import json
 import os
 import platform
 import shutil
-import subprocess
 import tempfile
 import time
 from pathlib import Path
