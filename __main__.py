@@ -19,7 +19,7 @@ from components.cluster import Cluster, ClusterArgs
 from components.existing_cluster import existing_cluster
 from components.firewall import WebhookFirewall, WebhookFirewallArgs
 from components.identity import Identity, IdentityArgs, member_of
-from components.images import TrainerImages, TrainerImagesArgs
+from components.images import trainer_images
 from components.in_cluster import Footing, in_cluster
 from components.kube import KubernetesAccess, KubernetesAccessArgs, cluster_identifier
 from components.network import Network, NetworkArgs
@@ -29,7 +29,6 @@ from components.storage import DataBucket, DataBucketArgs
 from admission.check import admit
 from stack import reader
 from stack.apis import required_apis
-from stack.images import trainers_to_build
 
 # The stack file, validated; then every run against what GKE admits and schedules.
 cfg = admit(reader.load())
@@ -117,23 +116,8 @@ else:
     pulumi.export("nodeServiceAccount", identity.node_account.email)
     pulumi.export("trainerPrincipal", identity.trainer_member)
     # Trainer images: pinned by digest in the stack file, or built from this
-    # repository, pushed to the stack's registry and referenced by digest.
-    images = dict(cfg.images.by_trainer())
-    to_build = trainers_to_build(cfg)
-    if to_build:
-        built = TrainerImages(
-            "images",
-            TrainerImagesArgs(
-                registry_url=registry.url,
-                builder=cfg.image_builder,
-                trainers=to_build,
-                project=cfg.project,
-                region=cfg.region,
-            ),
-            after_apis,
-        )
-        images.update(built.refs)
-        pulumi.export("images", built.refs)
+    # repository, pushed to the stack's registry (or imageBuild.registry) and referenced by digest.
+    images = trainer_images(cfg, registry.url, after_apis)
     footing = Footing(
         provider=kube.provider, images=images, contracts=pools.contracts, stager_member=identity.stager_member,
         controller_nodes=system_nodes, cluster=[cluster.cluster], bucket=[storage.bucket, *storage.grants],

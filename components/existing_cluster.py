@@ -1,6 +1,7 @@
 """A cluster the stack does not declare (stack/existing.py): its Kubernetes provider, and the bucket grants
 when the stack asks for them. No other Google Cloud resource: no APIs, network, cluster, node pools,
-registry, images or firewall; the name-and-location variant reads the cluster's endpoint and CA once.
+registry or firewall; the name-and-location variant reads the cluster's endpoint and CA once. Trainer
+images are pinned, or built and pushed to the stack's `imageBuild.registry` (stack/existing.py).
 """
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ from __future__ import annotations
 import pulumi
 
 from components import preflight
+from components.images import trainer_images
 from components.in_cluster import Footing
 from components.kube import ExistingClusterAccess, KubeconfigAccessArgs, existing_cluster_endpoint
 from components.storage import BucketGrants, BucketGrantsArgs
@@ -43,6 +45,6 @@ def existing_cluster(cfg: StackConfig) -> Footing:
         grants = BucketGrants("data", BucketGrantsArgs(bucket=cfg.data_bucket, trainer_member=trainer,
                                                        runs=[run.name for run in cfg.runs])).grants
     pulumi.export("bucketUrl", f"gs://{cfg.data_bucket}")
-    return Footing(provider=access.provider, images=dict(cfg.images.by_trainer()), contracts=cfg.contracts(),
+    return Footing(provider=access.provider, images=trainer_images(cfg, None), contracts=cfg.contracts(),
                    stager_member=stager, bucket=grants, install_controllers=existing.controllers == "install",
                    staging_grants=existing.bucket_grants)

@@ -14,6 +14,14 @@ Two builders:
   Dockerfile in Cloud Build (docker/cloudbuild.yaml) and the digest is read
   back with `gcloud artifacts docker images describe`. Needs gcloud
   credentials and the Cloud Build API enabled.
+
+The stack's `imageBuild` (stack/image_build.py) may name another registry,
+the build's network and a buildx builder; unset, none of them is passed, so
+the images' inputs are what they were without the key.
+
+A `pulumi preview` of a new or changed image already connects to the Docker
+engine (the provider sets up its builder before it plans), so a preview of a
+stack that builds images needs a reachable engine, as `up` does.
 """
 
 from __future__ import annotations
@@ -29,6 +37,8 @@ import pulumi_command as command
 import pulumi_docker_build as docker_build
 
 from core.dockerfile import IMAGE_BUILDERS, REPO_ROOT, TRAINER_IMAGES, ImageBuilder, TrainerImage, content_tag
+from stack.config import StackConfig
+from stack.images import trainers_to_build
 
 Builder = ImageBuilder
 BUILDERS = IMAGE_BUILDERS
@@ -45,6 +55,9 @@ class TrainerImagesArgs:
     project: str | None = None  # cloudbuild only: the project that runs the build
     region: str | None = None  # cloudbuild only: the Cloud Build region
     context_root: Path = field(default=REPO_ROOT)
+    network: str = "default"  # docker only: the RUN steps' network (default | host)
+    builder_name: str = ""  # docker only: a buildx builder; empty: the provider's choice
+    exec_buildx: bool = False  # docker only: the buildx CLI plugin instead of the provider's embedded client
 
 
 def relative(path: Path) -> str:
@@ -106,7 +119,7 @@ class TrainerImages(pulumi.ComponentResource):
             self.tags[trainer] = tag
             tagged = registry.apply(lambda url, i=image, t=tag: f"{url}/{i.image_name}:{t}")
             if args.builder == "docker":
-                build = self._docker(name, image, tagged, args.context_root, child)
+                build = self._docker(name, image, tagged, args, child)
                 digest = build.digest
             else:
                 build = self._cloudbuild(name, image, tag, tagged, args, child)
@@ -123,9 +136,17 @@ class TrainerImages(pulumi.ComponentResource):
         name: str,
         image: TrainerImage,
         tagged: pulumi.Output[str],
-        root: Path,
+        args: TrainerImagesArgs,
         opts: pulumi.ResourceOptions,
     ) -> docker_build.Image:
+        root = args.context_root
+        # The SDK's own default network is "default", so without imageBuild the inputs are unchanged;
+        # a builder is named only when the stack names one.
+        optional = {}
+        if args.builder_name:
+            optional["builder"] = docker_build.BuilderConfigArgs(name=args.builder_name)
+        if args.exec_buildx:
+            optional["exec_"] = True
         return docker_build.Image(
             f"{name}-{image.trainer}",
             context=docker_build.BuildContextArgs(location=relative(root)),
@@ -136,7 +157,9 @@ class TrainerImages(pulumi.ComponentResource):
             # A preview only says whether the tag (the content) changed; the
             # build happens on `up`. Reviews need no Docker engine.
             build_on_preview=False,
+            network=docker_build.NetworkMode(args.network),
             opts=opts,
+            **optional,
         )
 
     @staticmethod
@@ -157,3 +180,31 @@ class TrainerImages(pulumi.ComponentResource):
             triggers=[tag],
             opts=opts,
         )
+
+
+def trainer_images(cfg: StackConfig, registry_url: pulumi.Input[str] | None,
+                   opts: pulumi.ResourceOptions | None = None) -> dict:
+    """Each trainer's image as the runs get it: pinned in the stack file, or built here and pushed to
+    `imageBuild.registry`, else to `registry_url` (the stack's own registry). Exports the built ones."""
+    images = dict(cfg.images.by_trainer())
+    to_build = trainers_to_build(cfg)
+    if not to_build:
+        return images
+    settings = cfg.image_build
+    built = TrainerImages(
+        "images",
+        TrainerImagesArgs(
+            registry_url=settings.registry or registry_url,
+            builder=cfg.image_builder,
+            trainers=to_build,
+            project=cfg.project,
+            region=cfg.region,
+            network=settings.network,
+            builder_name=settings.builder,
+            exec_buildx=settings.exec,
+        ),
+        opts,
+    )
+    images.update(built.refs)
+    pulumi.export("images", built.refs)
+    return images

@@ -1,11 +1,14 @@
 """What a trainer image is built from: its Dockerfile's COPY sources, and the content tag.
 
 Pure Python, no Pulumi import: the image component (components/images.py), the
-offline plan and the tests read the same facts. The Dockerfile is the source
-of truth for what enters an image; `content_files` reads its COPY
-instructions, so the tag changes exactly when something the image is built
-from changes (a trainer source, the Dockerfile, its ignore file, the pinned
-requirements) and never otherwise.
+offline plan and the tests read the same facts. The Dockerfile and its ignore
+file are the source of truth for what enters an image: `content_files` takes
+the files below its COPY sources that the ignore file lets into the build
+context, matched as BuildKit matches them (docker-py's port of Docker's
+pattern matcher), so the tag changes exactly when something the build uses
+changes (a trainer source, the Dockerfile, its ignore file, the pinned
+requirements) and never otherwise: not for documentation the ignore file
+keeps out, so editing a trainer's README replaces no run.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, get_args
+
+from docker.utils.build import PatternMatcher
 
 from core.trainers import TRAINERS, TrainerImage
 
@@ -27,10 +32,6 @@ TRAINER_IMAGES: dict[str, TrainerImage] = {name: row.image for name, row in TRAI
 # or Cloud Build for machines without one. The stack's `imageBuilder` key.
 ImageBuilder = Literal["docker", "cloudbuild"]
 IMAGE_BUILDERS: tuple[str, ...] = get_args(ImageBuilder)
-
-# Never hashed nor copied (the ignore files exclude them too).
-_SKIPPED_PARTS = {"__pycache__"}
-_SKIPPED_SUFFIXES = {".pyc", ".pyo"}
 
 
 @dataclass(frozen=True)
@@ -77,31 +78,41 @@ def copy_sources(instructions: list[Instruction]) -> list[str]:
     return sources
 
 
-def _skipped(path: Path) -> bool:
-    return bool(_SKIPPED_PARTS.intersection(path.parts)) or path.suffix in _SKIPPED_SUFFIXES
+def ignore_patterns(image: TrainerImage, root: Path = REPO_ROOT) -> list[str]:
+    """The ignore file's patterns, as the builder reads them: blank lines and `#` comments dropped."""
+    path = root / image.dockerignore
+    if not path.exists():
+        return []
+    lines = (line.strip() for line in path.read_text().splitlines())
+    return [line for line in lines if line and not line.startswith("#")]
 
 
 def content_files(image: TrainerImage, root: Path = REPO_ROOT) -> list[str]:
     """Every file the image is built from, relative to `root`, sorted.
 
-    The Dockerfile, its ignore file, and every file below each COPY source.
+    The Dockerfile, its ignore file, and every file below each COPY source that
+    the ignore file lets into the build context. A COPY source the ignore file
+    keeps out would fail the build, and is an error here too.
     """
     dockerfile = root / image.dockerfile
     files = {image.dockerfile}
     if (root / image.dockerignore).exists():
         files.add(image.dockerignore)
+    # matches(path) is True for a path the ignore file keeps out of the context.
+    excluded = PatternMatcher(ignore_patterns(image, root)).matches
     for source in copy_sources(parse_dockerfile(dockerfile.read_text())):
         path = root / source
         if path.is_dir():
-            files.update(
-                p.relative_to(root).as_posix()
-                for p in path.rglob("*")
-                if p.is_file() and not _skipped(p.relative_to(root))
-            )
+            below = (p.relative_to(root).as_posix() for p in path.rglob("*") if p.is_file())
+            sent = {rel for rel in below if not excluded(rel)}
         elif path.is_file():
-            files.add(source)
+            sent = set() if excluded(source) else {source}
         else:
             raise FileNotFoundError(f"{image.dockerfile} copies {source!r}, which does not exist")
+        if not sent:
+            raise FileNotFoundError(f"{image.dockerfile} copies {source!r}, which {image.dockerignore} "
+                                    "keeps out of the build context")
+        files.update(sent)
     return sorted(files)
 
 

@@ -24,6 +24,7 @@ from stack.contracts import derive_contracts
 from stack.models import Images, PoolConfig, ShapeConfig, StackModel, TopLevelCount
 from stack.datasets import DatasetConfig
 from stack.existing import Charts, ExistingCluster, existing_stack_problems, platform_pool_problems
+from stack.image_build import ImageBuild
 from stack.network import NetworkConfig
 from stack.queueing import compute_classes, kueue_flavors, queueing_problems, with_queues
 from stack.problems import MISSING, ConfigError, Problem, from_validation_error, raise_problems
@@ -73,6 +74,9 @@ class StackConfig(StackModel):
     )
     datasets: tuple[DatasetConfig, ...] = ()
     runs: tuple[RunConfig, ...] = ()
+
+    # Where built trainer images are pushed and how they are built (stack/image_build.py).
+    image_build: ImageBuild = ImageBuild()
 
     @field_validator("project")
     @classmethod

@@ -117,9 +117,11 @@ def existing_stack_problems(config: Any) -> list[Problem]:
         problems += [p.under(f"pools[{i}]") for p in node_pool_problems(pool)]
     pinned = config.images.by_trainer()
     problems += [
-        Problem(f"images.{trainer}", MISSING, "and images can't be built for an existing cluster (no registry is "
-                "declared)", "<registry>/<path>@sha256:<64 hex>, an image the cluster's nodes can pull")
-        for trainer in config.needed_trainers() if trainer not in pinned
+        Problem(f"images.{trainer}", MISSING, "and images can't be built for an existing cluster without "
+                "imageBuild.registry (the stack declares no registry)",
+                "<registry>/<path>@sha256:<64 hex>, an image the cluster's nodes can pull; or imageBuild.registry, "
+                "where `pulumi up` pushes the images it builds")
+        for trainer in config.needed_trainers() if trainer not in pinned and not config.image_build.registry
     ]
     if not config.namespace:
         problems.append(Problem("namespace", MISSING, "and the stack uses an existing cluster, which other teams and "

@@ -2,7 +2,8 @@
 
 A trainer a run needs is built from this repository by `pulumi up`
 (components/images.py) unless the stack pins it by digest under `images:`,
-or every run of it names its own `image`. Offline (the plan, the goldens),
+or every run of it names its own `image`; it goes to the stack's registry, or
+to `imageBuild.registry` (stack/image_build.py). Offline (the plan, the goldens),
 a built image has no digest yet: it stands at the stack's real registry
 address with `UNBUILT_DIGEST`, so a rendered manifest is otherwise exactly
 the applied one and does not change with every edit of a trainer's code.
@@ -26,6 +27,6 @@ def trainers_to_build(config: StackConfig) -> list[str]:
 
 def offline_images(config: StackConfig) -> dict[str, str]:
     """Each trainer's image as the runs get it, with `UNBUILT_DIGEST` for the ones `pulumi up` builds."""
-    registry = registry_url(config.region, config.project, config.registry_id)
+    registry = config.image_build.registry or registry_url(config.region, config.project, config.registry_id)
     built = {t: f"{registry}/{TRAINER_IMAGES[t].image_name}@{UNBUILT_DIGEST}" for t in trainers_to_build(config)}
     return {**built, **config.images.by_trainer()}

@@ -26,7 +26,8 @@ from stack.rules import placeholder_problems
 from stack.secrets import HF_TOKEN_KEY, SET_IT, TokenState, hf_token_problems, needs_hf_token
 
 # Keys whose stack value is structured; Pulumi hands them to the program as JSON.
-_STRUCTURED = ("pools", "shapes", "images", "runs", "zones", "network", "datasets", "existingCluster", "charts")
+_STRUCTURED = ("pools", "shapes", "images", "runs", "zones", "network", "datasets", "existingCluster", "charts",
+               "imageBuild")
 _NOT_MODEL_KEYS = (HF_TOKEN_KEY,)
 _GCP_KEYS = {"gcp:project": "project", "gcp:region": "region"}
 

@@ -124,6 +124,11 @@ def existing_cluster_config(stack: str, kubeconfig: str, namespace: str = RUNS_N
     its namespace (by default the shipped stack's, which the Kueue the harness installs for it manages,
     declared by the stack: the platform install makes none)."""
     config = yaml.safe_load((ROOT / f"Pulumi.{stack}.yaml").read_text())["config"]
+    return existing_cluster_values(config, kubeconfig)
+
+
+def existing_cluster_values(config: dict, kubeconfig: str) -> dict:
+    """A platform stack's config values (the stack file's `config:`) as a stack for an existing cluster."""
     out = {k: v for k, v in config.items() if k.startswith("gcp:")}
     out["gcp:project"] = PROJECT_ID  # `pulumi up` refuses the shipped files' placeholder (stack/rules.py)
     prefix = "gke-finetune:"
@@ -173,14 +178,15 @@ def engine_env(tools: Tools, workdir: Path, kubeconfig: Path) -> dict[str, str]:
     }
 
 
-def engine(tools: Tools, workdir: Path, stack: str, kubeconfig: Path) -> Engine:
-    """A work directory with the program, a local backend and the stack initialised."""
+def engine(tools: Tools, workdir: Path, stack: str, kubeconfig: Path, extra_env: dict[str, str] | None = None) -> Engine:
+    """A work directory with the program, a local backend and the stack initialised. `extra_env`: what
+    a provider needs besides (the Docker engine's address and client configuration, docker_engine.py)."""
     missing = [t for t in ENGINE_TOOLS if t not in tools.dirs]
     if missing:
         raise EngineError(f"e2e: the engine's tools {missing} are not built: run make e2e-tools")
     copy_program(workdir / "program")
     (workdir / "state").mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "HOME": str(workdir), **engine_env(tools, workdir, kubeconfig)}
+    env = {**os.environ, "HOME": str(workdir), **engine_env(tools, workdir, kubeconfig), **(extra_env or {})}
     made = Engine(workdir / "program", stack, env)
     made.run("stack", "init")
     return made

@@ -13,7 +13,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = ROOT / "e2e" / "tools" / "build.sh"
 TOOL_DIRS = ("etcd", "kubernetes", "kwok", "jobset", "kueue", "helm", "fake-gcs",
-             "pulumi", "pulumi-language-python", "pulumi-kubernetes")
+             "pulumi", "pulumi-language-python", "pulumi-kubernetes", "buildx", "docker-build")
 # The version the kubernetes tool is built at (e2e/tools/kubernetes/recipe):
 # what helm-render gives charts as .Capabilities.KubeVersion.
 KUBE_VERSION = "v1.35.4"

@@ -88,6 +88,7 @@ def pytest_report_header(config):
 
 
 def pytest_terminal_summary(terminalreporter):
+    from e2e.tests.images.conftest import IMAGES_REPORT
     from e2e.tests.test_engine import DIFF_REPORT, ENGINE_REPORT, WRONG_REPORT
     from e2e.tests.test_shared_cluster import SHARED_REPORT
     from e2e.tests.run_commands import REPORT as RUN_COMMANDS_REPORT
@@ -110,6 +111,10 @@ def pytest_terminal_summary(terminalreporter):
     if SHARED_REPORT:
         terminalreporter.section("e2e: one cluster shared by two teams' stacks, through pulumi")
         for line in SHARED_REPORT:
+            terminalreporter.write_line(line)
+    if IMAGES_REPORT:
+        terminalreporter.section("e2e: the trainer images built, pushed, delivered and run (docker-build provider)")
+        for line in IMAGES_REPORT:
             terminalreporter.write_line(line)
     if REPORT:
         terminalreporter.section("e2e: what the API server shows, per stack")

@@ -19,13 +19,16 @@ set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 CACHE="${GKE_FINETUNE_E2E_TOOLS:-$HOME/.cache/gke-finetune/e2e-tools}"
-ALL_TOOLS=(etcd kubernetes kwok jobset kueue helm fake-gcs pulumi pulumi-language-python pulumi-kubernetes)
+ALL_TOOLS=(etcd kubernetes kwok jobset kueue helm fake-gcs pulumi pulumi-language-python pulumi-kubernetes
+           buildx docker-build)
 
 tool_key() {
   local tool="$1"
-  # The tool's own Go sources (helm-render) count too; the others have none.
+  # The tool's own Go sources (helm-render) count too, and so do the modules of its
+  # subdirectories (docker-build's stand-ins, replaced into its build); the others have none.
   { cat "$HERE/$tool/go.mod" "$HERE/$tool/go.sum" "$HERE/$tool/recipe"
     find "$HERE/$tool" -maxdepth 1 -name '*.go' | sort | xargs -r cat
+    find "$HERE/$tool" -mindepth 2 -type f \( -name '*.go' -o -name go.mod \) | sort | xargs -r cat
     go env GOVERSION GOOS GOARCH; } \
     | sha256sum | cut -c1-16
 }

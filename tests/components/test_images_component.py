@@ -189,3 +189,40 @@ def test_the_default_image_builder_is_the_local_docker_engine():
     from stack.config import StackConfig
 
     assert StackConfig.from_mapping({"project": "my-project-id", "region": "us-east5"}).image_builder == "docker"
+
+
+# --- imageBuild: another registry, the build's network and builder; unset, nothing changes -----
+
+def test_without_image_build_the_image_inputs_are_the_ones_a_real_stack_always_had(monkeypatch):
+    from tools.offline import run_stack
+
+    monkeypatch.chdir(REPO_ROOT)
+    (build,) = run_stack("dev", overrides={"gke-finetune:runs": [RUN]}).of_type("docker-build:index:Image")
+    assert build.inputs["network"] == "default" and "builder" not in build.inputs  # the SDK's own default
+    assert "exec" not in build.inputs
+
+
+def test_image_build_names_the_registry_the_network_and_the_builder(monkeypatch):
+    from tools.offline import run_stack
+
+    monkeypatch.chdir(REPO_ROOT)
+    settings = {"registry": "127.0.0.1:5000/finetune", "network": "host", "builder": "default", "exec": True}
+    deployment = run_stack("dev", overrides={"gke-finetune:runs": [RUN], "gke-finetune:imageBuild": settings})
+    (build,) = deployment.of_type("docker-build:index:Image")
+    assert build.inputs["tags"] == [f"127.0.0.1:5000/finetune/gemma-jax:{content_tag(JAX)}"]
+    assert build.inputs["network"] == "host" and build.inputs["builder"] == {"name": "default"}
+    assert build.inputs["exec"] is True
+    ref = deployment.outputs["images"]["gemma-jax"]
+    assert ref.startswith("127.0.0.1:5000/finetune/gemma-jax@sha256:") and _jobset_images(deployment) == [ref]
+
+
+def test_an_existing_cluster_stack_with_a_registry_builds_and_pushes_there(monkeypatch):
+    from tools.offline import run_stack
+
+    monkeypatch.chdir(REPO_ROOT)
+    deployment = run_stack("existing-dev", overrides={"gke-finetune:images": {},
+                                                      "gke-finetune:imageBuild": {"registry": "127.0.0.1:5000/e2e"}})
+    (build,) = deployment.of_type("docker-build:index:Image")
+    assert build.name == "images-gemma-jax" and build.inputs["push"] is True
+    ref = deployment.outputs["images"]["gemma-jax"]
+    assert ref.startswith("127.0.0.1:5000/e2e/gemma-jax@sha256:") and set(_jobset_images(deployment)) == {ref}

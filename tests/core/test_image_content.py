@@ -62,6 +62,10 @@ def test_tag_of_the_real_tree_covers_dockerfile_requirements_and_shared_modules(
         ("tests/test_x.py", False, False),
         ("docker/cloudbuild.yaml", False, False),
         ("trainers/gemma_jax/__pycache__/data.cpython-312.pyc", False, False),
+        # Documentation beside the code: the ignore files keep it out of the build.
+        ("trainers/gemma_jax/README.md", False, False),
+        ("trainers/trl_gpu/README.md", False, False),
+        ("trainers/staging/NOTES.md", False, False),
     ],
 )
 def test_tag_changes_exactly_when_an_image_input_changes(tree, changed, jax_changes, gpu_changes):
@@ -81,4 +85,27 @@ def test_renaming_a_source_changes_the_tag(tree):
 def test_a_missing_copy_source_is_an_error(tree):
     shutil.rmtree(tree / "trainers/gemma_jax")
     with pytest.raises(FileNotFoundError, match="trainers/gemma_jax"):
+        content_tag(JAX, tree)
+
+
+def test_the_ignore_file_decides_what_is_hashed(tree):
+    """A file below a COPY source that the ignore file keeps out is neither sent nor hashed."""
+    assert "trainers/gemma_jax/agree.py" in content_files(JAX, tree)
+    before = content_tag(JAX, tree)
+    _touch(tree / JAX.dockerignore, "trainers/gemma_jax/agree.py\n")
+    assert "trainers/gemma_jax/agree.py" not in content_files(JAX, tree)
+    assert content_tag(JAX, tree) != before  # the ignore file itself is an input
+    changed = content_tag(JAX, tree)
+    _touch(tree / "trainers/gemma_jax/agree.py")
+    assert content_tag(JAX, tree) == changed
+
+
+def test_the_readmes_are_not_image_content():
+    for image in TRAINER_IMAGES.values():
+        assert not [f for f in content_files(image) if f.endswith(".md")], image.trainer
+
+
+def test_a_copy_source_the_ignore_file_keeps_out_is_an_error(tree):
+    _touch(tree / JAX.dockerignore, "trainers/exit_codes.py\n")
+    with pytest.raises(FileNotFoundError, match="trainers/exit_codes.py.*keeps out of the build context"):
         content_tag(JAX, tree)
