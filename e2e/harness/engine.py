@@ -124,11 +124,13 @@ def existing_cluster_config(stack: str, kubeconfig: str, namespace: str = RUNS_N
     its namespace (by default the shipped stack's, which the Kueue the harness installs for it manages,
     declared by the stack: the platform install makes none)."""
     config = yaml.safe_load((ROOT / f"Pulumi.{stack}.yaml").read_text())["config"]
-    return existing_cluster_values(config, kubeconfig)
+    return existing_cluster_values(config, kubeconfig, namespace, create_namespace)
 
 
-def existing_cluster_values(config: dict, kubeconfig: str) -> dict:
-    """A platform stack's config values (the stack file's `config:`) as a stack for an existing cluster."""
+def existing_cluster_values(config: dict, kubeconfig: str, namespace: str = RUNS_NAMESPACE,
+                            create_namespace: bool = True) -> dict:
+    """A platform stack's config values (the stack file's `config:`) as a stack for an existing cluster, in
+    `namespace` (declared by the stack unless `create_namespace` is false)."""
     out = {k: v for k, v in config.items() if k.startswith("gcp:")}
     out["gcp:project"] = PROJECT_ID  # `pulumi up` refuses the shipped files' placeholder (stack/rules.py)
     prefix = "gke-finetune:"

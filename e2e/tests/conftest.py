@@ -16,10 +16,11 @@ from e2e.harness.session import control_plane
 from e2e.harness.stack_objects import StackObjects, stack_objects
 from e2e.tests.scenario import delete_and_wait
 from e2e.tests.settings import ADMISSION, LIFETIME, STACKS
+from e2e.tests.reports import Report, print_report, start_session
 
 SCENARIO_STACK = "tpu-queued"
 
-REPORT: list[str] = []
+REPORT = Report("stacks")
 
 
 @dataclass
@@ -87,36 +88,10 @@ def pytest_report_header(config):
     return [e2e_provider_note()]
 
 
-def pytest_terminal_summary(terminalreporter):
-    from e2e.tests.images.conftest import IMAGES_REPORT
-    from e2e.tests.test_engine import DIFF_REPORT, ENGINE_REPORT, WRONG_REPORT
-    from e2e.tests.test_shared_cluster import SHARED_REPORT
-    from e2e.tests.run_commands import REPORT as RUN_COMMANDS_REPORT
-    from e2e.tests.test_status import STATUS_REPORT
+def pytest_configure(config):
+    # Before any worker starts: every process of the session writes its report lines there.
+    start_session()
 
-    if STATUS_REPORT:
-        terminalreporter.section("e2e: make status against the control plane, as the phases went by")
-        for table in STATUS_REPORT:
-            for line in table.splitlines():
-                terminalreporter.write_line(line)
-            terminalreporter.write_line("")
-    if RUN_COMMANDS_REPORT:
-        terminalreporter.section("e2e: a run's commands against the control plane (logs served by kwok)")
-        for line in RUN_COMMANDS_REPORT:
-            terminalreporter.write_line(line)
-    if ENGINE_REPORT:
-        terminalreporter.section("e2e: existing-cluster stacks through the Pulumi CLI, wall time per step")
-        for line in ENGINE_REPORT + DIFF_REPORT + WRONG_REPORT:
-            terminalreporter.write_line(line)
-    if SHARED_REPORT:
-        terminalreporter.section("e2e: one cluster shared by two teams' stacks, through pulumi")
-        for line in SHARED_REPORT:
-            terminalreporter.write_line(line)
-    if IMAGES_REPORT:
-        terminalreporter.section("e2e: the trainer images built, pushed, delivered and run (docker-build provider)")
-        for line in IMAGES_REPORT:
-            terminalreporter.write_line(line)
-    if REPORT:
-        terminalreporter.section("e2e: what the API server shows, per stack")
-        for line in REPORT:
-            terminalreporter.write_line(line)
+
+def pytest_terminal_summary(terminalreporter):
+    print_report(terminalreporter)

@@ -13,9 +13,10 @@ from pathlib import Path
 from e2e.harness.kube import Kube, wait_for
 from e2e.harness.pod_logs import serve_log, wait_served, write_lines
 from e2e.harness.tools import ROOT
+from e2e.tests.reports import Report
 
 COMMAND_TIMEOUT = 120.0
-REPORT: list[str] = []
+REPORT = Report("run-commands")
 
 
 def runs_argv(command: str, stack: str, root: Path, *args: str) -> list[str]:

@@ -30,6 +30,7 @@ from e2e.tests.run_commands import run_tool
 from e2e.tests.scenario import JOBSET_API
 from e2e.harness.stack_objects import stack_objects
 from e2e.tests.settings import ENGINE_STACKS, LIFETIME
+from e2e.tests.reports import Report
 from stack.secrets import needs_hf_token
 from tools import plan
 from tools.plan_diff import diff
@@ -37,9 +38,9 @@ from tools.plan_diff import diff
 JOBSET = "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 TIMEOUT = 180.0
-ENGINE_REPORT: list[str] = []
-DIFF_REPORT: list[str] = []
-WRONG_REPORT: list[str] = []
+ENGINE_REPORT = Report("engine")
+DIFF_REPORT = Report("engine")
+WRONG_REPORT = Report("engine")
 
 
 def _changes(steps: list[dict]) -> list[tuple[str, str, str]]:

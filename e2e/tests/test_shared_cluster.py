@@ -34,12 +34,13 @@ from e2e.harness.session import control_plane
 from e2e.harness.stack_objects import Applied, StackObjects, stack_objects
 from e2e.harness.tools import ROOT
 from e2e.tests.settings import LIFETIME
+from e2e.tests.reports import Report
 from manifests.controllers import kueue_manager_config
 
 BASE = "dev"
 TEAMS = ("team-a", "team-b")
 TIMEOUT = 180.0
-SHARED_REPORT: list[str] = []
+SHARED_REPORT = Report("shared")
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"
 
 

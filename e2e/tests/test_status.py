@@ -48,6 +48,7 @@ from e2e.harness.pod_logs import write_lines
 from e2e.tests.run_commands import Background, pods_of, process_pod, run_tool, serve
 from e2e.tests.scenario import delete_and_wait
 from e2e.tests.settings import LIFETIME
+from e2e.tests.reports import Report
 from tools.status_clock import SKEW_S
 from tools.status_model import parse_time
 from trainers.gemma_jax import flags as jax_flags
@@ -57,7 +58,7 @@ STACK = "tpu-queued"
 # The context `gcloud container clusters get-credentials` writes for the stack's own cluster.
 STACK_CONTEXT = "gke_my-project-id_us-east5_finetune-tpu-queued"
 TIMEOUT = 120.0
-STATUS_REPORT: list[str] = []
+STATUS_REPORT = Report("status")
 HOSTS = 2  # a v6e 2x4 slice: two VMs, two processes
 SECRET = "hf_" + "e2eNotARealToken" * 2  # must never reach what `make inspect` writes
 

@@ -11,8 +11,9 @@ from e2e.harness.install import install_stack
 from e2e.harness.session import control_plane
 from e2e.harness.stack_objects import stack_objects
 from e2e.tests.settings import LIFETIME
+from e2e.tests.reports import Report
 
-IMAGES_REPORT: list[str] = []
+IMAGES_REPORT = Report("images")
 
 
 @pytest.fixture(scope="package")
