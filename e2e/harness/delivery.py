@@ -37,6 +37,9 @@ JOBSET_API = "jobset.x-k8s.io/v1alpha2"
 UP_TIMEOUT = 2400.0
 
 
+BOTH_REGION, BOTH_ZONE = "us-central1", "us-central1-b"
+
+
 def combined_config() -> dict:
     """The dev stack's config with the a4 stack's pools, datasets and runs added: both trainers."""
     dev = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())["config"]
@@ -44,13 +47,16 @@ def combined_config() -> dict:
     out = dict(dev)
     for key in ("pools", "datasets", "runs"):
         out[PREFIX + key] = [*dev.get(PREFIX + key, []), *a4.get(PREFIX + key, [])]
+    # A region offering both TPU v6e and B200, in one zone (core/offerings.py).
+    out.update({"gcp:region": BOTH_REGION, PREFIX + "zones": [BOTH_ZONE]})
     return out
 
 
 def platform_overrides() -> str:
     """The combined pools, datasets and runs as stack_objects' overrides (the platform's nodes)."""
     config = combined_config()
-    return json.dumps({PREFIX + k: config[PREFIX + k] for k in ("pools", "datasets", "runs")})
+    overrides = {PREFIX + k: config[PREFIX + k] for k in ("pools", "datasets", "runs", "zones")}
+    return json.dumps({**overrides, "gcp:region": config["gcp:region"]})
 
 
 def images_config(kubeconfig: str, registry: str) -> dict:
