@@ -7,7 +7,9 @@ zones offer today are listed by `gcloud compute machine-types list --filter="nam
 
 - TPU v6e (Trillium; GKE's ct6e-standard-* machine types): "All v6e configurations", TPU regions and
   zones, https://cloud.google.com/tpu/docs/regions-zones, read 2026-12-04 (zones offered to every
-  project; the single-tenant zones the page also lists serve only their own reservations).
+  project; the single-tenant zones the page also lists serve only their own reservations). The copy
+  read lists North America and Europe in full; asia-northeast1-b and us-south1-a are v6e zones in
+  use in public TPU scripts and SkyPilot's TPU v6e guide, where the copy's Asia Pacific list was cut.
 - NVIDIA B200 (A4, a4-highgpu-8g): GPU regions and zones, https://cloud.google.com/compute/docs/gpus/gpu-regions-zones
   (the A4 rows), read 2026-12-04; us-central1-b and asia-southeast1-b are also the zones Batch
   recommends for A4 capacity from Dynamic Workload Scheduler (https://cloud.google.com/batch/docs/locations).
@@ -20,7 +22,8 @@ SOURCES = {
     "nvidia-b200": "https://cloud.google.com/compute/docs/gpus/gpu-regions-zones (read 2026-12-04)",
 }
 ZONES: dict[str, tuple[str, ...]] = {
-    "tpu-v6e": ("us-central1-b", "us-east1-d", "us-east5-a", "us-east5-b", "europe-west4-a"),
+    "tpu-v6e": ("us-central1-b", "us-east1-d", "us-east5-a", "us-east5-b", "us-south1-a", "europe-west4-a",
+                "asia-northeast1-b"),
     "nvidia-b200": ("asia-northeast1-b", "asia-southeast1-b", "europe-west4-b", "us-central1-b", "us-east1-b",
                     "us-east4-b", "us-south1-b", "us-west2-c"),
 }
