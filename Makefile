@@ -253,13 +253,13 @@ e2e-tools:
 	bash e2e/tools/debian-packages.sh
 	nice -n 10 bash e2e/tools/build.sh
 
-# The test files run in E2E_WORKERS processes at once (pytest-xdist, one file per process at a time):
-# most of an e2e test's time is the control plane's and the controllers' own waits, not this
-# machine's cores. E2E_WORKERS=0 runs them one after another.
+# The test files run in E2E_WORKERS processes at once (pytest-xdist; each file, and the images'
+# tests together, in one process: e2e/tests/conftest.py): most of an e2e test's time is the control
+# plane's and the controllers' own waits, not this machine's cores. E2E_WORKERS=0 runs them in turn.
 E2E_WORKERS ?= 3
 e2e: $(VENV)/.installed e2e-tools
 	E2E_STACKS=$(E2E_STACKS) E2E_ADMISSION=$(ADMISSION) E2E_LIFETIME=$(E2E_LIFETIME) \
-	  $(VENV)/bin/python -m pytest e2e/tests -n $(E2E_WORKERS) --dist loadfile $(PYTEST_ARGS)
+	  $(VENV)/bin/python -m pytest e2e/tests -n $(E2E_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 # The trainer images through the real docker-build provider: built, pushed to a registry on
 # 127.0.0.1, delivered to the runs by digest, and the trainers run inside them (e2e/README.md,

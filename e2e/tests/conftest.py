@@ -93,5 +93,14 @@ def pytest_configure(config):
     start_session()
 
 
+def pytest_collection_modifyitems(items):
+    """One worker per test file (its module-scoped control plane is made once), and one for every test
+    of the trainer images (they share one Docker engine and registry, e2e/tests/images/conftest.py):
+    `make e2e` distributes the groups (pytest-xdist `--dist loadgroup`)."""
+    for item in items:
+        group = "images" if item.path.parent.name == "images" else item.path.stem
+        item.add_marker(pytest.mark.xdist_group(group))
+
+
 def pytest_terminal_summary(terminalreporter):
     print_report(terminalreporter)
