@@ -33,7 +33,7 @@ from e2e.tests.settings import ENGINE_STACKS, LIFETIME
 from e2e.tests.reports import Report
 from stack.secrets import needs_hf_token
 from tools import plan
-from tools.plan_diff import diff
+from tools.plan.diff import diff
 
 JOBSET = "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"

@@ -49,8 +49,8 @@ from e2e.tests.run_commands import Background, pods_of, process_pod, run_tool, s
 from e2e.tests.scenario import delete_and_wait
 from e2e.tests.settings import LIFETIME
 from e2e.tests.reports import Report
-from tools.status_clock import SKEW_S
-from tools.status_model import parse_time
+from tools.status.clock import SKEW_S
+from tools.status.model import parse_time
 from trainers.gemma_jax import flags as jax_flags
 from trainers.gemma_jax.progress import Progress
 

@@ -28,7 +28,7 @@ from gemma_jax_helpers import (
     run_train,
     train_cmd,
 )
-from tools.status_sources import LocalProgress
+from tools.status.sources import LocalProgress
 from trainers import exit_codes
 
 pytestmark = pytest.mark.slow

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from core import compiled_hbm
-from tools.plan_hbm import hbm_rows, render_hbm
+from tools.plan.hbm import hbm_rows, render_hbm
 
 ARGS = ["--maxlen", "256", "--batch_size", "64"]
 

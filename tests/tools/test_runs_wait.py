@@ -11,8 +11,8 @@ from tests.support.run_objects import pod
 from tools.runs.explain import config_problem, explain, failure_inputs
 from tools.runs.wait import (EX_FAILED, EX_NOINPUT, EX_OK, EX_SUSPENDED, EX_TEMPFAIL, EX_UNAVAILABLE, WITHDRAWN_DETAIL,
                              suspended_in_file, wait)
-from tools.status_model import RunStatus
-from tools.status_sources import ClusterUnreachable, NotDeployed
+from tools.status.model import RunStatus
+from tools.status.sources import ClusterUnreachable, NotDeployed
 from trainers.gemma_jax import flags as jax_flags
 
 from tests.support.pulumi_harness import ROOT

@@ -13,9 +13,9 @@ import pytest
 
 from stack.reader import load_files
 from tools import status
-from tools.status_model import ProgressError, validate_progress
-from tools.status_row import run_facts, status_row
-from tools.status_sources import BucketProgress, LocalProgress
+from tools.status.model import ProgressError, validate_progress
+from tools.status.row import run_facts, status_row
+from tools.status.sources import BucketProgress, LocalProgress
 from trainers.gemma_jax import progress as jax_progress
 from trainers.trl_gpu import progress as gpu_progress
 

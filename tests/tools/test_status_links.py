@@ -6,8 +6,8 @@ from stack.places import stack_run_links
 from stack.reader import load_files
 from tests.support.pulumi_harness import ROOT
 from tools import status
-from tools.status_row import run_facts
-from tools.status_sources import empty
+from tools.status.row import run_facts
+from tools.status.sources import empty
 
 
 class NoRecords:

@@ -19,8 +19,8 @@ from stack.reader import load_files
 from tests.support.status_objects import (NOW, ROOT, TPU_QUEUED_CONTEXT, ApiServer, at, cond, jobset, pod, record,
                                           request, served_pod, workload)
 from tools import status
-from tools.status_context import stack_context
-from tools.status_row import run_facts, status_row
+from tools.status.context import stack_context
+from tools.status.row import run_facts, status_row
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ from safetensors.torch import load_file
 from torch.distributed.checkpoint.format_utils import dcp_to_torch_save
 from transformers import AutoModelForCausalLM
 
-from tools.status_model import validate_progress
+from tools.status.model import validate_progress
 from trainers.trl_gpu.model import lora_config
 
 from . import fsdp_cpu

@@ -14,7 +14,7 @@ from peft import PeftModel
 from safetensors.torch import load_file
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from tools.status_model import validate_progress
+from tools.status.model import validate_progress
 from trainers import exit_codes
 from trainers.trl_gpu import data
 from trainers.trl_gpu.args import parse_args

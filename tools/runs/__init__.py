@@ -6,5 +6,5 @@ resuming it (declared in the stack file), and one folder with what debugging it 
     python -m tools.runs inspect --stack <stack> --run <run> [--out <dir>]
 
 `make status ... WAIT=1` waits (tools/runs/wait.py). Each command reads the stack's own cluster
-(tools/status_context.py), as `make status` does.
+(tools/status/context.py), as `make status` does.
 """

@@ -89,7 +89,7 @@ def suspend(args) -> int:
 def inspect(args) -> int:
     from tools import render  # pylint: disable=import-outside-toplevel
     from tools.runs.inspect import folder_name, gather  # pylint: disable=import-outside-toplevel
-    from tools.status_sources import BucketProgress, LocalProgress  # pylint: disable=import-outside-toplevel
+    from tools.status.sources import BucketProgress, LocalProgress  # pylint: disable=import-outside-toplevel
 
     config = cmd.stack_config(args.stack, args.root, "inspect")
     run = cmd.the_run(config, args.run, "inspect")
@@ -126,7 +126,7 @@ def _status_lines(args, run: str) -> list[str]:
 
 def wait(args) -> int:
     from tools.runs.wait import ClusterProbe, wait as wait_for  # pylint: disable=import-outside-toplevel
-    from tools.status_row import run_facts  # pylint: disable=import-outside-toplevel
+    from tools.status.row import run_facts  # pylint: disable=import-outside-toplevel
 
     config = cmd.stack_config(args.stack, args.root, "wait")
     runs = [r.name for r in config.runs] if args.all and not args.run else [cmd.the_run(config, args.run, "wait").name]

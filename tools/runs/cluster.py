@@ -1,5 +1,5 @@
 """A stack's cluster as the run commands read it: the objects `make status` reads
-(tools/status_sources.py `KubeCluster`), and a run's pods, their logs, the events of its objects and
+(tools/status/sources.py `KubeCluster`), and a run's pods, their logs, the events of its objects and
 its nodes, through the Kubernetes client and the stack's own kubeconfig context.
 
 Objects come back as plain dicts with the API's camelCase keys, as `kubectl get -o json` prints them.
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from tools.status_context import check, stack_context
-from tools.status_sources import KINDS, ClusterUnreachable, KubeCluster
+from tools.status.context import check, stack_context
+from tools.status.sources import KINDS, ClusterUnreachable, KubeCluster
 
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 # Following a log is one long request, quiet while the trainer is: a connect timeout, and a read timeout

@@ -12,8 +12,8 @@ from stack.places import run_place, stack_run_links
 from stack.problems import ConfigError
 from stack.queueing import withdrawn
 from stack.reader import load_files
-from tools.status_context import ContextMissing
-from tools.status_sources import ClusterUnreachable, NotDeployed
+from tools.status.context import ContextMissing
+from tools.status.sources import ClusterUnreachable, NotDeployed
 
 EX_USAGE, EX_NOINPUT, EX_UNAVAILABLE, EX_CONFIG = 64, 66, 69, 78
 

@@ -7,7 +7,7 @@ the trainer's own message being its last `configuration error: ...` line; 143, s
 after writing a checkpoint (preemption, maintenance, a deleted pod). A container the kernel killed
 for memory has the reason `OOMKilled` and exit code 137, 128 + SIGKILL
 (https://kubernetes.io/docs/tasks/configure-pod-container/assign-memory-resource/#exceed-a-container-s-memory-limit).
-JobSet's reasons are those of v0.12.0 (tools/status_model.py): `FailJobSetFailurePolicyAction` (a
+JobSet's reasons are those of v0.12.0 (tools/status/model.py): `FailJobSetFailurePolicyAction` (a
 rule failed it), `ReachedMaxRestarts` (its restarts ran out).
 """
 
@@ -67,7 +67,7 @@ def explain(run: str, reason: str, detail: str, code: int | None, container_reas
     """The lines a failed run's status adds: why it ended, the trainer's words, what to do next."""
     what, next_step = meaning(code, container_reason)
     lines = [f"run {run} failed" + (f": {detail}" if detail else "")]
-    if detail.startswith(KUEUE_DEACTIVATED):  # tools/status_phase.py: Kueue gave up on admitting it
+    if detail.startswith(KUEUE_DEACTIVATED):  # tools/status/phase.py: Kueue gave up on admitting it
         lines += ["  why              Kueue deactivated its Workload: a queued rung's ProvisioningRequest failed "
                   "through its retries, or someone deactivated it",
                   "  next             `make inspect` shows the ProvisioningRequests and their conditions; change the "

@@ -27,7 +27,7 @@ import yaml
 from tools.runs import pods as podfacts
 from tools.runs.cluster import Gone
 from tools.runs.redact import redact, redact_text
-from tools.status_sources import owned_by
+from tools.status.sources import owned_by
 
 LOG_LINES = 200
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"

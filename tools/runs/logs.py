@@ -26,8 +26,8 @@ from typing import Protocol
 from core.links import RunPlace, logs_url
 from tools.runs import pods as podfacts
 from tools.runs.cluster import Gone
-from tools.status_model import is_true
-from tools.status_phase import CONTAINER
+from tools.status.model import is_true
+from tools.status.phase import CONTAINER
 
 POLL_S = 2.0
 ENDING_POLLS = 5

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from tools.status_phase import CONTAINER
+from tools.status.phase import CONTAINER
 
 JOB_INDEX_LABEL = "jobset.sigs.k8s.io/job-index"
 COMPLETION_INDEX_LABEL = "batch.kubernetes.io/job-completion-index"

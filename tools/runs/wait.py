@@ -13,7 +13,7 @@ Exit codes (documented in the README; sysexits where one fits):
         submitted); retry later. Without WAIT_TIMEOUT it waits as long as it takes.
     78  the stack file is invalid, or the kubeconfig has no context for the stack's cluster (as `make status`)
 
-The phases are `make status`'s (tools/status_phase.py), read the same way (tools/status.py `rows`).
+The phases are `make status`'s (tools/status/phase.py), read the same way (tools/status.py `rows`).
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ from typing import Protocol
 from tools.runs import pods as podfacts
 from tools.runs.cluster import ClusterUnreachable, Gone
 from tools.runs.explain import explain, failure_inputs
-from tools.status_model import RunStatus
-from tools.status_phase import CONTAINER
-from tools.status_sources import NotDeployed
+from tools.status.model import RunStatus
+from tools.status.phase import CONTAINER
+from tools.status.sources import NotDeployed
 
 EX_OK, EX_FAILED, EX_SUSPENDED = 0, 3, 4
 EX_NOINPUT, EX_UNAVAILABLE, EX_TEMPFAIL = 66, 69, 75

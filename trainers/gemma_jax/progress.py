@@ -5,7 +5,7 @@ same directory, then renamed over `progress.json` (os.replace, atomic on POSIX: 
 previous record or the new one, never part of one). On GKE the checkpoint directory is the run's
 Cloud Storage FUSE mount, so the record is the object `checkpoints/<run>/progress.json` of the
 bucket, which `make status` reads. Standard library only; the GPU trainer writes the same format
-(trainers/trl_gpu/progress.py), and the reader (tools/status_model.py) validates it.
+(trainers/trl_gpu/progress.py), and the reader (tools/status/model.py) validates it.
 
 Format, schema 1 (times are UTC ISO 8601, seconds are wall-clock):
   schema            1

@@ -7,7 +7,7 @@ previous record or the new one, never part of one). On GKE the checkpoint direct
 Cloud Storage FUSE mount (--output_dir), so the record is the object
 `checkpoints/<run>/progress.json` of the bucket, which `make status` reads. Standard library only;
 the TPU trainer writes the same format (trainers/gemma_jax/progress.py), and the reader
-(tools/status_model.py) validates it.
+(tools/status/model.py) validates it.
 
 Format, schema 1 (times are UTC ISO 8601, seconds are wall-clock):
   schema            1

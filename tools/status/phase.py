@@ -1,11 +1,11 @@
-"""A run's phase from its JobSet, Workload, ProvisioningRequests and pods (tools/status_model.py says
+"""A run's phase from its JobSet, Workload, ProvisioningRequests and pods (tools/status/model.py says
 what each condition means and where that is written)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from tools.status_model import PR_CONDITIONS, condition, is_true
+from tools.status.model import PR_CONDITIONS, condition, is_true
 
 CONTAINER = "trainer"  # core.trainers.CONTAINER, the trainer container of every run's pods
 

@@ -126,7 +126,7 @@ class RunStatus:
     stalled_since: str = ""
     stalled_why: str = ""
     wall_seconds: float = 0.0
-    measured_from: str = ""  # the interval's start (tools/status_clock.py)
+    measured_from: str = ""  # the interval's start (tools/status/clock.py)
     goodput: float | None = None
     chips: int = 0
     chip_hours: float = 0.0

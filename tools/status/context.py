@@ -23,7 +23,7 @@ from pathlib import Path
 
 import yaml
 
-from tools.status_sources import ClusterUnreachable
+from tools.status.sources import ClusterUnreachable
 
 
 class ContextMissing(Exception):

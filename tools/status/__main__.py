@@ -5,7 +5,7 @@
 
 One line per run, then the details of one (`--run`, or the only run). The cluster is read with the
 Kubernetes client through the stack's own kubeconfig context, never the current one
-(tools/status_context.py: an existing cluster's `existingCluster.context`, else the context
+(tools/status/context.py: an existing cluster's `existingCluster.context`, else the context
 `gcloud container clusters get-credentials` writes for the stack's cluster; --context names
 another), or from a `kubectl get jobsets,workloads,provisioningrequests,pods -n <namespace> -o
 json` dump (--from-json); the progress records from the stack's bucket with the Cloud Storage
@@ -29,14 +29,14 @@ from pathlib import Path
 from core.names import RUN_LABEL
 from stack.problems import ConfigError
 from stack.reader import load_files
-from tools.status_context import ContextMissing, check, stack_context
-from tools.status_model import RunStatus
-from tools.status_row import RunFacts, run_facts, status_row
-from tools.status_sources import (BucketProgress, ClusterUnreachable, KubeCluster, LocalProgress, NotDeployed,
+from tools.status.context import ContextMissing, check, stack_context
+from tools.status.model import RunStatus
+from tools.status.row import RunFacts, run_facts, status_row
+from tools.status.sources import (BucketProgress, ClusterUnreachable, KubeCluster, LocalProgress, NotDeployed,
                                   from_dump, owned_by)
 
 EX_NOINPUT, EX_UNAVAILABLE, EX_CONFIG = 66, 69, 78
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def rows(facts: Mapping[str, RunFacts], objects: Mapping[str, list], progress, now: float) -> list[RunStatus]:

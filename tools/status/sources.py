@@ -1,5 +1,5 @@
 """Where `make status` reads from: the cluster (the `kubernetes` client, the stack's own context:
-tools/status_context.py; the namespace's JobSets, Workloads, ProvisioningRequests and run pods, and the nodes'
+tools/status/context.py; the namespace's JobSets, Workloads, ProvisioningRequests and run pods, and the nodes'
 labels) or a `kubectl get -o json` dump of it, and the progress records from the bucket (the
 `google-cloud-storage` client, Application Default Credentials) or a local copy of its layout.
 
@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from core.names import CHECKPOINT_PREFIX, RUN_LABEL
-from tools.status_model import ProgressError, validate_progress
+from tools.status.model import ProgressError, validate_progress
 
 PROGRESS_FILE = "progress.json"  # trainers/*/progress.py FILE
 # (group, version, plural) of each kind, and the kind's name in a dump.

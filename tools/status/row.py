@@ -1,8 +1,8 @@
-"""One status row per run: the phase (tools/status_phase.py) with pods, restarts, progress, ETA,
+"""One status row per run: the phase (tools/status/phase.py) with pods, restarts, progress, ETA,
 wall time, goodput, chip-hours and $ so far at the price of the rung the run got (core/prices.py).
 
 Wall time, goodput and money are measured over one interval, and whether the run progresses (its
-ETA) or not is decided by tools/status_clock.py. Goodput is the time spent training (the progress
+ETA) or not is decided by tools/status/clock.py. Goodput is the time spent training (the progress
 record's train_seconds: steps a restart redid are taken out) over the wall time; queueing,
 startup, restores, restarts and evaluation are the rest. It is shown as computed: a figure above
 100% (a record whose training time exceeds the wall time: clocks that disagree, or a record that
@@ -21,9 +21,9 @@ from core.names import POOL_LABEL
 from core.links import run_links
 from stack.places import run_place
 from stack.queueing import rungs
-from tools.status_clock import interval, iso, progress
-from tools.status_model import Rung, RunStatus, parse_time
-from tools.status_phase import admitted_flavor, failed_exit_code, phase, pods_ready
+from tools.status.clock import interval, iso, progress
+from tools.status.model import Rung, RunStatus, parse_time
+from tools.status.phase import admitted_flavor, failed_exit_code, phase, pods_ready
 
 
 @dataclass(frozen=True)

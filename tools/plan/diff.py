@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from tools.plan_tree import flatten, short
+from tools.plan.tree import flatten, short
 
 
 def _key(r: Mapping) -> str:

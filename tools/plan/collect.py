@@ -18,8 +18,8 @@ that tree's program and stack files) and prints what the change adds, removes
 and modifies, input by input: the offline counterpart of `pulumi preview --diff`.
 
 This module collects the plan and runs the command line; the resource tree,
-the cost table and the diff are in tools/plan_tree.py, tools/plan_cost.py and
-tools/plan_diff.py.
+the cost table and the diff are in tools/plan/tree.py, tools/plan/cost.py and
+tools/plan/diff.py.
 """
 
 from __future__ import annotations
@@ -37,17 +37,13 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
-ROOT = Path(__file__).resolve().parents[1]
-if __package__ in (None, ""):
-    # Run as a file (`plan_json` plans another tree that way): this tree's
-    # `tools` package must be importable before `_use_root` switches trees.
-    sys.path.insert(0, str(ROOT))
+ROOT = Path(__file__).resolve().parents[2]
 
-from tools.plan_cost import cost, render_cost, render_fit  # noqa: E402
-from tools.plan_diff import diff, render_diff  # noqa: E402
-from tools.plan_google import GoogleApiProblems, google_requests, render_google  # noqa: E402
-from tools.plan_hbm import hbm_rows, render_hbm  # noqa: E402
-from tools.plan_tree import key_inputs, render_tree, short  # noqa: E402,F401 (key_inputs: part of the plan API)
+from tools.plan.cost import cost, render_cost, render_fit  # noqa: E402
+from tools.plan.diff import diff, render_diff  # noqa: E402
+from tools.plan.google_api import GoogleApiProblems, google_requests, render_google  # noqa: E402
+from tools.plan.hbm import hbm_rows, render_hbm  # noqa: E402
+from tools.plan.tree import key_inputs, render_tree, short  # noqa: E402,F401 (key_inputs: part of the plan API)
 from tools.render import write_manifests as render_files  # noqa: E402
 from tools.stacks import stack_files  # noqa: E402
 

@@ -29,8 +29,8 @@ import datetime
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from tools.status_model import condition, parse_time
-from tools.status_phase import CONTAINER
+from tools.status.model import condition, parse_time
+from tools.status.phase import CONTAINER
 
 # The API server's and the nodes' clocks (Compute Engine VMs keep theirs by Google's NTP service
 # through the metadata server, https://cloud.google.com/compute/docs/instances/configure-ntp) differ
@@ -39,7 +39,7 @@ from tools.status_phase import CONTAINER
 SKEW_S = 5.0
 ENDED = ("succeeded", "failed")
 # The condition whose lastTransitionTime says since when a phase holds (JobSet v0.12.0, Kueue v0.19.2
-# tools/status_model.py): (object, condition type).
+# tools/status/model.py): (object, condition type).
 PHASE_SINCE = {
     "restarting": ("jobset", "RestartingJobSet"),
     "suspended": ("jobset", "Suspended"),
