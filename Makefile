@@ -120,7 +120,7 @@ PLAN_SECRETS := $(foreach key,$(SECRETS),--secret $(key))
 plan: $(VENV)/.installed
 	$(VENV)/bin/python -m tools.plan show --stack $(STACK) $(PLAN_SECRETS)
 
-# Where each run of a stack is: phase, pods, restarts, step, ETA, goodput, $ (tools/status.py).
+# Where each run of a stack is: phase, pods, restarts, step, ETA, goodput, $ (tools/status/).
 # RUN=<run> for one run's details; WATCH=<seconds> to refresh; STATUS_ARGS=--json for scripts.
 # The tool exits 66 (nothing deployed, no such run), 69 (cluster unreachable) or 78 (a stack file or
 # kubeconfig to fix). GNU make exits 0, 1 or 2 whatever a recipe exits with (its manual, "Running

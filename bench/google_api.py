@@ -5,7 +5,7 @@ Run from the repository root in `.venv` (`make bench-google-api`, part of `make 
     .venv/bin/python -m bench.google_api [--reps 5] [--stacks dev,a4] [--out bench/results/google_api.json]
 
 Each measurement is a fresh interpreter, as each `make plan` is: it imports
-the plan tool and times `tools.plan.collect(stack)` (the program under the
+the plan tool and times `tools.plan.collect.collect(stack)` (the program under the
 mocks, the admission rules, the run manifests, the cost and fit tables and,
 with the check, every Google Cloud request built and judged, the discovery
 documents read from the pinned client on first use), with the check, and
@@ -35,10 +35,10 @@ REPO = Path(__file__).resolve().parents[1]
 def _child(stack: str, check: bool) -> dict:
     """In a fresh interpreter: one plan of `stack`, with or without the check; seconds."""
     sys.path.insert(0, str(REPO))
-    from tools import plan, plan_google
+    from tools.plan import collect as collecting, google_api
 
     spent = {"check_cpu": 0.0, "check_wall": 0.0}
-    real = plan_google.google_requests
+    real = google_api.google_requests
 
     def timed(deployment):
         cpu, wall = time.process_time(), time.perf_counter()
@@ -50,9 +50,9 @@ def _child(stack: str, check: bool) -> dict:
 
     replacement = timed if check else (lambda deployment: [])
     secrets = ("hfToken",)
-    with mock.patch.object(plan, "google_requests", replacement):
+    with mock.patch.object(collecting, "google_requests", replacement):
         cpu, wall = time.process_time(), time.perf_counter()
-        result = plan.collect(stack, secrets=secrets)
+        result = collecting.collect(stack, secrets=secrets)
         cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     return {"plan_cpu_s": cpu, "plan_wall_s": wall, **spent, "requests": len(result["google"])}
 

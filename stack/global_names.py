@@ -6,7 +6,7 @@ Google Cloud refuses a second resource of the same name in its scope with a
 and two stacks in one namespace of one cluster, or writing the same prefix of
 one bucket, would take over each other's objects. `make plan` compares the
 stack it plans with every other stack file of the checkout and refuses any
-name two of them would claim (tools/plan.py); the components name their
+name two of them would claim (tools/plan/collect.py); the components name their
 resources with the same functions (core/ids.py), and a test holds that every
 name the program gives a Google Cloud resource is one listed here.
 """

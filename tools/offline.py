@@ -22,7 +22,7 @@ strings, secret keys flagged. Resource inputs are recorded in their wire
 (camelCase) form, as the providers receive them, with the resource options
 that matter here (protect, retainOnDelete, parent, provider, dependencies).
 
-The tests (tests/support/pulumi_harness.py) and the offline plan (tools/plan.py)
+The tests (tests/support/pulumi_harness.py) and the offline plan (tools/plan/)
 both use this module. The config map comes from the one reader of stack files
 (stack/reader.py `file_values`), as the program's own config does.
 """

@@ -32,7 +32,7 @@ from e2e.harness.stack_objects import stack_objects
 from e2e.tests.settings import ENGINE_STACKS, LIFETIME
 from e2e.tests.reports import Report
 from stack.secrets import needs_hf_token
-from tools import plan
+from tools.plan.collect import collect
 from tools.plan.diff import diff
 
 JOBSET = "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"
@@ -49,7 +49,7 @@ def _changes(steps: list[dict]) -> list[tuple[str, str, str]]:
 
 def _offline_plan(made: Engine) -> dict:
     """`make plan` of the engine's stack file, as a reviewer runs it offline."""
-    return plan.collect(made.stack, root=made.workdir)
+    return collect(made.stack, root=made.workdir)
 
 
 def _engine_as_offline(steps: list[dict]) -> dict[str, list[str]]:

@@ -4,7 +4,7 @@ import pytest
 
 from stack.problems import ConfigError
 from tests.support.pulumi_harness import EXISTING_CLUSTER_STACKS, SHIPPED_STACKS, declared_before_error, run_stack
-from tools import plan
+from tools.plan.collect import PlanError, collect
 
 TPU_POOL = {"name": "v6e-1x1", "accelerator": "tpu-v6e", "topology": "1x1", "zones": ["us-east5-b"]}
 
@@ -39,7 +39,7 @@ def test_the_plan_rejects_each_rule_class_before_declaring_anything(overrides, e
     assert isinstance(err, ConfigError), err
     assert declared.resources == []
     assert any(p.startswith(expected) for p in err.problems), err.problems
-    with pytest.raises(plan.PlanError) as planned:
+    with pytest.raises(PlanError) as planned:
         _collect_with("dev", overrides)
     assert any(p.startswith(expected) for p in planned.value.problems)
 
@@ -52,7 +52,7 @@ def _collect_with(stack, overrides):
 
     real = offline.run_stack
     with mock.patch.object(offline, "run_stack", lambda s, **kw: real(s, **{**kw, "overrides": overrides})):
-        return plan.collect(stack)
+        return collect(stack)
 
 
 def test_an_existing_clusters_pool_is_admitted_by_the_same_fit_rules():

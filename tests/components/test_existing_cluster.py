@@ -7,7 +7,7 @@ from core.catalog import NODEPOOL_LABEL
 from core.names import POOL_LABEL
 from stack.problems import ConfigError
 from tests.support.pulumi_harness import ROOT, declared_before_error, run_stack
-from tools import plan
+from tools.plan.collect import collect
 from tools.offline import EXISTING_CLUSTER_STACKS, MOCK_EXISTING_ENDPOINT, SHIPPED_STACKS
 
 STACK = "existing-dev"
@@ -210,6 +210,6 @@ def test_an_existing_autopilot_cluster_takes_shapes_and_declares_no_node_pool_la
 
 
 def test_the_plan_says_whose_control_plane_it_is():
-    access = plan.collect(STACK)["access"]
+    access = collect(STACK)["access"]
     assert access == ["control plane: an existing cluster's (context gke_my-project-id_us-east5_team-cluster), "
                       "as the platform team set it up"]

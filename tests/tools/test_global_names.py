@@ -11,7 +11,7 @@ from stack.global_names import claimed_names
 from stack import reader
 from stack.reader import load_files
 from tests.support.pulumi_harness import ROOT, SHIPPED_STACKS, run_stack
-from tools import plan
+from tools.plan import collect as collecting
 from tools.offline import EXISTING_CLUSTER_STACKS
 
 # The name-bearing input of each Google Cloud resource type the program names itself, and the kind of
@@ -48,7 +48,7 @@ def test_every_name_the_program_gives_a_google_cloud_resource_is_a_claimed_one(s
 
 def test_the_shipped_stacks_claim_no_name_twice():
     for stack in (*SHIPPED_STACKS, *EXISTING_CLUSTER_STACKS):
-        plan.collect(stack, secrets=("hfToken",))  # raises PlanError on a collision
+        collecting.collect(stack, secrets=("hfToken",))  # raises PlanError on a collision
 
 
 def test_a_copied_stack_file_that_keeps_a_name_is_refused_naming_both_files(tmp_path):
@@ -58,7 +58,7 @@ def test_a_copied_stack_file_that_keeps_a_name_is_refused_naming_both_files(tmp_
     copy["config"]["gke-finetune:clusterName"] = "finetune-dev"  # the dev stack's default
     copy["config"]["gke-finetune:bucketName"] = "my-project-id-dev-finetune"
     (tmp_path / "Pulumi.mine.yaml").write_text(yaml.safe_dump(copy))
-    problems = plan._collisions("mine", load_files("mine", tmp_path), tmp_path,
+    problems = collecting._collisions("mine", load_files("mine", tmp_path), tmp_path,
                                 reader)
     assert ("Pulumi.mine.yaml and Pulumi.dev.yaml both claim GKE cluster 'finetune-dev' (project my-project-id, "
             "location us-east5)") in "\n".join(problems)
@@ -76,7 +76,7 @@ def test_two_stacks_in_one_namespace_of_one_cluster_are_refused(tmp_path):
     copy["config"]["gke-finetune:datasets"][0]["name"] = "another-dataset"
     copy["config"]["gke-finetune:runs"][0]["data"] = "another-dataset"
     (tmp_path / "Pulumi.team-b.yaml").write_text(yaml.safe_dump(copy))
-    problems = plan._collisions("team-b", load_files("team-b", tmp_path), tmp_path,
+    problems = collecting._collisions("team-b", load_files("team-b", tmp_path), tmp_path,
                                 reader)
     assert problems == ["Pulumi.team-b.yaml and Pulumi.existing-dev.yaml both claim namespace 'ml-team' (cluster of "
                         "kubeconfig context gke_my-project-id_us-east5_team-cluster): one would fail or take over the "

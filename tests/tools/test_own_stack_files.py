@@ -27,7 +27,8 @@ from core.names import KUBERNETES_VERSION
 from stack import reader
 from tests.support import schemas
 from tests.support.checkout import copy_checkout, make_args, run_in
-from tools import offline, plan, render, stacks
+from tools import offline, render, stacks
+from tools.plan.collect import collect
 
 ROOT = offline.ROOT
 OWN = stacks.own(ROOT)
@@ -49,7 +50,7 @@ def check_own_stack(stack: str) -> None:
         assert list(syntax.object_name_findings(job["metadata"], "metadata")) == [], name
     for name, obj in render.stack_kueue_manifests(stack).items():
         assert schemas.kueue_errors(obj) == [] and syntax.kueue_findings(obj) == [], name
-    planned = plan.collect(stack, secrets=("hfToken",))
+    planned = collect(stack, secrets=("hfToken",))
     assert planned["stack"] == stack and len(planned["manifests"]) == len(config.runs)
 
 

@@ -13,8 +13,13 @@ import pytest
 import yaml
 
 from core import catalog, prices
-from tools import plan
 from tools.offline import ROOT, SHIPPED_STACKS
+from tools.plan import collect as collecting
+from tools.plan.collect import SECRET, PlanError, collect, mask
+from tools.plan.cost import render_cost
+from tools.plan.diff import diff, render_diff
+from tools.plan.show import render, write_manifests
+from tools.plan.tree import key_inputs
 
 # What a planned tree needs: the program, its stack files, and the sources it reads.
 TREE = ("Pulumi.yaml", "__main__.py", "core", "stack", "manifests", "admission", "components", "trainers", "docker", "tools")
@@ -23,7 +28,7 @@ TREE = ("Pulumi.yaml", "__main__.py", "core", "stack", "manifests", "admission",
 @pytest.fixture(scope="module")
 def plans() -> dict[str, dict]:
     # As deployed: with the Hugging Face token set (`make plan SECRETS=hfToken`).
-    return {stack: plan.collect(stack, secrets=("hfToken",)) for stack in SHIPPED_STACKS}
+    return {stack: collect(stack, secrets=("hfToken",)) for stack in SHIPPED_STACKS}
 
 
 @pytest.mark.parametrize("stack", SHIPPED_STACKS)
@@ -57,7 +62,7 @@ def test_every_shipped_stack_plans_with_its_pools_and_costs(plans, stack):
 
 
 def test_plan_text_shows_the_tree_the_prices_and_the_total(plans):
-    text = plan.render(plans["tpu-multislice"])
+    text = render(plans["tpu-multislice"])
     assert "gke-finetune:platform:NodePools  accelerators" in text
     assert "├─ " in text and "└─ " in text
     assert "tpuTopology=2x4" in text
@@ -72,23 +77,23 @@ def test_plan_text_shows_the_tree_the_prices_and_the_total(plans):
 
 def test_secrets_are_never_printed(plans):
     for result in plans.values():
-        dumped = json.dumps(result) + plan.render(result)
-        assert plan._SECRET_PLACEHOLDER not in dumped
+        dumped = json.dumps(result) + render(result)
+        assert collecting._SECRET_PLACEHOLDER not in dumped
         for secret in [r for r in result["resources"] if r["type"] == "kubernetes:core/v1:Secret"]:
-            assert secret["inputs"]["stringData"] == plan.SECRET
+            assert secret["inputs"]["stringData"] == SECRET
     (a4_secret,) = [r for r in plans["a4"]["resources"] if r["type"] == "kubernetes:core/v1:Secret"]
     assert a4_secret["inputs"]["metadata"]["name"] == "hf-token"
 
 
 @pytest.mark.parametrize("stack", [s for s in SHIPPED_STACKS if s != "a4"])
 def test_tpu_stacks_plan_without_a_token(stack):
-    result = plan.collect(stack)
+    result = collect(stack)
     assert "kubernetes:core/v1:Secret" not in {r["type"] for r in result["resources"]}
 
 
 def test_the_a4_plan_without_a_token_fails_naming_it_and_the_run():
-    with pytest.raises(plan.PlanError) as err:
-        plan.collect("a4")
+    with pytest.raises(PlanError) as err:
+        collect("a4")
     assert any(p.startswith("hfToken: not set, and run 'gemma4-sql'") for p in err.value.problems), err.value.problems
 
 
@@ -102,16 +107,16 @@ def test_a_stack_files_secure_value_is_planned_as_a_secret_and_masked(tmp_path):
 
 
 def test_mask_handles_wire_secrets_embedded_values_and_numbers():
-    wire = {plan._SECRET_SIG_KEY: plan._SECRET_SIG, "value": "hf_abc"}
-    assert plan.mask({"a": wire, "b": [f"token={plan._SECRET_PLACEHOLDER}"], "n": 2.0, "x": 1.5}) == {
-        "a": plan.SECRET, "b": [plan.SECRET], "n": 2, "x": 1.5,
+    wire = {collecting._SECRET_SIG_KEY: collecting._SECRET_SIG, "value": "hf_abc"}
+    assert mask({"a": wire, "b": [f"token={collecting._SECRET_PLACEHOLDER}"], "n": 2.0, "x": 1.5}) == {
+        "a": SECRET, "b": [SECRET], "n": 2, "x": 1.5,
     }
 
 
 def test_key_inputs_pick_the_telling_fields():
     inputs = {"name": "v6e", "nodeConfig": {"machineType": "ct6e-standard-4t", "labels": {"a": "b"}},
               "placementPolicy": {"tpuTopology": "2x4", "type": "COMPACT"}}
-    assert plan.key_inputs(inputs) == (
+    assert key_inputs(inputs) == (
         "name=v6e nodeConfig.machineType=ct6e-standard-4t placementPolicy.tpuTopology=2x4"
     )
 
@@ -122,12 +127,12 @@ def test_diff_reports_added_removed_and_modified_inputs():
 
     base = {"resources": [res("a", size=1), res("b", size=1)], "cost": {"total_usd_per_hour": 1.0}}
     head = {"resources": [res("a", size=2), res("c", size=1)], "cost": {"total_usd_per_hour": 3.0}}
-    changes = plan.diff(base, head)
+    changes = diff(base, head)
     assert changes["added"] == ["t::c"]
     assert changes["removed"] == ["t::b"]
     assert changes["modified"] == {"t::a": {"inputs.size": (1, 2)}}
     assert changes["replaced"] == []
-    text = plan.render_diff(changes, "dev", "origin/main")
+    text = render_diff(changes, "dev", "origin/main")
     assert "+ t::c" in text and "- t::b" in text and "~ t::a" in text
     assert "inputs.size: 1 → 2" in text
     assert "$1.00/hour → $3.00/hour" in text
@@ -144,9 +149,9 @@ def test_diff_marks_a_replacement_where_the_program_or_the_provider_replaces():
     head = {"resources": [res(jobset, "r", ["spec.replicatedJobs"], spec={"replicatedJobs": [{"a": 2}], "suspend": 0}),
                           res("kubernetes:batch/v1:Job", "j", spec={"template": {"x": 2}}),
                           res("kubernetes:core/v1:Namespace", "n", metadata={"labels": {"a": "2"}})]}
-    changes = plan.diff(base, head)
+    changes = diff(base, head)
     assert changes["replaced"] == ["kubernetes:batch/v1:Job::j", f"{jobset}::r"]
-    only_suspend = plan.diff(base, {"resources": [res(jobset, "r", ["spec.replicatedJobs"],
+    only_suspend = diff(base, {"resources": [res(jobset, "r", ["spec.replicatedJobs"],
                                                       spec={"replicatedJobs": [{"a": 1}], "suspend": 1})]})
     assert only_suspend["replaced"] == [] and list(only_suspend["modified"]) == [f"{jobset}::r"]
 
@@ -168,7 +173,7 @@ def _copy_tree(dest: Path) -> Path:
 
 def _plan_cli(tree: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, str(tree / "tools" / "plan.py"), *args],
+        [sys.executable, "-m", "tools.plan", *args],
         cwd=tree, capture_output=True, text=True, timeout=300,
     )
 
@@ -281,9 +286,9 @@ def test_a4_is_priced_per_vm_and_flagged_when_on_demand(plans):
     assert pool["capacity"] == "reservation" and pool["usd_per_hour"] == pytest.approx(90.22) == pool["usd_per_hour_low"]
     assert pool["list_usd_per_hour"] == pytest.approx(catalog.A4_SHAPE.machine.price.usd_per_hour)
     assert pool["priced_per"] == "VM" and pool["price_source"] == prices.RESERVATION_SOURCE
-    assert "the reserved capacity's price, 90.22 $/VM-hour" in plan.render(plans["a4"])
+    assert "the reserved capacity's price, 90.22 $/VM-hour" in render(plans["a4"])
     assert pool["note"] == ""
-    on_demand = plan.render_cost({"pools": [{**pool, "capacity": "on-demand",
+    on_demand = render_cost({"pools": [{**pool, "capacity": "on-demand",
                                              "note": catalog.NVIDIA_B200.on_demand_note}],
                                   "runs": [], "total_usd_per_hour": pool["usd_per_hour"]})
     assert any("rarely obtainable" in line for line in on_demand)
@@ -291,7 +296,7 @@ def test_a4_is_priced_per_vm_and_flagged_when_on_demand(plans):
 
 @pytest.mark.parametrize("stack", SHIPPED_STACKS)
 def test_the_plan_prints_each_run_s_requests_beside_the_node_s_allocatable(plans, stack):
-    text = plan.render(plans[stack])
+    text = render(plans[stack])
     assert "Fit: each run's pod" in text
     for row in plans[stack]["fit"]:
         line = next(l for l in text.splitlines() if l.strip().startswith(row["run"]) and f" {row['resource']} " in l)
@@ -334,7 +339,7 @@ def test_the_plan_shows_each_ladder_rung_and_the_worst_case(plans):
         (1.94, 21.60), (21.60, 21.60), (10.15, 21.60)]
     assert len({(r["usd_per_hour_low"], r["usd_per_hour"]) for r in ladder["rungs"]}) == 3  # a price per rung
     assert ladder["worst"] == "queued-v6e-2x4"  # every rung tops out at list price: the last rung
-    text = plan.render(plans["tpu-queued"])
+    text = render(plans["tpu-queued"])
     assert "run gemma3-ladder: Kueue tries, in order" in text
     assert re.search(r"1\. spot-v6e-2x4 +spot +1\.94-21\.60\n", text)
     assert re.search(r"2\. v6e-2x4 +on-demand +21\.60\n", text)
@@ -342,28 +347,28 @@ def test_the_plan_shows_each_ladder_rung_and_the_worst_case(plans):
     for source in (prices.SPOT_SOURCE, prices.DWS_SOURCE, catalog.TPU_V6E.price.source):
         assert source in text
     for stack in ("dev", "tpu-multihost", "tpu-multislice", "a4"):
-        assert plans[stack]["cost"]["ladders"] == [] and "Capacity ladders" not in plan.render(plans[stack])
+        assert plans[stack]["cost"]["ladders"] == [] and "Capacity ladders" not in render(plans[stack])
     # Autopilot: GKE tries the rungs, as the run's ComputeClass lists them.
     [autopilot] = plans["autopilot"]["cost"]["ladders"]
     assert [(r["pool"], r["capacity"]) for r in autopilot["rungs"]] == [("v6e-1x1", "spot"),
                                                                           ("v6e-1x1-on-demand", "on-demand")]
-    text = plan.render(plans["autopilot"])
+    text = render(plans["autopilot"])
     assert "run gemma3-single-host: GKE (ComputeClass finetune-ladder-gemma3-single-host) tries, in order" in text
 
 
 def test_the_plan_writes_the_kueue_objects_beside_the_runs(plans, tmp_path):
-    written = plan.write_manifests(plans["tpu-queued"], tmp_path)
+    written = write_manifests(plans["tpu-queued"], tmp_path)
     assert {p.relative_to(tmp_path).as_posix() for p in written} >= {
         "gemma3-ladder.yaml", "kueue/clusterqueue-finetune.yaml", "kueue/resourceflavor-finetune-queued-v6e-2x4.yaml",
         "kueue/provisioningrequestconfig-finetune-queued-v6e-2x4-provisioning.yaml",
     }
-    plan.write_manifests(plans["dev"], tmp_path)  # a stack without Kueue leaves no kueue/ behind
+    write_manifests(plans["dev"], tmp_path)  # a stack without Kueue leaves no kueue/ behind
     assert not (tmp_path / "kueue").exists()
 
 
 @pytest.mark.parametrize("stack", SHIPPED_STACKS)
 def test_the_plan_says_what_can_reach_the_control_plane_and_what_it_reaches(plans, stack):
-    text = plan.render(plans[stack])
+    text = render(plans[stack])
     access = text.split("\nAccess\n", 1)[1].split("\n\n", 1)[0]
     assert "control plane: DNS-based endpoint only" in access and "IP endpoint closed" in access
     kueue = bool(plans[stack]["kueue"])

@@ -2,7 +2,7 @@
 
 Each case is the program with one component's source changed the way a
 developer would get it wrong (the module re-executed from its changed
-text in place of the real one), planned by `tools.plan.collect` as `make
+text in place of the real one), planned by `tools.plan.collect.collect` as `make
 plan` does; one case goes through the command line on a copy of the tree.
 """
 
@@ -18,7 +18,8 @@ from unittest import mock
 
 import pytest
 
-from tools import plan
+from tools.plan.collect import PlanError, collect
+from tools.plan.show import render
 from tools.offline import ROOT
 
 PLAN_TREE = ("Pulumi.yaml", "Pulumi.dev.yaml", "__main__.py", "core", "stack", "manifests", "admission", "components",
@@ -40,8 +41,8 @@ def mutated_plan_problems(stack: str, module: str, old: str, new: str) -> list[s
     changed.__file__ = str(path)
     with mock.patch.dict(sys.modules, {module: changed}):
         exec(compile(source.replace(old, new), str(path), "exec"), changed.__dict__)  # noqa: S102 (the program, mutated)
-        with pytest.raises(plan.PlanError) as refused:
-            plan.collect(stack)
+        with pytest.raises(PlanError) as refused:
+            collect(stack)
     return refused.value.problems
 
 
@@ -106,12 +107,12 @@ def test_make_plan_refuses_the_mistake_with_googles_allowed_values(mistake):
 
 
 def test_the_unchanged_program_plans_with_every_request_listed():
-    result = plan.collect("dev")
+    result = collect("dev")
     rows = {(r["resource"], r["method"]) for r in result["google"]}
     assert ("cluster", "container.projects.locations.clusters.create") in rows
     assert ("webhooks", "compute.firewalls.insert") in rows
     assert all(r["fields"] > 0 for r in result["google"])
-    text = plan.render(result)
+    text = render(result)
     assert "compute.firewalls.insert [compute beta rev 20261106]: webhooks (" in text
     # A Standard cluster without a node_pool block: the provider sends the cluster's own node
     # count and configuration (resourceContainerClusterCreate), which Google deprecates.
@@ -134,7 +135,7 @@ def test_make_plan_exits_non_zero_and_declares_nothing(tmp_path):
             shutil.copy2(src, tree / rel)
     firewall = tree / "components" / "firewall.py"
     firewall.write_text(firewall.read_text().replace('direction="INGRESS"', 'direction="INBOUND"'))
-    result = subprocess.run([sys.executable, str(tree / "tools" / "plan.py"), "show", "--stack", "dev"],
+    result = subprocess.run([sys.executable, "-m", "tools.plan", "show", "--stack", "dev"],
                             cwd=tree, capture_output=True, text=True, timeout=300)
     assert result.returncode == 1
     assert result.stdout == ""

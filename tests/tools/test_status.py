@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from stack.reader import load_files
-from tools import status
+from tools.status.__main__ import EX_CONFIG, EX_NOINPUT, EX_UNAVAILABLE
 from tools.status.model import ProgressError, validate_progress
 from tools.status.row import run_facts, status_row
 from tools.status.sources import BucketProgress, LocalProgress
@@ -260,19 +260,19 @@ def test_the_command_prints_a_line_per_run_then_one_run_s_details(tmp_path):
 
 def test_clear_messages_and_exit_codes(tmp_path):
     res = _cli("--stack", "tpu-queued", "--run", "nope", "--from-json", _dump(tmp_path))
-    assert res.returncode == status.EX_NOINPUT and "'nope' is not a run of stack tpu-queued" in res.stderr
+    assert res.returncode == EX_NOINPUT and "'nope' is not a run of stack tpu-queued" in res.stderr
     res = _cli("--stack", "tpu-queued", "--from-json", _dump(tmp_path))
-    assert res.returncode == status.EX_NOINPUT and "has no runs submitted in namespace 'finetune'" in res.stderr
+    assert res.returncode == EX_NOINPUT and "has no runs submitted in namespace 'finetune'" in res.stderr
     res = _cli("--stack", "tpu-queued", "--run", "gemma3-ladder", "--from-json", _dump(tmp_path, jobset("gemma3-single-host")),
                "--progress-dir", str(tmp_path))
-    assert res.returncode == status.EX_NOINPUT and "run 'gemma3-ladder' of stack tpu-queued has no JobSet" in res.stderr
+    assert res.returncode == EX_NOINPUT and "run 'gemma3-ladder' of stack tpu-queued has no JobSet" in res.stderr
     res = _cli("--stack", "tpu-queued", "--from-json", _dump(tmp_path, jobset("gemma3-single-host")),
                "--progress-dir", str(tmp_path), "--watch", "0.01", "--iterations", "2")
     assert res.returncode == 0, res.stderr
     ladder_lines = [line for line in res.stdout.splitlines() if line.startswith("gemma3-ladder ")]
     assert len(ladder_lines) == 2 and "not submitted" in ladder_lines[0]  # shown twice: --watch
     res = _cli("--stack", "no-such-stack")
-    assert res.returncode == status.EX_CONFIG and "stack no-such-stack" in res.stderr
+    assert res.returncode == EX_CONFIG and "stack no-such-stack" in res.stderr
 
 
 def test_a_cluster_that_does_not_answer_exits_69(tmp_path):
@@ -285,12 +285,12 @@ def test_a_cluster_that_does_not_answer_exits_69(tmp_path):
     env = {**__import__("os").environ, "KUBECONFIG": str(kubeconfig)}
     res = subprocess.run([sys.executable, "-m", "tools.status", "show", "--stack", "tpu-queued"], cwd=ROOT,
                          capture_output=True, text=True, timeout=120, env=env)
-    assert res.returncode == status.EX_UNAVAILABLE, res.stderr
+    assert res.returncode == EX_UNAVAILABLE, res.stderr
     assert "the cluster of stack tpu-queued cannot be reached: the API server did not answer" in res.stderr
     kubeconfig.write_text("{not a kubeconfig")
     res = subprocess.run([sys.executable, "-m", "tools.status", "show", "--stack", "tpu-queued"], cwd=ROOT,
                          capture_output=True, text=True, timeout=120, env=env)
-    assert res.returncode == status.EX_UNAVAILABLE and "no usable kubeconfig" in res.stderr, res.stderr
+    assert res.returncode == EX_UNAVAILABLE and "no usable kubeconfig" in res.stderr, res.stderr
 
 
 def test_the_kubernetes_client_path_not_deployed_and_served_objects(tmp_path):
@@ -299,11 +299,11 @@ def test_the_kubernetes_client_path_not_deployed_and_served_objects(tmp_path):
     env = api.kubeconfig(tmp_path / "kubeconfig")
     cmd = [sys.executable, "-m", "tools.status", "show", "--stack", "tpu-queued", "--progress-dir", str(tmp_path)]
     res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
-    assert res.returncode == status.EX_NOINPUT, res.stderr
+    assert res.returncode == EX_NOINPUT, res.stderr
     assert "stack tpu-queued has nothing deployed here: namespace 'finetune' does not exist" in res.stderr
     api.routes[ns] = {"kind": "Namespace", "apiVersion": "v1", "metadata": {"name": "finetune"}}
     res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
-    assert res.returncode == status.EX_NOINPUT and "the JobSet API (jobset.x-k8s.io/v1alpha2) is not installed" in res.stderr
+    assert res.returncode == EX_NOINPUT and "the JobSet API (jobset.x-k8s.io/v1alpha2) is not installed" in res.stderr
     # Kueue's Workloads served, the ProvisioningRequest API absent (404: no such objects).
     wl = workload("gemma3-ladder", [cond("QuotaReserved"), cond("Admitted")], flavor="spot-v6e-2x4")
     api.routes[jobsets] = {"items": [jobset("gemma3-ladder", ready=1)]}

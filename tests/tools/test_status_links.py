@@ -5,7 +5,7 @@ from __future__ import annotations
 from stack.places import stack_run_links
 from stack.reader import load_files
 from tests.support.pulumi_harness import ROOT
-from tools import status
+from tools.status import table
 from tools.status.row import run_facts
 from tools.status.sources import empty
 
@@ -17,8 +17,8 @@ class NoRecords:
 
 def test_the_details_end_with_the_runs_links_and_json_carries_them():
     config = load_files("dev", ROOT)
-    [row] = status.rows(run_facts(config), empty(), NoRecords(), 0.0)
+    [row] = table.rows(run_facts(config), empty(), NoRecords(), 0.0)
     links = stack_run_links(config)["gemma3-single-host"]
     assert row.links == links and row.as_dict()["links"] == links
-    details = status.render_details(row)
+    details = table.render_details(row)
     assert details[-2:] == [f"  console          {links['console']}", f"  logs             {links['logs']}"]

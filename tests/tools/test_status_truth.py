@@ -18,7 +18,8 @@ import yaml
 from stack.reader import load_files
 from tests.support.status_objects import (NOW, ROOT, TPU_QUEUED_CONTEXT, ApiServer, at, cond, jobset, pod, record,
                                           request, served_pod, workload)
-from tools import status
+from tools.status import table
+from tools.status.__main__ import EX_CONFIG, EX_NOINPUT
 from tools.status.context import stack_context
 from tools.status.row import run_facts, status_row
 
@@ -52,7 +53,7 @@ def test_a_re_created_jobset_is_measured_and_billed_from_the_run_s_first_start(q
     assert r.chip_hours == 72.0 and (r.usd_low, r.usd_high) == (194.40, 194.40)
     assert r.submitted_at == at(3600) and r.measured_from == at(72 * 3600)
     assert any(n.startswith(f"the JobSet was re-created at {at(3600)}") for n in r.notes), r.notes
-    details = "\n".join(status.render_details(r))
+    details = "\n".join(table.render_details(r))
     assert f"wall time        72h00m since {at(72 * 3600)} (JobSet submitted {at(3600)})" in details
     assert "note             the JobSet was re-created" in details
 
@@ -66,7 +67,7 @@ def test_a_goodput_above_100_percent_is_shown_as_it_is_with_why(queued):
     assert r.goodput == 2.0
     assert r.notes and r.notes[0].startswith("goodput 200% is above 100%: the record's training time (7200 s) "
                                              "exceeds the wall time (3600 s)")
-    assert status.render_table([r])[1].split()[10] == "200%!"
+    assert table.render_table([r])[1].split()[10] == "200%!"
 
 
 # --- no ETA while not progressing ----------------------------------------------------------------
@@ -79,9 +80,9 @@ def test_a_restarting_run_has_no_eta_and_says_since_when_and_why(queued):
     assert r.phase == "restarting" and r.eta_seconds is None and r.progressing is False
     assert r.stalled_since == at(1800)  # the record's last write: the last sign of training
     assert r.stalled_why == f"restarting since {at(600)}: FailurePolicy_Disruption"
-    assert status.render_table([r])[1].split()[8] == "stalled"
+    assert table.render_table([r])[1].split()[8] == "stalled"
     assert (f"ETA              none: not progressing since {at(1800)} (its last record, at step 100); restarting "
-            f"since {at(600)}: FailurePolicy_Disruption") in "\n".join(status.render_details(r))
+            f"since {at(600)}: FailurePolicy_Disruption") in "\n".join(table.render_details(r))
 
 
 def test_a_run_back_to_waiting_for_capacity_says_since_its_last_step_and_the_provisioning_state(queued):
@@ -184,7 +185,7 @@ def test_a_missing_stack_context_exits_78_with_the_command_that_writes_it(tmp_pa
     api = ApiServer({})
     env = api.kubeconfig(tmp_path / "kubeconfig", context="someone-elses-cluster")
     res = _show(env, "--stack", "tpu-queued")
-    assert res.returncode == status.EX_CONFIG == 78, res.stderr
+    assert res.returncode == EX_CONFIG == 78, res.stderr
     assert (f"has no context {TPU_QUEUED_CONTEXT} (the stack's own cluster, as `gcloud container clusters "
             "get-credentials` names it); run `gcloud container clusters get-credentials finetune-tpu-queued "
             "--location us-east5 --project my-project-id --dns-endpoint`") in res.stderr
@@ -193,7 +194,7 @@ def test_a_missing_stack_context_exits_78_with_the_command_that_writes_it(tmp_pa
     # --context names another one explicitly.
     env = api.kubeconfig(tmp_path / "kubeconfig", context="mine")
     res = _show(env, "--stack", "tpu-queued", "--context", "mine")
-    assert res.returncode == status.EX_NOINPUT and "namespace 'finetune' does not exist" in res.stderr
+    assert res.returncode == EX_NOINPUT and "namespace 'finetune' does not exist" in res.stderr
 
 
 # --- exit codes through make ---------------------------------------------------------------------

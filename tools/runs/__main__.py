@@ -113,14 +113,14 @@ def _status_lines(args, run: str) -> list[str]:
     import contextlib  # pylint: disable=import-outside-toplevel
     import io  # pylint: disable=import-outside-toplevel
 
-    from tools import status  # pylint: disable=import-outside-toplevel
+    from tools.status.__main__ import main as status_main  # pylint: disable=import-outside-toplevel
 
     argv = ["show", "--stack", args.stack, "--run", run, "--root", str(args.root)]
     argv += ["--context", args.context] if args.context else []
     argv += ["--progress-dir", args.progress_dir] if getattr(args, "progress_dir", None) else []
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
-        status.main(argv)
+        status_main(argv)
     return printed.getvalue().splitlines()
 
 

@@ -1,5 +1,5 @@
 """The run commands' shared steps: the stack file read and the run checked, the cluster reached, errors
-turned into one line and the exit code `make status` uses for the same case (tools/status.py)."""
+turned into one line and the exit code `make status` uses for the same case (tools/status/__main__.py)."""
 
 from __future__ import annotations
 

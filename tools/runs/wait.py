@@ -13,7 +13,7 @@ Exit codes (documented in the README; sysexits where one fits):
         submitted); retry later. Without WAIT_TIMEOUT it waits as long as it takes.
     78  the stack file is invalid, or the kubeconfig has no context for the stack's cluster (as `make status`)
 
-The phases are `make status`'s (tools/status/phase.py), read the same way (tools/status.py `rows`).
+The phases are `make status`'s (tools/status/phase.py), read the same way (tools/status/table.py `rows`).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from tools.runs.explain import explain, failure_inputs
 from tools.status.model import RunStatus
 from tools.status.phase import CONTAINER
 from tools.status.sources import NotDeployed
+from tools.status.table import rows as status_rows
 
 EX_OK, EX_FAILED, EX_SUSPENDED = 0, 3, 4
 EX_NOINPUT, EX_UNAVAILABLE, EX_TEMPFAIL = 66, 69, 75
@@ -118,10 +119,8 @@ class ClusterProbe:
         self.objects: dict = {}
 
     def rows(self) -> list[RunStatus]:
-        from tools.status import rows  # pylint: disable=import-outside-toplevel  # tools.status imports this module
-
         self.objects = self.cluster.snapshot()
-        found = rows({r: self.facts[r] for r in self.runs}, self.objects, _NoRecords(), time.time())
+        found = status_rows({r: self.facts[r] for r in self.runs}, self.objects, _NoRecords(), time.time())
         return suspended_in_file(found, self.withdrawn)
 
     def explain(self, row: RunStatus) -> list[str]:

@@ -2,7 +2,7 @@
 
 Pure: the run's JobSet (jobset.x-k8s.io/v1alpha2), its Kueue Workload (kueue.x-k8s.io/v1beta2) and
 that Workload's ProvisioningRequests (autoscaling.x-k8s.io/v1), its pods, its progress record
-(trainers/*/progress.py) and the stack's facts in; one `RunStatus` out. tools/status.py reads the
+(trainers/*/progress.py) and the stack's facts in; one `RunStatus` out. tools/status/sources.py reads the
 objects from the cluster and the bucket.
 
 What the fields mean, as the controllers write them:

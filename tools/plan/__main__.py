@@ -1,0 +1,121 @@
+"""python -m tools.plan {show,json,diff} --stack <stack> [--secret KEY] ... (tools/plan/__init__.py)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import sys
+from pathlib import Path
+
+from tools.plan.collect import ROOT, PlanError, collect
+from tools.plan.diff import diff, render_diff
+from tools.plan.ref import plan_json, plan_ref
+from tools.plan.show import render, write_manifests
+
+DESCRIPTION = "The offline plan: what `pulumi up` would declare for a stack, with no CLI and no credentials."
+
+
+def _use_root(root: Path) -> None:
+    """Make `root`'s project modules the ones imported (this tree's tools stay loaded)."""
+    sys.path.insert(0, str(ROOT))
+    import tools.offline  # noqa: F401,PLC0415 (loaded from this tree before the switch)
+
+    sys.path[:] = [str(root)] + [p for p in sys.path if Path(p or ".").resolve() != ROOT]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m tools.plan", description=DESCRIPTION)
+    sub = parser.add_subparsers(dest="command", required=True)
+    secret = {"action": "append", "default": [], "metavar": "KEY",
+              "help": "plan as if this secret key were set (e.g. hfToken); repeatable"}
+    show = sub.add_parser("show", help="print the plan of a stack and write its run manifests")
+    show.add_argument("--stack", required=True)
+    show.add_argument("--secret", **secret)
+    show.add_argument("--out", type=Path, help="manifests directory (default: plan/<stack>/manifests)")
+    show.add_argument("--json", type=Path, help="also write the plan as JSON here")
+    js = sub.add_parser("json", help="print the plan as JSON (for diff)")
+    js.add_argument("--stack", required=True)
+    js.add_argument("--root", type=Path, default=ROOT)
+    js.add_argument("--secret", **secret)
+    df = sub.add_parser("diff", help="what a change adds, removes and modifies against a git ref")
+    df.add_argument("--stack", required=True)
+    df.add_argument("--base", required=True, help="git ref to compare with, e.g. origin/main")
+    df.add_argument("--secret", **secret)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    root = args.root.resolve() if args.command == "json" else ROOT
+    _use_root(root)
+    os.chdir(root)  # the CLI runs the program in the project directory
+    if args.command == "json":
+        try:
+            print(json.dumps(collect(args.stack, root, tuple(args.secret)), sort_keys=True))
+        except PlanError as err:  # an invalid stack is a result, not a failure of the tool
+            print(json.dumps({"stack": args.stack, "errors": err.problems}))
+        return 0
+    if args.command == "show":
+        return _show(args)
+    return _diff(args)
+
+
+def unset_secrets(stack: str, root: Path, given: tuple[str, ...]) -> tuple[str, ...]:
+    """The secret keys the stack needs but neither holds (`secure:` in its file) nor was given (--secret):
+    planned as set, as `pulumi preview` plans them (stack/reader.py `hf_token_planned_only`)."""
+    reader = importlib.import_module("stack.reader")
+    secrets = importlib.import_module("stack.secrets")
+    try:
+        config = reader.load_files(stack, root)
+        project = importlib.import_module("core.names").PROJECT
+        held = reader.file_values(stack, root).get(f"{project}:{secrets.HF_TOKEN_KEY}")
+    except Exception:  # noqa: BLE001 (an invalid stack: collect says what is wrong with it)
+        return ()
+    needed = secrets.needs_hf_token(config.runs, config.datasets)
+    if not needed or secrets.HF_TOKEN_KEY in given or (isinstance(held, dict) and "secure" in held):
+        return ()
+    return (secrets.HF_TOKEN_KEY,)
+
+
+def _show(args: argparse.Namespace) -> int:
+    planned_as_set = unset_secrets(args.stack, ROOT, tuple(args.secret))
+    for key in planned_as_set:
+        print(f"{key}: not set; planned as set, as `pulumi preview` plans it (`pulumi up` needs it: "
+              f"pulumi config set --secret {key} <value>)\n")
+    try:
+        plan = collect(args.stack, ROOT, tuple(args.secret) + planned_as_set)
+    except PlanError as err:
+        if err.unreadable:
+            print(f"{err.problems[0]} (stack {args.stack}: nothing planned)", file=sys.stderr)
+            return 1
+        print(f"Stack {args.stack} is invalid; nothing would be declared:", file=sys.stderr)
+        for problem in err.problems:
+            print(f"  - {problem}", file=sys.stderr)
+        return 1
+    print(render(plan))
+    out = (args.out or ROOT / "plan" / args.stack / "manifests").resolve()
+    written = write_manifests(plan, out)
+    shown = out.relative_to(ROOT) if out.is_relative_to(ROOT) else out
+    print(f"\nRun manifests ({len(written)}) written to {shown}/")
+    if args.json:
+        args.json.write_text(json.dumps(plan, indent=2, sort_keys=True))
+    return 0
+
+
+def _diff(args: argparse.Namespace) -> int:
+    head = plan_json(args.stack, ROOT, tuple(args.secret))
+    base = plan_ref(args.stack, args.base, tuple(args.secret))
+    for label, result in ((args.base, base), ("working tree", head)):
+        if result.get("errors"):
+            print(f"Stack {args.stack} at {label} is invalid:")
+            print("\n".join(f"  - {p}" for p in result["errors"]))
+            if result is head:
+                return 1
+    print(render_diff(diff(None if base.get("errors") else base, head), args.stack, args.base))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

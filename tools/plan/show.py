@@ -1,0 +1,47 @@
+"""What `make plan` shows: the plan's text (resource tree, access, Google API requests, cost, fit,
+accelerator memory, outputs) and the run manifests and Kueue objects it writes."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from tools.plan.cost import render_cost, render_fit
+from tools.plan.google_api import render_google
+from tools.plan.hbm import render_hbm
+from tools.plan.tree import render_tree, short
+from tools.render import write_manifests as render_files
+
+
+def render(plan: Mapping) -> str:
+    n = len(plan["resources"])
+    lines = [f"Stack {plan['stack']}: {n} resources `pulumi up` would declare (offline, mocks engine)", ""]
+    lines += render_tree(plan)
+    if plan.get("access"):
+        lines += ["", "Access"] + [f"  {line}" for line in plan["access"]]
+    lines += ["", "Google Cloud requests, each judged by Google's definition of its API method"]
+    lines += render_google(plan.get("google", []))
+    lines += ["", "Accelerators ($/hour at each pool's capacity)"]
+    lines += render_cost(plan["cost"])
+    lines += ["", "Fit: each run's pod (FUSE sidecar and memory-backed volumes included) on one node"]
+    lines += render_fit(plan.get("fit", []))
+    lines += ["", "Accelerator memory: each TPU run's train step on its slice, per chip"]
+    lines += render_hbm(plan.get("hbm", []))
+    if plan["outputs"]:
+        lines += ["", "Stack outputs"]
+        for k, v in plan["outputs"].items():
+            lines.append(f"  {k}: {short(v) if not isinstance(v, str) else v}")
+    return "\n".join(lines)
+
+
+def write_manifests(plan: Mapping, out_dir: Path) -> list[Path]:
+    """The run manifests in `out_dir`, and the Kueue objects in `out_dir`/kueue/ (removed when none)."""
+    written = render_files(plan["manifests"], out_dir)
+    kueue_dir = out_dir / "kueue"
+    if plan.get("kueue") or kueue_dir.is_dir():
+        written += render_files(plan.get("kueue", {}), kueue_dir)
+    if kueue_dir.is_dir() and not any(kueue_dir.iterdir()):
+        kueue_dir.rmdir()
+    return written
+
+
