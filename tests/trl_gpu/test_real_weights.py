@@ -12,6 +12,7 @@ import torch
 from peft import PeftModel
 from transformers import AutoModelForCausalLM, GenerationConfig
 
+from trainers.sft_data import formats
 from trainers.trl_gpu import data, evaluation, model as model_lib
 from trainers.trl_gpu.args import ConfigError, parse_args
 from trainers.trl_gpu.training import build, save_final
@@ -36,10 +37,10 @@ def test_a_pretrained_model_without_template_is_refused_with_the_way_out(gemma3_
 def test_answer_only_mask_and_stop_token_on_the_real_tokenizer(gemma3_270m_dir):
     tokenizer = model_lib.load_tokenizer(str(gemma3_270m_dir), False, True, chat_template="gemma3")
     row = tiny.sql_rows(1, seed=3)[0]
-    example = data.tokenize_example(row, tokenizer)
+    example = data.tokenize_example(row, tokenizer, tiny.sql_spec())
     ids, labels = example["input_ids"], example["labels"]
     prompt_ids = tokenizer.apply_chat_template(
-        data.prompt_messages(row), tokenize=True, return_dict=True, add_generation_prompt=True
+        formats.prompt_and_answer(tiny.sql_spec(), row)[0], tokenize=True, return_dict=True, add_generation_prompt=True
     )["input_ids"]
     assert ids[: len(prompt_ids)] == list(prompt_ids)
     assert labels[: len(prompt_ids)] == [data.IGNORE_INDEX] * len(prompt_ids)
@@ -64,7 +65,7 @@ def test_short_lora_run_lowers_held_out_loss_and_the_adapter_reloads(gemma3_270m
          "--max_steps", "5", "--per_device_train_batch_size", "4", "--gradient_accumulation_steps", "1",
          "--per_device_eval_batch_size", "6", "--learning_rate", "1e-3", "--lora_dropout", "0",
          "--activation_checkpointing", "false", "--eval_strategy", "no", "--save_strategy", "no",
-         "--dataloader_num_workers", "0", "--report_to", "none", "--logging_steps", "5"]
+         "--dataloader_num_workers", "0", "--report_to", "none", "--logging_steps", "5", *tiny.sql_flags()]
     )  # fmt: skip
     trainer, _, _ = build(script, training)
     before = trainer.evaluate()["eval_loss"]
@@ -74,7 +75,7 @@ def test_short_lora_run_lowers_held_out_loss_and_the_adapter_reloads(gemma3_270m
     assert after < 0.7 * before, (before, after)
 
     tokenizer = trainer.processing_class
-    ids = torch.tensor([data.tokenize_example(tiny.sql_rows(1, seed=77)[0], tokenizer)["input_ids"]])
+    ids = torch.tensor([data.tokenize_example(tiny.sql_rows(1, seed=77)[0], tokenizer, tiny.sql_spec())["input_ids"]])
     trainer.model.eval()
     with torch.no_grad():
         trained_logits = trainer.model(input_ids=ids).logits
