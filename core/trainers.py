@@ -26,6 +26,10 @@ __all__ = ["CONFIG_ERROR", "TRAINERS", "Port", "Trainer", "TrainerImage"]
 # holds beside its trainer so that the stack's staging Jobs can run in it.
 STAGING_MODULE = "trainers.staging"
 
+# The data formats every trainer reads (text, conversational, prompt-completion): a package of the
+# trainers' own that each trainer image holds beside its trainer.
+DATA_FORMATS_PACKAGE = "trainers.sft_data"
+
 # The trainer container's name in every pod, and the image's WORKDIR.
 CONTAINER = "trainer"
 WORKDIR = "/app"
@@ -62,6 +66,8 @@ class TrainerImage:
     processes_flag: str | None = None
     # Other modules Jobs run in this image (`python -m <module>`): dataset staging.
     also_runs: tuple[str, ...] = (STAGING_MODULE,)
+    # Packages of trainers/ the trainer imports besides its own.
+    shared_packages: tuple[str, ...] = (DATA_FORMATS_PACKAGE,)
 
     @property
     def command_modules(self) -> tuple[str, ...]:
