@@ -103,9 +103,9 @@ def run_spec(run: RunConfig, contract: SchedulingContract, args: RunsArgs) -> di
     marks a replacement where `replaceOnChanges` applies, and a run depends on
     its own trainer's image only.
     """
-    image = run.image or args.images[run.trainer]
+    image = run.image or args.images[run.trainer]  # one's own container: its image, by digest
     known = image if isinstance(image, str) else IMAGE_STAND_IN
-    facts = PlatformFacts(args.bucket, {run.trainer: known}, args.namespace, args.service_account,
+    facts = PlatformFacts(args.bucket, {run.trainer or "": known}, args.namespace, args.service_account,
                           data_paths=args.data_paths)
     spec = build_run(run, contract, facts)["spec"]
     return spec if isinstance(image, str) else _with_image(spec, image)

@@ -34,10 +34,21 @@ DATA_FORMATS_PACKAGE = "trainers.sft_data"
 CONTAINER = "trainer"
 WORKDIR = "/app"
 
+# Where a run of one's own container finds the bucket's prefixes (its mounts), and where it may write
+# the progress record `make status` reads (the trainers' format, trainers/gemma_jax/progress.py).
+DATA_ENV = "GKE_FINETUNE_DATA"
+CHECKPOINTS_ENV = "GKE_FINETUNE_CHECKPOINTS"
+PROFILES_ENV = "GKE_FINETUNE_PROFILES"
+PROGRESS_ENV = "GKE_FINETUNE_PROGRESS"
+
 # Environment variables the manifests set; a run's `env` may not replace them.
 RESERVED_ENV = frozenset(
     {
         RUN_ENV,
+        DATA_ENV,
+        CHECKPOINTS_ENV,
+        PROFILES_ENV,
+        PROGRESS_ENV,
         "HF_HOME",
         "HF_TOKEN_PATH",
         "MEGASCALE_COORDINATOR_ADDRESS",
@@ -246,3 +257,33 @@ _ROWS = (
 )
 
 TRAINERS: dict[str, Trainer] = {row.name: row for row in _ROWS}
+
+# How the plan and the status name a run of one's own container (a run without `trainer`).
+OWN_CONTAINER = "container"
+# Its grace period between SIGTERM and SIGKILL: the JAX trainer's, to save a checkpoint.
+OWN_CONTAINER_GRACE_SECONDS = 300
+# Its /dev/shm on GPU nodes, as the GPU trainer's (NCCL's shared-memory buffers between the 8 GPUs).
+OWN_CONTAINER_GPU_SHM = "64Gi"
+
+
+def own_container_row(family: Family, hf_token: bool = False, user: int = 0, group: int = 0) -> Trainer:
+    """What a run of one's own container gets from the platform: a trainer's row without a trainer.
+
+    Its command and arguments are the run's own (no platform flag: the mounts' paths come as
+    DATA_ENV, CHECKPOINTS_ENV, PROFILES_ENV), and it gets what a trainer of its pool's family
+    gets: the TPU hosts' port on a multi-host slice, /dev/shm on GPU nodes, the Hugging Face
+    token as a file when the run asks for it. It runs as the image's user unless the run names one.
+    """
+    image = TrainerImage(trainer=OWN_CONTAINER, package="", entry_module="", command=(), user=user, group=group,
+                         also_runs=(), shared_packages=())
+    return Trainer(
+        name=OWN_CONTAINER,
+        family=family,
+        image=image,
+        grace_seconds=OWN_CONTAINER_GRACE_SECONDS,
+        path_flags=(),
+        data_required=False,
+        slice_port=_TPU_RUNTIME if family is Family.TPU else None,
+        hf_token=hf_token,
+        shm_size=OWN_CONTAINER_GPU_SHM if family is Family.GPU else None,
+    )

@@ -139,7 +139,7 @@ def test_scheduling_equals_the_contract(stack, run, contract, manifest):
     chips = str(run.chips_per_host or contract.chips_per_host)
     resources = trainer(manifest)["resources"]
     assert resources["limits"] == {contract.resource_name: chips}
-    assert resources["requests"] == {contract.resource_name: chips, **pod_parts.resource_requests(run, contract)}
+    assert resources["requests"] == {contract.resource_name: chips, **pod_parts.resource_requests(run.row, contract)}
     if contract.node_pool_names:  # Standard: the pool label pins the pool (and its reservation)
         assert not [k for k in spec["nodeSelector"] if k.startswith("cloud.google.com/reservation-")]
 
