@@ -79,6 +79,8 @@ def staging_problems(config: StackConfig) -> list[Problem]:
     """The staging Jobs by Kubernetes' syntax rules (names, labels, volumes)."""
     jobs, problems = stack_staging_jobs(config, offline_images(config)), []
     for i, dataset in enumerate(config.datasets):
+        if dataset.name not in jobs:  # a `path`: uploaded by `pulumi up`, no Job
+            continue
         job = jobs[dataset.name]
         found = [*syntax.object_name_findings(job["metadata"], "metadata"),
                  *syntax.metadata_findings(job["metadata"], "metadata"),

@@ -170,7 +170,7 @@ class StackConfig(StackModel):
     def needed_trainers(self) -> list[str]:
         """Trainers whose image the stack needs: a run's without its own `image`, and the staging Jobs'."""
         needed = {run.trainer for run in self.runs if run.trainer and not run.image}
-        needed |= {self.staging_trainer(d) for d in self.datasets}
+        needed |= {self.staging_trainer(d) for d in self.datasets if d.staged_in_cluster}
         return sorted(needed)
 
     @property
