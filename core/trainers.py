@@ -89,18 +89,19 @@ class TrainerImage:
     def non_root(self) -> bool:
         return self.user != 0
 
-    def launch_command(self, processes: int) -> tuple[str, ...]:
-        """The default command, with the process count per host where the launcher takes one.
+    def launch_command(self, processes: int, launcher_args: tuple[str, ...] = ()) -> tuple[str, ...]:
+        """The default command, with the process count per host where the launcher takes one (and
+        other launcher flags, such as the decoder layer class FSDP wraps for a run's model).
 
         Run manifests start the trainer with this, so a pod's command and the
-        image's CMD differ by that flag alone and cannot drift apart.
+        image's CMD differ by those flags alone and cannot drift apart.
         """
         if self.processes_flag is None:
             return self.command
         entry = len(self.command) - 2  # `-m <entry_module>` ends the launch command
         if self.command[entry:] != ("-m", self.entry_module):
             raise ValueError(f"{self.trainer}: command {self.command} does not end with -m {self.entry_module}")
-        return (*self.command[:entry], self.processes_flag, str(processes), *self.command[entry:])
+        return (*self.command[:entry], self.processes_flag, str(processes), *launcher_args, *self.command[entry:])
 
     @property
     def image_name(self) -> str:
@@ -133,6 +134,22 @@ class Port:
 
     def container_port(self) -> dict:
         return {"containerPort": self.number, "name": self.name, "protocol": "TCP"}
+
+
+@dataclass(frozen=True)
+class ModelFlags:
+    """How a trainer is told which model to fine-tune (a run's `model:`), and from which weights."""
+
+    model: str  # the flag naming the model
+    by_hub_id: bool  # it takes the model's Hub id (core/models.py), else its name
+    weights: str  # the flag taking a Hugging Face model directory (a run's `weights:`)
+    revision: str | None = None  # the flag taking the Hub revision (a run's `revision:`)
+    # The launcher flag naming the decoder layer class FSDP wraps, where it depends on the model.
+    layer_class_launch_flag: str | None = None
+
+    @property
+    def flags(self) -> frozenset[str]:
+        return frozenset(f for f in (self.model, self.weights, self.revision) if f)
 
 
 @dataclass(frozen=True)
@@ -170,6 +187,11 @@ class Trainer:
     hf_token: bool = False
     hf_cache_size: str | None = None
     shm_size: str | None = None
+    # How a run's `model:` reaches the trainer; None: the trainer takes no model by name.
+    model_flags: ModelFlags | None = None
+    # The trainer's stdlib-only module with `estimate_run(argv, chips, slices)`: its memory per
+    # accelerator chip (admission/accelerator_memory.py); None: the platform's own GPU model applies.
+    memory_module: str | None = None
 
     @property
     def platform_flags(self) -> frozenset[str]:
@@ -218,6 +240,8 @@ _ROWS = (
         flags_module="trainers.gemma_jax.flags",
         token_shards_module="trainers.gemma_jax.token_shards",
         peak_flops_flag="--peak_flops_per_device",
+        model_flags=ModelFlags(model="--model", by_hub_id=False, weights="--init_from_hf"),
+        memory_module="trainers.gemma_jax.memory",
         profile_args=("--profile_steps", _PROFILE_STEPS, "--xprof_port", str(_XPROF.number)),
         profile_port=_XPROF,
         slice_port=_TPU_RUNTIME,
@@ -244,6 +268,8 @@ _ROWS = (
         path_flags=(("--output_dir", "checkpoints"), ("--logging_dir", "profiles"), ("--dataset_name", "data")),
         data_required=False,  # reads its Hub dataset when the run names no `data`
         flags_module="trainers.trl_gpu.flags",
+        model_flags=ModelFlags(model="--model_id", by_hub_id=True, weights="--model_id", revision="--model_revision",
+                               layer_class_launch_flag="--fsdp_transformer_layer_cls_to_wrap"),
         hf_token=True,
         # gemma-4-31B-it alone is ~62 GB in bf16, and a boot disk also holds
         # the images: the cache goes to an emptyDir on local SSD, sized to

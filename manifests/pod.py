@@ -50,7 +50,7 @@ def command(run: RunConfig, row: Trainer, chips: int) -> list[str]:
     """
     if run.trainer is None:
         return list(run.command)
-    return list(row.image.launch_command(chips))
+    return list(row.image.launch_command(chips, run.launcher_args()))
 
 
 def owner(row: Trainer) -> Owner | None:
@@ -122,7 +122,7 @@ def platform_args(run: RunConfig, row: Trainer, contract: SchedulingContract, da
         args += list(row.profile_args)
     if row.peak_flops_flag:
         args += [row.peak_flops_flag, f"{contract.shape.accelerator.peak_bf16_flops_per_chip:.6g}"]
-    return args + run.data_flags()
+    return args + run.model_args(DATA_DIR) + run.data_flags()
 
 
 def mount_env(data_path: str | None) -> list[dict]:

@@ -28,6 +28,7 @@ from stack.models import Count
 from stack.own_container import RunAs, own_container_problems
 from stack.problems import MISSING, Problem
 from stack.run_data import DATA_FLAGS, data_flags, data_problems
+from stack.run_model import launcher_args, model_args, model_problems
 
 
 class RunConfig(BaseModel):
@@ -59,6 +60,10 @@ class RunConfig(BaseModel):
     prompt_template: str | None = Field(default=None, description="prompt-completion: the prompt from {column}s")
     system_prompt: str | None = Field(default=None, description="a system turn before every chat")
     loss: str | None = Field(default=None, description="completion (default) | all")
+    # The model, by name (stack/run_model.py).
+    model: str | None = Field(default=None, description="a Gemma model by name (core/models.py)")
+    revision: str | None = Field(default=None, description="trl-gpu: the Hub revision of the model's checkpoint")
+    weights: str | None = Field(default=None, description="a Hugging Face model directory below datasets/")
     data: str | None = Field(
         default=None,
         description="file or directory below the bucket's datasets/ prefix the trainer reads "
@@ -110,6 +115,12 @@ class RunConfig(BaseModel):
     def data_flags(self) -> list[str]:
         return data_flags(self)
 
+    def model_args(self, data_dir: str) -> list[str]:
+        return model_args(self, data_dir)
+
+    def launcher_args(self) -> tuple[str, ...]:
+        return launcher_args(self)
+
 
 def longest_hostname(run_name: str, contract: SchedulingContract) -> str:
     """The longest pod hostname JobSet derives: <jobset>-<replicated job>-<job index>-<pod index>."""
@@ -134,7 +145,7 @@ def run_problems(runs: Iterable[RunConfig], contracts: Mapping[str, SchedulingCo
 def _one_run_problems(run: RunConfig, contracts: Mapping[str, SchedulingContract]) -> list[Problem]:
     where = f"on run {run.name!r}"
     problems = _name_problems(run) + _env_problems(run, where) + _data_problems(run, where)
-    problems += own_container_problems(run, where) + data_problems(run, where)
+    problems += own_container_problems(run, where) + data_problems(run, where) + model_problems(run, where)
     if run.trainer is None:
         problems += _own_container_profile(run, where)
         contract = contracts.get(run.pool)
@@ -225,6 +236,9 @@ def _args_problems(run: RunConfig, where: str) -> list[Problem]:
                 "args without it")
         for flag in sorted(given & run.row.platform_flags)
     ]
+    if run.model is not None and run.row.model_flags is not None:
+        problems += [Problem("args", flag, f"{where}: flag {flag} is set from the run's `model`", "`model` alone")
+                     for flag in sorted(given & run.row.model_flags.flags)]
     return problems + [
         Problem("args", flag, f"{where}: flag {flag} is set by the platform for `profile: true`",
                 "`profile: true` instead")
@@ -272,6 +286,8 @@ def _flag_problems(run: RunConfig, where: str) -> list[Problem]:
     module = run.row.flags_module
     # Reported once, by _args_problems.
     refused = run.row.platform_flags | run.row.profile_flags | set(DATA_FLAGS)
+    if run.model is not None and run.row.model_flags is not None:
+        refused |= run.row.model_flags.flags
     allowed = f"the flags {module} declares (python -m {run.row.image.entry_module} --help)"
     problems = []
     for line in _argument_checker(module)(list(run.args)):

@@ -37,6 +37,10 @@ class ScriptArguments:
         default="google/gemma-4-31b-it",
         metadata={"help": "Hub model id, or a local directory written by save_pretrained."},
     )
+    model_revision: str | None = field(
+        default=None,
+        metadata={"help": "The Hub revision (a commit, branch or tag) of a Hub --model_id; pin a commit to repeat runs."},
+    )
     dataset_name: str = field(
         default="philschmid/gretel-synthetic-text-to-sql",
         metadata={"help": "Hub dataset id, a local .jsonl/.json/.csv/.parquet file, or a local dataset directory."},

@@ -89,7 +89,8 @@ def merge_adapter(script_args, training_args) -> None:
     (the FSDP processes are done by then; this needs host memory for the model)."""
     from peft import PeftModel
 
-    base = model_lib.load_model(script_args.model_id, training_args.bf16, script_args.trust_remote, False)
+    base = model_lib.load_model(script_args.model_id, training_args.bf16, script_args.trust_remote, False,
+                                script_args.model_revision)
     merged = PeftModel.from_pretrained(base, training_args.output_dir).merge_and_unload()
     target = os.path.join(training_args.output_dir, "merged")
     merged.save_pretrained(target)
@@ -99,7 +100,8 @@ def merge_adapter(script_args, training_args) -> None:
 
 def _tokenizer(script_args):
     return model_lib.load_tokenizer(
-        script_args.model_id, script_args.trust_remote, script_args.use_fast, script_args.chat_template
+        script_args.model_id, script_args.trust_remote, script_args.use_fast, script_args.chat_template,
+        script_args.model_revision,
     )
 
 
@@ -113,7 +115,8 @@ def build(script_args, training_args, started: float | None = None):
     # group) and accelerate broadcasts them when it shards the model.
     train_set, eval_set, eval_rows = prepare_data(script_args, training_args, tokenizer)
     model = model_lib.load_model(
-        script_args.model_id, training_args.bf16, script_args.trust_remote, training_args.use_liger_kernel
+        script_args.model_id, training_args.bf16, script_args.trust_remote, training_args.use_liger_kernel,
+        script_args.model_revision,
     )
     stopper = GracefulStop()
     trainer = build_trainer(model, tokenizer, script_args, training_args, train_set, eval_set, stopper, started)
