@@ -140,3 +140,40 @@ def test_ones_own_container_on_gpu_with_the_token_and_a_user():
     # The FUSE mounts belong to the container's user, or it could not write its checkpoints.
     assert "uid=1000,gid=1000" in volumes["checkpoints"]["csi"]["volumeAttributes"]["mountOptions"]
     assert container["resources"]["limits"] == {"nvidia.com/gpu": "8"}
+
+
+# --- the model, by name ---------------------------------------------------------------------------
+
+GPU = RunConfig(name="gpu", trainer="trl-gpu", pool="a4")
+
+
+@pytest.mark.parametrize("run, expected", [
+    (CHAT.model_copy(update={"model": "gemma5"}), "runs[0].model: 'gemma5' on run 'chat' is not a model the "
+                                                  "trainers know; allowed: gemma3-270m, gemma3-1b"),
+    (CHAT.model_copy(update={"model": "gemma3-1b", "revision": "abc"}), "runs[0].revision: 'abc' on run 'chat': "
+                                                                       "trainer gemma-jax reads gemma's own checkpoint"),
+    (GPU.model_copy(update={"revision": "abc"}), "runs[0].model: not set, on run 'gpu': `revision` and `weights` are"),
+    (GPU.model_copy(update={"model": "gemma3-1b", "weights": "/models/x"}), "runs[0].weights: '/models/x' on run "
+                                                                            "'gpu' is not a path below the bucket's"),
+    (GPU.model_copy(update={"model": "gemma3-1b", "args": ("--model_id", "x")}), "runs[0].args: '--model_id' on run "
+                                                                                "'gpu': flag --model_id is set from "
+                                                                                "the run's `model`"),
+    (OWN.model_copy(update={"model": "gemma3-1b"}), "runs[0].model: 'gemma3-1b' on run 'own': a setting of the "
+                                                    "trainers"),
+])  # fmt: skip
+def test_bad_model_settings_name_the_key_the_value_and_what_is_allowed(run, expected):
+    assert any(m.startswith(expected) for m in problems(run)), problems(run)
+
+
+def test_a_model_by_name_reaches_each_trainer_in_its_own_terms():
+    gpu = pod(GPU.model_copy(update={"model": "gemma3-4b", "revision": "0123abc"}))["containers"][0]
+    assert gpu["args"][-4:] == ["--model_id", "google/gemma-3-4b-it", "--model_revision", "0123abc"]
+    launcher = gpu["command"]
+    assert launcher[launcher.index("--fsdp_transformer_layer_cls_to_wrap") + 1] == "Gemma3DecoderLayer"
+    assert launcher[-2:] == ["-m", "trainers.trl_gpu.sft"]
+    tuned = pod(GPU.model_copy(update={"model": "gemma4-31b", "weights": "tuned/gemma4"}))["containers"][0]
+    assert tuned["args"][-2:] == ["--model_id", "/data/tuned/gemma4"]
+    assert "Gemma4TextDecoderLayer" in tuned["command"]
+    jax = pod(CHAT.model_copy(update={"model": "gemma3-1b", "weights": "tuned/g3"}))["containers"][0]["args"]
+    assert jax[jax.index("--model"):jax.index("--model") + 4] == ["--model", "gemma3-1b", "--init_from_hf",
+                                                                  "/data/tuned/g3"]
