@@ -252,7 +252,7 @@ def inspect_arrays(batches: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray
         weights[..., :-1] *= np.stack([b["loss_mask"] for b in batches])[..., 1:]
     targets = np.zeros_like(tokens)
     targets[..., :-1] = tokens[..., 1:]
-    return {
+    out = {
         "input_tokens": tokens,
         "target_tokens": targets * (weights > 0),
         "loss_weights": weights,
@@ -260,6 +260,9 @@ def inspect_arrays(batches: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray
         "positions": np.stack([b["positions"] for b in batches]),
         "story": np.stack([b["story"] for b in batches]),
     }
+    if "loss_mask" in batches[0]:
+        out["loss_mask"] = np.stack([b["loss_mask"] for b in batches])
+    return out
 
 
 def useful_fraction(batch: dict[str, np.ndarray]) -> float:
