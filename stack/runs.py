@@ -62,7 +62,7 @@ class RunConfig(BaseModel):
     loss: str | None = Field(default=None, description="completion (default) | all")
     # The model, by name (stack/run_model.py).
     model: str | None = Field(default=None, description="a Gemma model by name (core/models.py)")
-    revision: str | None = Field(default=None, description="trl-gpu: the Hub revision of the model's checkpoint")
+    revision: str | None = Field(default=None, description="the Hub revision of the model's checkpoint (a trainer that reads the Hub)")
     weights: str | None = Field(default=None, description="a Hugging Face model directory below datasets/")
     data: str | None = Field(
         default=None,

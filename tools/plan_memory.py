@@ -25,7 +25,7 @@ def memory_rows(config: StackConfig, manifests: Mapping[str, Mapping]) -> list[d
         rows.append({"run": run.name, "state": "known", "model": found.model, "pool": found.pool,
                      "needed_gib": found.needed_gib, "offered_gib": found.offered_gib, "margin_gib": found.margin_gib,
                      "how": found.how, "host_needed_gib": found.host_needed_gib,
-                     "host_offered_gib": found.host_offered_gib, "fits": found.fits})
+                     "host_offered_gib": found.host_offered_gib, "fits": found.fits, "tight": found.tight})
     return rows
 
 
@@ -38,6 +38,8 @@ def render_memory(rows: list[Mapping]) -> list[str]:
             lines.append(f"  {r['run']:<24} {r['state']}")
             continue
         mark = "" if r["fits"] else "  DOES NOT FIT"
+        if r.get("tight"):
+            mark = "  TIGHT: within the estimate's tolerance; `make tpu-compile` for the compiler's figure"
         lines.append(f"  {r['run']:<24} {r['model']:<15} {r['pool']:<18} {r['needed_gib']:>7.2f} GiB "
                      f"{r['offered_gib']:>7.2f} GiB {r['margin_gib']:>6.1f} GiB  {r['how']}{mark}")
         if r["host_needed_gib"] is not None:

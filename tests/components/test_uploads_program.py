@@ -20,7 +20,8 @@ BUCKET = "my-project-id-dev-finetune"
 
 def _deploy(path, data):
     datasets = [{"name": "tickets", "path": str(path)}]
-    runs = [{"name": "chat", "trainer": "gemma-jax", "pool": "v6e-1x1", "data": data, "format": "conversational"}]
+    runs = [{"name": "chat", "trainer": "gemma-jax", "pool": "v6e-1x1", "data": data, "format": "conversational",
+             "args": ["--batch_size", "32"]}]
     return run_stack("dev", overrides={"gke-finetune:datasets": datasets, "gke-finetune:runs": runs})
 
 
