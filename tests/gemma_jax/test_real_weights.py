@@ -205,7 +205,7 @@ def _spec_settings(flags: dict) -> dict:
 @pytest.mark.parametrize("kind", sorted(OWN_DATA))
 def test_own_data_masks_loss_resume_and_export_on_real_weights(real, kind, tmp_path):
     make, flags = OWN_DATA[kind]
-    rows = [make(i) for i in range(60)]
+    rows = [make(i) for i in range(200)]  # enough packed rows for 6 steps of 2 rows, short records too
     data = tmp_path / "own.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in rows))
 
@@ -229,11 +229,12 @@ def test_own_data_masks_loss_resume_and_export_on_real_weights(real, kind, tmp_p
         assert ids.tolist() == gpu_ids and mask.tolist() == gpu_mask
 
     d = tmp_path
-    kw = {"datacount": 50, "eval_stories": 8, "maxlen": 160, "learning_rate": 1e-4, "save_every": 3, **flags}
+    kw = {"datacount": 180, "eval_stories": 8, "maxlen": 160, "learning_rate": 1e-4, "save_every": 3, **flags}
     inspect = run_train(_args(real, d / "inspect", inspect_batches=1, inspect_out=d / "b.npz", data_path=data, **kw))
     assert inspect.returncode == 0, inspect.stdout + inspect.stderr
     whole = run_train(_args(real, d / "whole", steps=6, export_hf=d / "export", data_path=data, **kw), timeout=2400)
     assert whole.returncode == 0, whole.stdout + whole.stderr
+    assert "[train] done: 6 steps" in whole.stdout, whole.stdout
     first = float(re.search(r"\[train\] step 1 loss=([0-9.]+)", whole.stdout).group(1))
     evals = [float(x) for x in re.findall(r"\[eval\] step \d+ loss=([0-9.]+)", whole.stdout)]
     print(f"{kind}: first step loss {first:.4f}; held-out loss {evals[0]:.4f} -> {evals[-1]:.4f}")
