@@ -193,3 +193,44 @@ def test_bad_data_settings_exit_78_before_reading_anything(chats, chat_tokenizer
                                ({"chat_template": "gemma9"}, "--chat_template=gemma9")]:
         res = run_train(_args(chats, chat_tokenizer, tmp_path / "c", tmp_path / "l", **overrides))
         assert res.returncode == exit_codes.CONFIG_ERROR and message in res.stderr, (overrides, res.stderr)
+
+
+def test_the_31b_template_trains_the_answer_after_its_empty_thought_block(chat_tokenizer):
+    """Gemma 4 31B's generation prompt ends with an empty thought block, which its past turns lack: the
+    last answer follows it, as at inference, and only the answer and <turn|> are trained."""
+    from trainers.gemma_jax import examples, model as model_lib  # pylint: disable=g-import-not-at-top
+    from trainers.sft_data import chat  # pylint: disable=g-import-not-at-top
+
+    tokenizer = model_lib.load_tokenizer("tiny", chat_tokenizer)
+    template = chat.ChatTemplate.named("gemma4-31b", "<bos>", "<eos>")
+    example = formats.example(formats.Spec.of("conversational"), {"messages": support_chat(5)}, template.render, 1)
+    ids, mask = examples.tokenize_example(example, tokenizer)
+    runs, current = [], []
+    for token, trained in zip(ids.tolist(), mask.tolist()):
+        if trained:
+            current.append(token)
+        elif current:
+            runs.append(current)
+            current = []
+    runs.append(current)
+    assert [tokenizer.decode(r) for r in runs] == ["Order 5 ships from Peru.<turn|>", "You are welcome.<turn|>"]
+    last = "".join(text for text, trained in example.parts[:-1])
+    assert last.endswith("<|turn>model\n<|channel>thought\n<channel|>")
+    assert last.count("<|channel>") == 1  # the earlier turn, as history, has none
+
+
+def test_text_records_and_loss_on_all_carry_no_loss_mask(chat_tokenizer, tmp_path):
+    """Formats that train every token batch exactly as stories do: no loss_mask (the same program)."""
+    data = _write(tmp_path / "notes.jsonl", [{"body": f"Order {i} ships from {COUNTRIES[i % 8]}."} for i in range(120)])
+    for overrides in ({"data_format": "text", "columns": "text=body"},
+                      {"data_format": "conversational", "loss_on": "all"}):
+        source = data if overrides["data_format"] == "text" else _write(
+            tmp_path / "c.jsonl", [{"messages": support_chat(i)} for i in range(120)])
+        out = tmp_path / f"{overrides['data_format']}.npz"
+        res = run_train(_args(source, chat_tokenizer, tmp_path / "c", tmp_path / "l", inspect_batches=1,
+                              inspect_out=out, datacount=100, eval_stories=4, **overrides))
+        assert res.returncode == 0, res.stdout + res.stderr
+        batch = dict(np.load(out))
+        assert "loss_mask" not in batch
+        seg = batch["segment_ids"][0]
+        assert (batch["loss_weights"][0][:, :-1] == ((seg[:, 1:] == seg[:, :-1]) & (seg[:, 1:] != 0))).all()
