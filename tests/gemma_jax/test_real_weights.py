@@ -213,12 +213,12 @@ def test_own_data_masks_loss_resume_and_export_on_real_weights(real, kind, tmp_p
     # transformers with the Gemma 3 template (the JAX trainer renders it with its own jinja2 copy).
     from trainers.gemma_jax import examples  # pylint: disable=g-import-not-at-top
     from trainers.gemma_jax import model as model_lib  # pylint: disable=g-import-not-at-top
-    from trainers.sft_data import chat, formats  # pylint: disable=g-import-not-at-top
+    from trainers.sft_data import chat, formats, parts  # pylint: disable=g-import-not-at-top
 
     spec = formats.Spec.of(**_spec_settings(flags))
     tokenizer = model_lib.load_tokenizer("gemma3-270m", real["spm"])
     template = chat.ChatTemplate.named("gemma3", "<bos>", "<eos>")
-    mine = [examples.tokenize_example(formats.example(spec, r, template.render, i + 1), tokenizer)
+    mine = [examples.tokenize_example(parts.example(spec, r, template.render, i + 1), tokenizer)
             for i, r in enumerate(rows[:5])]
     res = subprocess.run([real_weights.gpu_python(), "-c", _GPU_TOKENS, real["hf"], json.dumps(_spec_settings(flags)),
                           json.dumps(rows[:5])], capture_output=True, text=True, timeout=600, cwd=REPO,

@@ -15,7 +15,7 @@ import pytest
 
 from gemma_jax_helpers import base_args, load_params, max_abs_diff, run_train
 from trainers import exit_codes
-from trainers.sft_data import formats
+from trainers.sft_data import formats, parts
 
 MARKERS = ["<start_of_turn>", "<end_of_turn>", "<|turn>", "<turn|>", "<|channel>", "<channel|>"]
 COUNTRIES = ["France", "Japan", "Italy", "Spain", "Egypt", "Peru", "Kenya", "Chile"]
@@ -89,7 +89,7 @@ def _expected(spec, record, tokenizer_file):
 
     tokenizer = model_lib.load_tokenizer("tiny", tokenizer_file)
     template = chat.ChatTemplate.named("gemma3", "<bos>", "<eos>")
-    example = formats.example(spec, record, template.render, 1)
+    example = parts.example(spec, record, template.render, 1)
     return example, *examples.tokenize_example(example, tokenizer), tokenizer
 
 
@@ -203,7 +203,7 @@ def test_the_31b_template_trains_the_answer_after_its_empty_thought_block(chat_t
 
     tokenizer = model_lib.load_tokenizer("tiny", chat_tokenizer)
     template = chat.ChatTemplate.named("gemma4-31b", "<bos>", "<eos>")
-    example = formats.example(formats.Spec.of("conversational"), {"messages": support_chat(5)}, template.render, 1)
+    example = parts.example(formats.Spec.of("conversational"), {"messages": support_chat(5)}, template.render, 1)
     ids, mask = examples.tokenize_example(example, tokenizer)
     runs, current = [], []
     for token, trained in zip(ids.tolist(), mask.tolist()):

@@ -1,4 +1,4 @@
-"""The data formats both trainers take (trainers/sft_data/formats.py, records.py): the settings' problems,
+"""The data formats both trainers take (trainers/sft_data/formats.py, parts.py, records.py): the settings' problems,
 each record's checks (row, column, what was expected), and which parts of a chat carry the loss.
 
 The chat template here is a small Python renderer in Gemma 3's turn format; the real templates (and the
@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from trainers.sft_data import formats, records
+from trainers.sft_data import formats, parts, records
 from trainers.sft_data.formats import FormatError, Spec
 
 SYSTEM = {"role": "system", "content": "Be brief."}
@@ -34,8 +34,8 @@ def thought_in_prompt(messages, generation_prompt):
     return out + ("<|turn>model\n<|channel>thought\n<channel|>" if generation_prompt else "")
 
 
-def trained(parts):
-    return [text for text, is_trained in parts if is_trained]
+def trained(pieces):
+    return [text for text, is_trained in pieces if is_trained]
 
 
 # --- settings -----------------------------------------------------------------------------------
@@ -106,42 +106,42 @@ def test_messages_in_a_csv_cell_are_json():
 # --- which parts carry the loss -----------------------------------------------------------------
 
 def test_plain_text_and_plain_prompt_completion():
-    assert formats.example(Spec.of("text"), {"text": "Once."}, None).parts == (("Once.", True),)
+    assert parts.example(Spec.of("text"), {"text": "Once."}, None).parts == (("Once.", True),)
     spec = Spec.of("prompt-completion")
-    example = formats.example(spec, {"prompt": "The sky is", "completion": " blue."}, None)
+    example = parts.example(spec, {"prompt": "The sky is", "completion": " blue."}, None)
     assert example.parts == (("The sky is", False), (" blue.", True)) and not example.chat
-    everything = formats.example(Spec.of("prompt-completion", loss_on="all"), {"prompt": "a", "completion": "b"}, None)
+    everything = parts.example(Spec.of("prompt-completion", loss_on="all"), {"prompt": "a", "completion": "b"}, None)
     assert everything.parts == (("a", True), ("b", True))
 
 
 def test_a_conversation_trains_every_assistant_turn_with_its_end_of_turn_marker():
     chat = [SYSTEM, {"role": "user", "content": "Hi"}, {"role": "assistant", "content": " Hello! "},
             {"role": "user", "content": "Sum?"}, {"role": "assistant", "content": "4"}]
-    example = formats.example(Spec.of("conversational"), {"messages": chat}, gemma3_style)
+    example = parts.example(Spec.of("conversational"), {"messages": chat}, gemma3_style)
     assert example.chat and trained(example.parts) == ["Hello!<end_of_turn>", "4<end_of_turn>"]
     # The text is the last turn's generation prompt, then its answer: the history as the template renders it.
     assert example.text == gemma3_style(chat[:-1], True) + "4<end_of_turn>"
     assert example.text + "\n" == gemma3_style(chat, False)  # the newline after the last marker is never trained
-    everything = formats.example(Spec.of("conversational", loss_on="all"), {"messages": chat}, gemma3_style)
+    everything = parts.example(Spec.of("conversational", loss_on="all"), {"messages": chat}, gemma3_style)
     assert everything.parts == ((example.text, True),)
 
 
 def test_prompt_completion_trains_the_completion_only_and_a_system_prompt_opens_the_chat():
     spec = Spec.of("prompt-completion", {"completion": "sql"}, "{schema}\n{question}", system_prompt="Write SQL.")
-    example = formats.example(spec, {"schema": "T(a)", "question": "All a?", "sql": "SELECT a FROM T"}, gemma3_style)
+    example = parts.example(spec, {"schema": "T(a)", "question": "All a?", "sql": "SELECT a FROM T"}, gemma3_style)
     assert trained(example.parts) == ["SELECT a FROM T<end_of_turn>"]
     assert example.text.startswith("<bos><start_of_turn>user\nWrite SQL.\n\nT(a)\nAll a?<end_of_turn>\n")
     history = [{"role": "user", "content": "2+2?"}, {"role": "assistant", "content": "4"}]
     chat = {"prompt": [*history, {"role": "user", "content": "and 3+3?"}],
             "completion": [{"role": "assistant", "content": "6"}]}
-    parts = formats.example(Spec.of("prompt-completion"), chat, gemma3_style).parts
-    assert trained(parts) == ["6<end_of_turn>"]  # the prompt's own assistant turn is context
+    pieces = parts.example(Spec.of("prompt-completion"), chat, gemma3_style).parts
+    assert trained(pieces) == ["6<end_of_turn>"]  # the prompt's own assistant turn is context
 
 
 def test_the_last_turn_follows_the_generation_prompt_as_inference_renders_it():
     chat = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Yo"},
             {"role": "user", "content": "Again"}, {"role": "assistant", "content": "Yo"}]
-    example = formats.example(Spec.of("conversational"), {"messages": chat}, thought_in_prompt)
+    example = parts.example(Spec.of("conversational"), {"messages": chat}, thought_in_prompt)
     assert example.text == thought_in_prompt(chat[:-1], True) + "Yo<turn|>"
     assert trained(example.parts) == ["Yo<turn|>", "Yo<turn|>"]
     assert example.text.endswith("<|channel>thought\n<channel|>Yo<turn|>")
@@ -157,16 +157,16 @@ def test_templates_that_cannot_be_masked_are_template_problems():
 
     chat = {"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]}
     with pytest.raises(formats.TemplateProblem, match="no end-of-turn marker"):
-        formats.example(Spec.of("conversational"), chat, no_marker)
+        parts.example(Spec.of("conversational"), chat, no_marker)
     with pytest.raises(formats.TemplateProblem, match="renders the prompt turns differently"):
-        formats.example(Spec.of("conversational"), chat, answer_changes_the_prompt)
+        parts.example(Spec.of("conversational"), chat, answer_changes_the_prompt)
 
 
 def test_prompt_and_answer_for_a_generation_check():
     spec = Spec.of("prompt-completion", {"completion": "sql"}, "{question}")
-    prompt, answer = formats.prompt_and_answer(spec, {"question": "All?", "sql": "SELECT *"})
+    prompt, answer = parts.prompt_and_answer(spec, {"question": "All?", "sql": "SELECT *"})
     assert prompt == [{"role": "user", "content": "All?"}] and answer == "SELECT *"
-    assert formats.prompt_and_answer(Spec.of("prompt-completion"), {"prompt": "a", "completion": "b"}) == ("a", "b")
+    assert parts.prompt_and_answer(Spec.of("prompt-completion"), {"prompt": "a", "completion": "b"}) == ("a", "b")
 
 
 # --- files --------------------------------------------------------------------------------------

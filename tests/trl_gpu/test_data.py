@@ -8,7 +8,7 @@ import pytest
 from datasets import Dataset
 from transformers import AutoTokenizer
 
-from trainers.sft_data import formats
+from trainers.sft_data import formats, parts
 from trainers.trl_gpu import data
 from trainers.trl_gpu.args import ConfigError
 
@@ -41,7 +41,7 @@ def test_loss_mask_covers_exactly_the_answer(style, request):
     # Masked: exactly what inference feeds the model, the generation prompt's
     # ids (system + user turns, the model-turn header and, 31B-style, the
     # empty thought block), so training and inference see the same context.
-    prompt = formats.prompt_and_answer(SQL, row)[0]
+    prompt = parts.prompt_and_answer(SQL, row)[0]
     prompt_text = tokenizer.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True)
     prompt_ids = tokenizer.apply_chat_template(prompt, tokenize=True, return_dict=True, add_generation_prompt=True)[
         "input_ids"

@@ -14,7 +14,7 @@ import torch
 from peft import PeftModel
 from transformers import AutoModelForCausalLM, GenerationConfig
 
-from trainers.sft_data import formats
+from trainers.sft_data import formats, parts
 from trainers.trl_gpu import data, evaluation, model as model_lib
 from trainers.trl_gpu.args import ConfigError, data_spec, parse_args
 from trainers.trl_gpu.training import build, save_final
@@ -42,7 +42,7 @@ def test_answer_only_mask_and_stop_token_on_the_real_tokenizer(gemma3_270m_dir):
     example = data.tokenize_example(row, tokenizer, tiny.sql_spec())
     ids, labels = example["input_ids"], example["labels"]
     prompt_ids = tokenizer.apply_chat_template(
-        formats.prompt_and_answer(tiny.sql_spec(), row)[0], tokenize=True, return_dict=True, add_generation_prompt=True
+        parts.prompt_and_answer(tiny.sql_spec(), row)[0], tokenize=True, return_dict=True, add_generation_prompt=True
     )["input_ids"]
     assert ids[: len(prompt_ids)] == list(prompt_ids)
     assert labels[: len(prompt_ids)] == [data.IGNORE_INDEX] * len(prompt_ids)
@@ -168,7 +168,7 @@ def test_own_data_masks_loss_resume_and_export_on_real_weights(kind, gemma3_270m
     tokenizer = model_lib.load_tokenizer(str(gemma3_270m_dir), False, True, chat_template="gemma3")
     spec = data_spec(script)
     example = data.tokenize_example(rows[7], tokenizer, spec)
-    prompt, answer = formats.prompt_and_answer(spec, rows[7])
+    prompt, answer = parts.prompt_and_answer(spec, rows[7])
     prompt_ids = tokenizer.apply_chat_template(prompt, tokenize=True, return_dict=True, add_generation_prompt=True)[
         "input_ids"]
     assert example["input_ids"][: len(prompt_ids)] == list(prompt_ids)

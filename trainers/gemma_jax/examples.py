@@ -1,7 +1,7 @@
 """Records of any data format as token ids and a loss mask, with gemma's tokenizer.
 
 A record becomes text parts, each trained or not (trainers/sft_data/
-formats.py); a chat is rendered with a chat template as transformers
+parts.py); a chat is rendered with a chat template as transformers
 renders it (trainers/sft_data/chat.py). gemma's SentencePiece tokenizer
 never turns the text of a control piece (`<bos>`, `<eos>`) into its id, so
 a rendering is cut at every control piece of the vocabulary first, and
@@ -22,7 +22,7 @@ import threading
 import grain
 import numpy as np
 
-from trainers.sft_data import chat, formats
+from trainers.sft_data import chat, formats, parts
 
 # Templates a model's pretrained checkpoint has no chat template for: Gemma's turn formats (chat.BUILT_IN).
 DEFAULT_TEMPLATES = {"gemma3": "gemma3", "tiny": "gemma3", "gemma4-31b": "gemma4-31b", "gemma4": "gemma4",
@@ -61,7 +61,7 @@ def encode_rendered(tokenizer, text: str) -> list[int]:
     return ids
 
 
-def tokenize_example(example: formats.Example, tokenizer) -> tuple[np.ndarray, np.ndarray]:
+def tokenize_example(example: parts.Example, tokenizer) -> tuple[np.ndarray, np.ndarray]:
     """(int32 token ids, int8 loss mask) of one record's parts."""
     ids, mask = [], []
     if not example.chat:
@@ -100,7 +100,7 @@ class TokenizeRecord(grain.transforms.Map):
     def map(self, item):
         row, record = item
         tokenizer, template = self._parts()
-        example = formats.example(self._spec, record, template.render if template else None, row)
+        example = parts.example(self._spec, record, template.render if template else None, row)
         tokens, mask = tokenize_example(example, tokenizer)
         return {"tokens": tokens, "mask": mask}
 

@@ -1,8 +1,8 @@
 """The run's data: load, check against its format, split with a fixed seed, tokenize with the loss mask.
 
-Each record becomes text parts, each trained or not (trainers/sft_data/
-formats.py: text, conversational, prompt-completion, as TRL's SFTTrainer
-documents them). A chat is rendered with the model's chat template: its
+Each record becomes text parts, each trained or not (trainers/sft_data/:
+formats.py, text, conversational, prompt-completion, as TRL's SFTTrainer
+documents them; parts.py). A chat is rendered with the model's chat template: its
 last assistant turn follows the generation prompt exactly as inference
 renders it (Gemma 4 31B's empty thought block included), and by default
 only the assistant's turns, each with the end-of-turn marker the template
@@ -22,7 +22,7 @@ import os
 import datasets
 from datasets import Dataset, load_dataset, load_from_disk
 
-from trainers.sft_data import formats, records
+from trainers.sft_data import formats, parts, records
 
 from . import templates
 from .args import ConfigError
@@ -94,8 +94,8 @@ def split_rows(dataset: Dataset, max_samples: int, eval_fraction: float, seed: i
     dataset = dataset.shuffle(seed=seed)
     if len(dataset) > max_samples:
         dataset = dataset.select(range(max_samples))
-    parts = dataset.train_test_split(test_size=eval_fraction, seed=seed)
-    return parts["train"], parts["test"]
+    split = dataset.train_test_split(test_size=eval_fraction, seed=seed)
+    return split["train"], split["test"]
 
 
 def _ids(tokenizer, text: str) -> list[int]:
@@ -115,7 +115,7 @@ def renderer(tokenizer) -> formats.Render:
 
 def tokenize_example(row: dict, tokenizer, spec: formats.Spec, index: int = 0) -> dict:
     """input_ids and labels (IGNORE_INDEX where the token carries no loss) of one record."""
-    example = formats.example(spec, row, renderer(tokenizer), row=index + 1)
+    example = parts.example(spec, row, renderer(tokenizer), row=index + 1)
     ids, labels = [], []
     if not example.chat and tokenizer.bos_token_id is not None:
         ids, labels = [tokenizer.bos_token_id], [IGNORE_INDEX]

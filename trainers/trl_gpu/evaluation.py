@@ -31,7 +31,7 @@ import re
 import torch
 import torch.distributed as dist
 
-from trainers.sft_data import formats
+from trainers.sft_data import formats, parts
 
 from . import sql_exec, templates
 
@@ -70,7 +70,7 @@ def _share(rows: list, rank: int, world: int) -> tuple[list, int]:
 
 
 def _score(row: dict, spec: formats.Spec, generated: str) -> dict:
-    prompt, reference = formats.prompt_and_answer(spec, row)
+    prompt, reference = parts.prompt_and_answer(spec, row)
     context = row.get("sql_context")  # the schema the SQL runs against, where the record has one
     return {
         "question": prompt if isinstance(prompt, str) else prompt[-1]["content"],
@@ -82,7 +82,7 @@ def _score(row: dict, spec: formats.Spec, generated: str) -> dict:
 
 
 def _prompt_ids(tokenizer, spec: formats.Spec, row: dict) -> dict:
-    prompt, _ = formats.prompt_and_answer(spec, row)
+    prompt, _ = parts.prompt_and_answer(spec, row)
     if isinstance(prompt, str):  # plain text: BOS, then the prompt, as the trainer tokenizes it
         return tokenizer(prompt, return_tensors="pt", add_special_tokens=True)
     return tokenizer.apply_chat_template(

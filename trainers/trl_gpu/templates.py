@@ -19,7 +19,7 @@ import importlib.util
 import os
 from pathlib import Path
 
-from trainers.sft_data import formats
+from trainers.sft_data import formats, parts
 
 from .errors import ConfigError
 
@@ -78,14 +78,14 @@ def split_turn(tokenizer, messages: list[dict], answer: str) -> tuple[str, str]:
     """(prompt, completion): the generation prompt exactly as inference renders
     it, and the answer followed by the end-of-turn marker the template closes
     an assistant turn with (whitespace after the marker dropped: the model
-    stops at the marker and never produces it). trainers/sft_data/formats.py
-    `chat_parts` does the work for every turn of a chat."""
+    stops at the marker and never produces it). trainers/sft_data/parts.py
+    (trainers/sft_data/parts.py) `chat_parts` does the work for every turn of a chat."""
     chat = [*messages, {"role": "assistant", "content": answer}]
     try:
-        parts = formats.chat_parts(lambda m, g: render(tokenizer, m, g), chat, trained_from=len(messages))
+        pieces = parts.chat_parts(lambda m, g: render(tokenizer, m, g), chat, trained_from=len(messages))
     except formats.FormatError as err:
         raise problem(err) from None
-    return "".join(text for text, _ in parts[:-1]), parts[-1][0]
+    return "".join(text for text, _ in pieces[:-1]), pieces[-1][0]
 
 
 def end_of_turn_marker(tokenizer) -> str:
