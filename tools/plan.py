@@ -47,6 +47,7 @@ from tools.plan_cost import cost, render_cost, render_fit  # noqa: E402
 from tools.plan_diff import diff, render_diff  # noqa: E402
 from tools.plan_google import GoogleApiProblems, google_requests, render_google  # noqa: E402
 from tools.plan_hbm import hbm_rows, render_hbm  # noqa: E402
+from tools.plan_memory import memory_rows, render_memory  # noqa: E402
 from tools.plan_tree import key_inputs, render_tree, short  # noqa: E402,F401 (key_inputs: part of the plan API)
 from tools.render import write_manifests as render_files  # noqa: E402
 from tools.stacks import stack_files  # noqa: E402
@@ -149,6 +150,7 @@ def collect(stack: str, root: Path = ROOT, secrets: tuple[str, ...] = ()) -> dic
         "cost": cost(config),
         "fit": fit_module.fit_table(config),
         "hbm": hbm_rows(stack, declared),
+        "model_memory": memory_rows(config, declared),
         "manifests": mask(declared),
         "kueue": _kueue_objects(config),
         "access": _access(config, deployment),
@@ -246,6 +248,8 @@ def render(plan: Mapping) -> str:
     lines += render_fit(plan.get("fit", []))
     lines += ["", "Accelerator memory: each TPU run's train step on its slice, per chip"]
     lines += render_hbm(plan.get("hbm", []))
+    lines += ["", "Model memory: each run's model on its pool's chips (what admission refuses a run on)"]
+    lines += render_memory(plan.get("model_memory", []))
     if plan["outputs"]:
         lines += ["", "Stack outputs"]
         for k, v in plan["outputs"].items():
