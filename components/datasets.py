@@ -52,7 +52,7 @@ class DatasetStaging(pulumi.ComponentResource):
         super().__init__("gke-finetune:platform:DatasetStaging", name, None, opts)
         cfg = args.config
         self.jobs = {}
-        if not cfg.datasets:
+        if not any(d.staged_in_cluster for d in cfg.datasets):  # a `path` is uploaded (components/uploads.py)
             self.register_outputs({})
             return
         k8s_opts = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=args.depends_on)
@@ -64,7 +64,7 @@ class DatasetStaging(pulumi.ComponentResource):
         # Images still being built stand in until their digest is known (as in the runs' specs).
         known = {t: i if isinstance(i, str) else IMAGE_STAND_IN for t, i in args.images.items()}
         manifests = stack_staging_jobs(cfg, known)
-        for dataset in cfg.datasets:
+        for dataset in (d for d in cfg.datasets if d.staged_in_cluster):
             image, manifest = args.images[cfg.staging_trainer(dataset)], manifests[dataset.name]
             spec = manifest["spec"] if isinstance(image, str) else _with_image(manifest["spec"], image)
             self.jobs[dataset.name] = k8s.batch.v1.Job(

@@ -17,6 +17,7 @@ from components.datasets import DatasetStaging, DatasetStagingArgs
 from components.jobset import JobSetController, JobSetControllerArgs
 from components.kueue import Kueue, KueueArgs
 from components.runs import RUNS_NAME, Runs, RunsArgs
+from components.uploads import DatasetUploads, DatasetUploadsArgs
 from components.workspace import RunsWorkspace, RunsWorkspaceArgs
 from stack import reader
 from stack.config import StackConfig
@@ -79,11 +80,18 @@ def in_cluster(cfg: StackConfig, at: Footing) -> None:
         config=cfg, provider=at.provider, images=at.images, stager_member=at.stager_member,
         depends_on=[*at.cluster, *at.bucket, *workspace.pod_dependencies], grants=at.staging_grants), at.opts)
 
+    # Datasets from the machine running `pulumi up` (`path`): uploaded by it, before the runs.
+    local = [d for d in cfg.datasets if not d.staged_in_cluster]
+    uploads = DatasetUploads("uploads", DatasetUploadsArgs(
+        bucket=cfg.data_bucket, datasets=local, depends_on=at.bucket), at.opts).all if local else []
+
     runs = Runs(RUNS_NAME, RunsArgs(
         runs=cfg.runs, contracts=at.contracts, bucket=cfg.data_bucket, images=at.images, provider=at.provider,
         namespace=cfg.runs_namespace, service_account=cfg.trainer_account, data_paths=cfg.data_paths(),
-        depends_on=[*controllers, *at.bucket, *workspace.pod_dependencies, *staging.jobs.values(), *queue_ready]))
+        depends_on=[*controllers, *at.bucket, *workspace.pod_dependencies, *staging.jobs.values(), *queue_ready,
+                    *uploads]))
     pulumi.export("runs", sorted(runs.jobsets))
     # Each run's workload page and Cloud Logging query in the console (`make status` prints them too).
     pulumi.export("runLinks", stack_run_links(cfg))
-    pulumi.export("datasets", {name: f"gs://{cfg.data_bucket}/datasets/{name}/" for name in staging.jobs})
+    pulumi.export("datasets", {name: f"gs://{cfg.data_bucket}/datasets/{name}/"
+                               for name in [*staging.jobs, *(d.name for d in local)]})

@@ -99,7 +99,7 @@ class Runs(pulumi.ComponentResource):
                 parent=self,
                 provider=args.provider,
                 depends_on=args.depends_on,
-                custom_timeouts=pulumi.CustomTimeouts(delete=f"{delete_timeout_seconds(run)}s"),
+                custom_timeouts=pulumi.CustomTimeouts(delete=f"{delete_timeout_seconds(run, contract)}s"),
                 replace_on_changes=list(IMMUTABLE_PATHS),
                 # Same name before and after: the old JobSet must go first.
                 delete_before_replace=True,
@@ -119,8 +119,8 @@ class Runs(pulumi.ComponentResource):
 DELETE_MARGIN_SECONDS = 300
 
 
-def delete_timeout_seconds(run: RunConfig) -> int:
-    return pod.grace_seconds(run) + DELETE_MARGIN_SECONDS
+def delete_timeout_seconds(run: RunConfig, contract: SchedulingContract) -> int:
+    return pod.grace_seconds(run.row_on(contract.family)) + DELETE_MARGIN_SECONDS
 
 
 def run_spec(run: RunConfig, contract: SchedulingContract, args: RunsArgs) -> dict:
@@ -131,9 +131,9 @@ def run_spec(run: RunConfig, contract: SchedulingContract, args: RunsArgs) -> di
     marks a replacement where `replaceOnChanges` applies, and a run depends on
     its own trainer's image only.
     """
-    image = run.image or args.images[run.trainer]
+    image = run.image or args.images[run.trainer]  # one's own container: its image, by digest
     known = image if isinstance(image, str) else IMAGE_STAND_IN
-    facts = PlatformFacts(args.bucket, {run.trainer: known}, args.namespace, args.service_account,
+    facts = PlatformFacts(args.bucket, {run.trainer or "": known}, args.namespace, args.service_account,
                           data_paths=args.data_paths)
     spec = build_run(run, contract, facts)["spec"]
     return spec if isinstance(image, str) else _with_image(spec, image)

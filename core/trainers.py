@@ -26,14 +26,29 @@ __all__ = ["CONFIG_ERROR", "TRAINERS", "Port", "Trainer", "TrainerImage"]
 # holds beside its trainer so that the stack's staging Jobs can run in it.
 STAGING_MODULE = "trainers.staging"
 
+# The data formats every trainer reads (text, conversational, prompt-completion): a package of the
+# trainers' own that each trainer image holds beside its trainer.
+DATA_FORMATS_PACKAGE = "trainers.sft_data"
+
 # The trainer container's name in every pod, and the image's WORKDIR.
 CONTAINER = "trainer"
 WORKDIR = "/app"
+
+# Where a run of one's own container finds the bucket's prefixes (its mounts), and where it may write
+# the progress record `make status` reads (the trainers' format, trainers/gemma_jax/progress.py).
+DATA_ENV = "GKE_FINETUNE_DATA"
+CHECKPOINTS_ENV = "GKE_FINETUNE_CHECKPOINTS"
+PROFILES_ENV = "GKE_FINETUNE_PROFILES"
+PROGRESS_ENV = "GKE_FINETUNE_PROGRESS"
 
 # Environment variables the manifests set; a run's `env` may not replace them.
 RESERVED_ENV = frozenset(
     {
         RUN_ENV,
+        DATA_ENV,
+        CHECKPOINTS_ENV,
+        PROFILES_ENV,
+        PROGRESS_ENV,
         "HF_HOME",
         "HF_TOKEN_PATH",
         "MEGASCALE_COORDINATOR_ADDRESS",
@@ -62,6 +77,8 @@ class TrainerImage:
     processes_flag: str | None = None
     # Other modules Jobs run in this image (`python -m <module>`): dataset staging.
     also_runs: tuple[str, ...] = (STAGING_MODULE,)
+    # Packages of trainers/ the trainer imports besides its own.
+    shared_packages: tuple[str, ...] = (DATA_FORMATS_PACKAGE,)
 
     @property
     def command_modules(self) -> tuple[str, ...]:
@@ -72,18 +89,19 @@ class TrainerImage:
     def non_root(self) -> bool:
         return self.user != 0
 
-    def launch_command(self, processes: int) -> tuple[str, ...]:
-        """The default command, with the process count per host where the launcher takes one.
+    def launch_command(self, processes: int, launcher_args: tuple[str, ...] = ()) -> tuple[str, ...]:
+        """The default command, with the process count per host where the launcher takes one (and
+        other launcher flags, such as the decoder layer class FSDP wraps for a run's model).
 
         Run manifests start the trainer with this, so a pod's command and the
-        image's CMD differ by that flag alone and cannot drift apart.
+        image's CMD differ by those flags alone and cannot drift apart.
         """
         if self.processes_flag is None:
             return self.command
         entry = len(self.command) - 2  # `-m <entry_module>` ends the launch command
         if self.command[entry:] != ("-m", self.entry_module):
             raise ValueError(f"{self.trainer}: command {self.command} does not end with -m {self.entry_module}")
-        return (*self.command[:entry], self.processes_flag, str(processes), *self.command[entry:])
+        return (*self.command[:entry], self.processes_flag, str(processes), *launcher_args, *self.command[entry:])
 
     @property
     def image_name(self) -> str:
@@ -116,6 +134,22 @@ class Port:
 
     def container_port(self) -> dict:
         return {"containerPort": self.number, "name": self.name, "protocol": "TCP"}
+
+
+@dataclass(frozen=True)
+class ModelFlags:
+    """How a trainer is told which model to fine-tune (a run's `model:`), and from which weights."""
+
+    model: str  # the flag naming the model
+    by_hub_id: bool  # it takes the model's Hub id (core/models.py), else its name
+    weights: str  # the flag taking a Hugging Face model directory (a run's `weights:`)
+    revision: str | None = None  # the flag taking the Hub revision (a run's `revision:`)
+    # The launcher flag naming the decoder layer class FSDP wraps, where it depends on the model.
+    layer_class_launch_flag: str | None = None
+
+    @property
+    def flags(self) -> frozenset[str]:
+        return frozenset(f for f in (self.model, self.weights, self.revision) if f)
 
 
 @dataclass(frozen=True)
@@ -155,6 +189,11 @@ class Trainer:
     hf_token: bool = False
     hf_cache_size: str | None = None
     shm_size: str | None = None
+    # How a run's `model:` reaches the trainer; None: the trainer takes no model by name.
+    model_flags: ModelFlags | None = None
+    # The trainer's stdlib-only module with `estimate_run(argv, chips, slices)`: its memory per
+    # accelerator chip (admission/accelerator_memory.py); None: the platform's own GPU model applies.
+    memory_module: str | None = None
 
     @property
     def platform_flags(self) -> frozenset[str]:
@@ -203,6 +242,8 @@ _ROWS = (
         flags_module="trainers.gemma_jax.flags",
         token_shards_module="trainers.gemma_jax.token_shards",
         peak_flops_flag="--peak_flops_per_device",
+        model_flags=ModelFlags(model="--model", by_hub_id=False, weights="--init_from_hf"),
+        memory_module="trainers.gemma_jax.memory",
         profile_args=("--profile_steps", _PROFILE_STEPS, "--xprof_port", str(_XPROF.number)),
         profile_port=_XPROF,
         slice_port=_TPU_RUNTIME,
@@ -229,6 +270,8 @@ _ROWS = (
         path_flags=(("--output_dir", "checkpoints"), ("--logging_dir", "profiles"), ("--dataset_name", "data")),
         data_required=False,  # reads its Hub dataset when the run names no `data`
         flags_module="trainers.trl_gpu.flags",
+        model_flags=ModelFlags(model="--model_id", by_hub_id=True, weights="--model_id", revision="--model_revision",
+                               layer_class_launch_flag="--fsdp_transformer_layer_cls_to_wrap"),
         hf_token=True,
         # gemma-4-31B-it alone is ~62 GB in bf16, and a boot disk also holds
         # the images: the cache goes to an emptyDir on local SSD, sized to
@@ -242,3 +285,33 @@ _ROWS = (
 )
 
 TRAINERS: dict[str, Trainer] = {row.name: row for row in _ROWS}
+
+# How the plan and the status name a run of one's own container (a run without `trainer`).
+OWN_CONTAINER = "container"
+# Its grace period between SIGTERM and SIGKILL: the JAX trainer's, to save a checkpoint.
+OWN_CONTAINER_GRACE_SECONDS = 300
+# Its /dev/shm on GPU nodes, as the GPU trainer's (NCCL's shared-memory buffers between the 8 GPUs).
+OWN_CONTAINER_GPU_SHM = "64Gi"
+
+
+def own_container_row(family: Family, hf_token: bool = False, user: int = 0, group: int = 0) -> Trainer:
+    """What a run of one's own container gets from the platform: a trainer's row without a trainer.
+
+    Its command and arguments are the run's own (no platform flag: the mounts' paths come as
+    DATA_ENV, CHECKPOINTS_ENV, PROFILES_ENV), and it gets what a trainer of its pool's family
+    gets: the TPU hosts' port on a multi-host slice, /dev/shm on GPU nodes, the Hugging Face
+    token as a file when the run asks for it. It runs as the image's user unless the run names one.
+    """
+    image = TrainerImage(trainer=OWN_CONTAINER, package="", entry_module="", command=(), user=user, group=group,
+                         also_runs=(), shared_packages=())
+    return Trainer(
+        name=OWN_CONTAINER,
+        family=family,
+        image=image,
+        grace_seconds=OWN_CONTAINER_GRACE_SECONDS,
+        path_flags=(),
+        data_required=False,
+        slice_port=_TPU_RUNTIME if family is Family.TPU else None,
+        hf_token=hf_token,
+        shm_size=OWN_CONTAINER_GPU_SHM if family is Family.GPU else None,
+    )

@@ -2,7 +2,9 @@
 
 Command, platform flags, environment, volumes, ports, requests and security
 contexts: every choice here is read off the run's trainer row, never from
-the trainer's name.
+the trainer's name. A run of one's own container has a row of its own
+(`RunConfig.row_on`: what a trainer of its pool's family gets), its own
+command and arguments, and the mounts' paths in its environment.
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ from core import quantity
 from core.allocatable import MEMORY_MODEL_MARGIN
 from core.contract import SchedulingContract
 from core.names import HF_TOKEN_KEY, HF_TOKEN_SECRET, RUN_ENV
-from core.trainers import CONTAINER, WORKDIR, Trainer
+from core.trainers import (CHECKPOINTS_ENV, CONTAINER, DATA_ENV, PROFILES_ENV, PROGRESS_ENV, WORKDIR,
+                           Trainer)
 from manifests import storage
 from manifests.storage import CHECKPOINT_DIR, DATA_DIR, PROFILE_DIR, Owner
 from stack.runs import RunConfig
@@ -32,25 +35,32 @@ HF_TOKEN_DIR = "/var/run/secrets/huggingface"
 HF_CACHE_DIR = "/var/cache/huggingface"
 
 
-def command(run: RunConfig, chips: int) -> list[str]:
+# The progress record `make status` reads, where a run's container may write it (tools/status_sources.py).
+PROGRESS_FILE = "progress.json"
+
+
+def command(run: RunConfig, row: Trainer, chips: int) -> list[str]:
     """The image's own launch command (its Dockerfile CMD), with one process per chip.
 
     For a launcher image that is e.g. `python -m trainers.trl_gpu.launch
     --config_file ... --num_processes <chips> -m trainers.trl_gpu.sft`:
     `accelerate launch` behind the wrapper that keeps the trainer's exit code
     (78, 143), which the Job's podFailurePolicy and the JobSet's failure
-    policy act on.
+    policy act on. A run of one's own container: its `command`.
     """
-    return list(run.row.image.launch_command(chips))
+    if run.trainer is None:
+        return list(run.command)
+    return list(row.image.launch_command(chips, run.launcher_args()))
 
 
-def owner(run: RunConfig) -> Owner | None:
+def owner(row: Trainer) -> Owner | None:
     """Who the trainer runs as when not root: the user its image declares (core/trainers.py).
 
     A run's own `image` is expected to be built from the same Dockerfile (its
-    pinned digest stands in for the build), so it runs as the same user.
+    pinned digest stands in for the build), so it runs as the same user; one's
+    own container runs as its `runAs`.
     """
-    image = run.row.image
+    image = row.image
     return Owner(image.user, image.group) if image.non_root else None
 
 
@@ -61,7 +71,7 @@ def owner(run: RunConfig) -> Owner | None:
 SECCOMP = {"seccompProfile": {"type": "RuntimeDefault"}}
 
 
-def security_context(run: RunConfig) -> dict:
+def security_context(row: Trainer) -> dict:
     """The pod's securityContext: the default seccomp filter, and the image's user for a non-root trainer.
 
     `fsGroup` also makes the Hugging Face token (a 0400 Secret file owned by
@@ -69,13 +79,13 @@ def security_context(run: RunConfig) -> dict:
     delegation keys on. A root trainer (TPU: GKE documents device access for
     root only) is not given a user.
     """
-    who = owner(run)
+    who = owner(row)
     if who is None:
         return dict(SECCOMP)
     return {"runAsUser": who.uid, "runAsGroup": who.gid, "fsGroup": who.gid, "runAsNonRoot": True, **SECCOMP}
 
 
-def container_security_context(run: RunConfig) -> dict:
+def container_security_context(row: Trainer) -> dict:
     """The trainer container's securityContext: no privilege escalation, and capabilities dropped.
 
     No trainer executes setuid binaries, so `allowPrivilegeEscalation: false`
@@ -87,18 +97,20 @@ def container_security_context(run: RunConfig) -> dict:
     opening /dev/vfio) for a root container with the defaults, and a root
     trainer without any capability is not a configuration it documents.
     """
-    drop = ["ALL"] if owner(run) else ["NET_RAW"]
+    drop = ["ALL"] if owner(row) else ["NET_RAW"]
     return {"allowPrivilegeEscalation": False, "capabilities": {"drop": drop}}
 
 
-def platform_args(run: RunConfig, contract: SchedulingContract, data_path: str | None = None) -> list[str]:
-    """The flags that tell the trainer where its data, checkpoints and logs are.
+def platform_args(run: RunConfig, row: Trainer, contract: SchedulingContract, data_path: str | None = None) -> list[str]:
+    """The flags that tell the trainer where its data, checkpoints and logs are, and its data settings.
 
     The log directory is always the run's profiles mount, so TensorBoard
     events (and a trainer's own logs) outlive the pod; `profile` adds the
     trainer's profiler flags (stack/runs.py refuses it where it has none).
+    One's own container gets none: its arguments are its own.
     """
-    row: Trainer = run.row
+    if run.trainer is None:
+        return []
     args = []
     for flag, mount in row.path_flags:
         if mount == "data":
@@ -110,23 +122,35 @@ def platform_args(run: RunConfig, contract: SchedulingContract, data_path: str |
         args += list(row.profile_args)
     if row.peak_flops_flag:
         args += [row.peak_flops_flag, f"{contract.shape.accelerator.peak_bf16_flops_per_chip:.6g}"]
-    return args
+    return args + run.model_args(DATA_DIR) + run.data_flags()
 
 
-def env(run: RunConfig) -> list[dict]:
+def mount_env(data_path: str | None) -> list[dict]:
+    """Where one's own container finds the run's mounts, and where its progress record goes."""
+    return [
+        {"name": DATA_ENV, "value": f"{DATA_DIR}/{data_path}" if data_path else DATA_DIR},
+        {"name": CHECKPOINTS_ENV, "value": CHECKPOINT_DIR},
+        {"name": PROFILES_ENV, "value": PROFILE_DIR},
+        {"name": PROGRESS_ENV, "value": f"{CHECKPOINT_DIR}/{PROGRESS_FILE}"},
+    ]
+
+
+def env(run: RunConfig, row: Trainer, data_path: str | None = None) -> list[dict]:
     variables = [{"name": "PYTHONUNBUFFERED", "value": "1"}, {"name": RUN_ENV, "value": run.name}]
-    if run.row.hf_token:
+    if run.trainer is None:
+        variables += mount_env(data_path)
+    if row.hf_token:
         # The token is a file from the Secret, never a literal in the manifest.
         variables.append({"name": "HF_TOKEN_PATH", "value": f"{HF_TOKEN_DIR}/{HF_TOKEN_KEY}"})
-    if run.row.hf_cache_size:
+    if row.hf_cache_size:
         # Replaces the image's HF_HOME (the user's home, in the container's writable layer).
         variables.append({"name": "HF_HOME", "value": HF_CACHE_DIR})
     return variables + [{"name": k, "value": v} for k, v in sorted(run.env.items())]
 
 
-def extra_volumes(run: RunConfig) -> tuple[list[dict], list[dict]]:
+def extra_volumes(row: Trainer) -> tuple[list[dict], list[dict]]:
     """(volumes, volumeMounts) a trainer needs besides the bucket."""
-    row, volumes, mounts = run.row, [], []
+    volumes, mounts = [], []
     if row.shm_size:
         volumes.append({"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": row.shm_size}})
         mounts.append({"name": "dshm", "mountPath": "/dev/shm"})
@@ -155,14 +179,14 @@ SYSTEM_HEADROOM_MEMORY_GIB = 8
 SCRATCH_STORAGE = "10Gi"
 
 
-def memory_volumes_gib(run: RunConfig, contract: SchedulingContract) -> float:
+def memory_volumes_gib(row: Trainer, contract: SchedulingContract) -> float:
     """Memory-backed emptyDirs of the pod (/dev/shm, an in-memory data cache): they use node memory."""
-    shm = quantity.gib(run.row.shm_size) if run.row.shm_size else 0.0
+    shm = quantity.gib(row.shm_size) if row.shm_size else 0.0
     cache = storage.cache_plan(contract)
     return shm + (cache.gib if cache.in_memory else 0)
 
 
-def resource_requests(run: RunConfig, contract: SchedulingContract) -> dict[str, str]:
+def resource_requests(row: Trainer, contract: SchedulingContract) -> dict[str, str]:
     """CPU, memory and ephemeral storage the trainer requests: what its node can give.
 
     The pod owns its VM (all of its chips), so it asks for the node's
@@ -177,11 +201,11 @@ def resource_requests(run: RunConfig, contract: SchedulingContract) -> dict[str,
     cpu = node.cpu - float(quantity.parse(storage.SIDECAR_CPU)) - SYSTEM_HEADROOM_CPU
     # The capacity model's margin stays free too (core/allocatable.py, admission/fit.py).
     memory = (node.memory / quantity.GIB * (1 - MEMORY_MODEL_MARGIN) - quantity.gib(storage.SIDECAR_MEMORY)
-              - memory_volumes_gib(run, contract) - SYSTEM_HEADROOM_MEMORY_GIB)
+              - memory_volumes_gib(row, contract) - SYSTEM_HEADROOM_MEMORY_GIB)
     requests = {
         "cpu": str(max(1, math.floor(cpu))),
         "memory": f"{max(1, math.floor(memory))}Gi",
-        "ephemeral-storage": run.row.hf_cache_size or SCRATCH_STORAGE,
+        "ephemeral-storage": row.hf_cache_size or SCRATCH_STORAGE,
     }
     if contract.autopilot:
         for resource, cap in contract.shape.accelerator.autopilot_request_caps:
@@ -190,8 +214,8 @@ def resource_requests(run: RunConfig, contract: SchedulingContract) -> dict[str,
     return requests
 
 
-def ports(run: RunConfig, contract: SchedulingContract) -> list[dict]:
-    row, found = run.row, []
+def ports(run: RunConfig, row: Trainer, contract: SchedulingContract) -> list[dict]:
+    found = []
     if row.slice_port and contract.hosts_per_slice > 1:
         found.append(row.slice_port.container_port())
     if row.profile_port and run.profile:
@@ -199,5 +223,5 @@ def ports(run: RunConfig, contract: SchedulingContract) -> list[dict]:
     return found
 
 
-def grace_seconds(run: RunConfig) -> int:
-    return run.row.grace_seconds
+def grace_seconds(row: Trainer) -> int:
+    return row.grace_seconds

@@ -65,7 +65,7 @@ def check_runs(
         Problem(f"runs[{i}].image", None, f"on run {run.name!r}: no image for trainer {run.trainer}",
                 f"the stack's `images.{run.trainer}` or the run's `image` (by digest)")
         for i, run in enumerate(runs)
-        if not (run.image or run.trainer in images)
+        if run.trainer is not None and not (run.image or run.trainer in images)
     ]
     if problems:
         raise ConfigError(problems)
@@ -131,8 +131,9 @@ def pod_spec(run: RunConfig, contract: SchedulingContract, facts: PlatformFacts)
     # https://cloud.google.com/kubernetes-engine/docs/how-to/tpu-multislice
     host_network = contract.multislice
     mounts = storage.run_mounts(run.name)
-    extra_volumes, extra_mounts = pod.extra_volumes(run)
-    owner = pod.owner(run)
+    row = run.row_on(contract.family)
+    extra_volumes, extra_mounts = pod.extra_volumes(row)
+    owner = pod.owner(row)
     spec = {
         "serviceAccountName": facts.service_account,
         # The trainer never calls the Kubernetes API (the service account has
@@ -142,14 +143,14 @@ def pod_spec(run: RunConfig, contract: SchedulingContract, facts: PlatformFacts)
         # projected token volume its webhook adds.
         "automountServiceAccountToken": False,
         "restartPolicy": "Never",
-        "terminationGracePeriodSeconds": pod.grace_seconds(run),
+        "terminationGracePeriodSeconds": pod.grace_seconds(row),
         "nodeSelector": node_selector(contract),
         "tolerations": [dict(t) for t in contract.pod_tolerations],
         "containers": [container(run, contract, facts, [storage.volume_mount(m) for m in mounts] + extra_mounts)],
         "volumes": [storage.volume(m, facts.bucket, host_network, owner, storage.cache_plan(contract)) for m in mounts]
         + storage.cache_volumes(contract) + extra_volumes,
     }
-    spec["securityContext"] = pod.security_context(run)
+    spec["securityContext"] = pod.security_context(row)
     if contract.queue is not None:
         spec["affinity"] = ladder_affinity(run, contract)
     elif len(contract.pool_values) > 1:
@@ -197,23 +198,25 @@ def node_selector(contract: SchedulingContract) -> dict[str, str]:
 def container(run: RunConfig, contract: SchedulingContract, facts: PlatformFacts, mounts: list[dict]) -> dict:
     chips = run.chips_per_host or contract.chips_per_host
     accelerators = {contract.resource_name: str(chips)}
-    env = pod.env(run)
+    row, data_path = run.row_on(contract.family), facts.data_paths.get(run.name, run.data)
+    env = pod.env(run, row, data_path)
     if contract.multislice:
         env = jobset.megascale_env(run.name) + env
     spec = {
         "name": pod.CONTAINER,
-        "image": require_digest(run.image or facts.images[run.trainer]),
+        "image": require_digest(run.image or facts.images[run.trainer]),  # own container: its image
         # A digest never changes, so the node's copy is always the right one.
         "imagePullPolicy": "IfNotPresent",
-        "workingDir": pod.WORKDIR,
-        "command": pod.command(run, chips),
-        "args": pod.platform_args(run, contract, facts.data_paths.get(run.name, run.data)) + list(run.args),
+        # One's own container works where its image says.
+        **({"workingDir": pod.WORKDIR} if run.trainer is not None else {}),
+        "command": pod.command(run, row, chips),
+        "args": pod.platform_args(run, row, contract, data_path) + list(run.args),
         "env": env,
-        "resources": {"limits": accelerators, "requests": {**accelerators, **pod.resource_requests(run, contract)}},
+        "resources": {"limits": accelerators, "requests": {**accelerators, **pod.resource_requests(row, contract)}},
         "volumeMounts": mounts,
-        "securityContext": pod.container_security_context(run),
+        "securityContext": pod.container_security_context(row),
     }
-    ports = pod.ports(run, contract)
+    ports = pod.ports(run, row, contract)
     if ports:
         spec["ports"] = ports
     return spec

@@ -40,7 +40,7 @@ def stack_staging_jobs(config: StackConfig, images: Mapping[str, str]) -> dict[s
     """The staging Job of each dataset of the stack, by dataset name, each in the image (trainer -> ref)
     of the trainer that stages it (StackConfig.staging_trainer)."""
     jobs = {}
-    for dataset in config.datasets:
+    for dataset in (d for d in config.datasets if d.staged_in_cluster):  # a `path`: uploaded, no Job
         trainer = config.staging_trainer(dataset)
         jobs[dataset.name] = staging_job(dataset, trainer=TRAINERS[trainer], image=images[trainer],
                                          bucket=config.data_bucket, autopilot=config.autopilot,

@@ -203,8 +203,8 @@ class StackConfig(StackModel):
 
     def needed_trainers(self) -> list[str]:
         """Trainers whose image the stack needs: a run's without its own `image`, and the staging Jobs'."""
-        needed = {run.trainer for run in self.runs if not run.image}
-        needed |= {self.staging_trainer(d) for d in self.datasets}
+        needed = {run.trainer for run in self.runs if run.trainer and not run.image}
+        needed |= {self.staging_trainer(d) for d in self.datasets if d.staged_in_cluster}
         return sorted(needed)
 
     @property
@@ -255,7 +255,8 @@ class StackConfig(StackModel):
         that reads it (its image is built anyway), else the first trainer of the table."""
         if dataset.tokenize:
             return next(name for name, row in TRAINERS.items() if row.token_shards_module)
-        readers = [run.trainer for run in self.runs if (run.data or "").partition("/")[0] == dataset.name]
+        readers = [run.trainer for run in self.runs
+                   if run.trainer and (run.data or "").partition("/")[0] == dataset.name]
         return readers[0] if readers else next(iter(TRAINERS))
 
     def data_paths(self) -> dict[str, str]:
@@ -267,7 +268,8 @@ class StackConfig(StackModel):
             head, _, rest = run.data.partition("/")
             dataset = self.dataset(head)
             if dataset is not None:
-                paths[run.name] = run.data if rest else dataset.path_for(run.row.token_shards_module is not None)
+                reads_tokens = run.trainer is not None and run.row.token_shards_module is not None
+                paths[run.name] = run.data if rest else dataset.path_for(reads_tokens)
         return paths
 
     def contracts(self) -> dict[str, SchedulingContract]:

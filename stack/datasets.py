@@ -3,7 +3,9 @@
 Each dataset has a name (its directory, `datasets/<name>/`) and one source:
 a file URL (TinyStories' text file on the Hugging Face Hub, as the TPU
 tutorial downloads it), a Hub dataset at a revision (the A4 tutorial's
-text-to-SQL set), or an existing `gs://` prefix. `tokenize: <model>` also
+text-to-SQL set), an existing `gs://` prefix, or a file or folder on the
+machine running `pulumi up` (`path`, uploaded by `pulumi up` itself:
+components/uploads.py). `tokenize: <model>` also
 writes the JAX trainer's token shards (`datasets/<name>/tokens/`), so its
 runs start without tokenizing. Runs name a dataset in `data` (or a path
 inside one); the platform points the trainer at it.
@@ -11,9 +13,11 @@ inside one); the platform points the trainer at it.
 
 from __future__ import annotations
 
+import os
 import posixpath
 import re
 import urllib.parse
+from pathlib import Path
 
 from pydantic import Field, StrictBool, model_validator
 
@@ -45,6 +49,8 @@ class DatasetConfig(StackModel):
     sha256: str | None = Field(default=None, description="the file's expected SHA-256")
     hub: HubSource | None = None
     gcs: str | None = Field(default=None, description="gs://<bucket>/<prefix> to copy from")
+    path: str | None = Field(default=None, description="a file or folder on the machine running `pulumi up`, "
+                             "relative to the directory it runs in (the project's)")
     tokenize: str | None = Field(default=None, description="a JAX trainer model whose tokenizer writes token shards")
 
     @model_validator(mode="after")
@@ -54,10 +60,26 @@ class DatasetConfig(StackModel):
 
     @property
     def kind(self) -> str:
-        return "url" if self.url else "hub" if self.hub else "mounted"
+        return "url" if self.url else "hub" if self.hub else "path" if self.path else "mounted"
+
+    @property
+    def staged_in_cluster(self) -> bool:
+        """Staged by a Job in the cluster; a `path` is uploaded by `pulumi up` itself."""
+        return self.path is None
+
+    def local_files(self) -> list[tuple[str, Path]]:
+        """A `path` source's files: (name below the dataset's prefix, file), in name order, hidden ones
+        (a name starting with '.') left out."""
+        root = Path(self.path)
+        if root.is_file():
+            return [(root.name, root)]
+        return sorted((p.relative_to(root).as_posix(), p) for p in root.rglob("*")
+                      if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts))
 
     @property
     def staged_file(self) -> str | None:
+        if self.path and Path(self.path).is_file():
+            return Path(self.path).name
         if not self.url:
             return None
         return self.file or posixpath.basename(urllib.parse.urlparse(self.url).path)
@@ -89,13 +111,14 @@ class DatasetConfig(StackModel):
 
 
 def dataset_problems(d: DatasetConfig) -> list[Problem]:
-    sources = [k for k, v in (("url", d.url), ("hub", d.hub), ("gcs", d.gcs)) if v]
+    sources = [k for k, v in (("url", d.url), ("hub", d.hub), ("gcs", d.gcs), ("path", d.path)) if v]
     if not sources:
-        return [Problem("url", MISSING, "and no hub or gcs either: a dataset needs a source", "one of url, hub, gcs")]
+        return [Problem("url", MISSING, "and no hub, gcs or path either: a dataset needs a source",
+                        "one of url, hub, gcs, path")]
     if len(sources) > 1:
         return [Problem(sources[1], getattr(d, sources[1]), f"is a second source beside {sources[0]}",
-                        "exactly one of url, hub, gcs")]
-    problems = []
+                        "exactly one of url, hub, gcs, path")]
+    problems = _path_problems(d.path) if d.path else []
     if d.url and urllib.parse.urlparse(d.url).scheme not in ("https", "http"):
         problems.append(Problem("url", d.url, "is not an http(s) URL", "https://<host>/<path>/<file>"))
     elif d.url and not d.staged_file:
@@ -111,3 +134,15 @@ def dataset_problems(d: DatasetConfig) -> list[Problem]:
     if d.tokenize and not d.url:
         problems.append(Problem("tokenize", d.tokenize, "needs one text file to tokenize", "a dataset with `url`"))
     return problems
+
+
+def _path_problems(path: str) -> list[Problem]:
+    where = Path(path)
+    allowed = "a file or folder on this machine, absolute or relative to " + os.getcwd()
+    if not where.exists():
+        return [Problem("path", path, "does not exist", allowed)]
+    if where.is_dir() and not any(p.is_file() for p in where.rglob("*")):
+        return [Problem("path", path, "is a folder with no file in it", allowed)]
+    if not (where.is_file() or where.is_dir()):
+        return [Problem("path", path, "is neither a file nor a folder", allowed)]
+    return []

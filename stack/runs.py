@@ -22,26 +22,48 @@ from core.contract import SchedulingContract
 from core.images import image_problem
 from core.names import REPLICATED_JOB
 from core.syntax import DNS_LABEL_MAX, ENV_NAME, is_dns_label
-from core.trainers import RESERVED_ENV, TRAINERS, Trainer
+from core.catalog import Family
+from core.trainers import RESERVED_ENV, TRAINERS, Trainer, own_container_row
 from stack.models import Count
+from stack.own_container import RunAs, own_container_problems
 from stack.problems import MISSING, Problem
+from stack.run_data import DATA_FLAGS, data_flags, data_problems
+from stack.run_model import launcher_args, model_args, model_problems
 
 
 class RunConfig(BaseModel):
-    """One run: which trainer, on which pool, with which arguments."""
+    """One run: which trainer (or which container of one's own), on which pool, with which arguments."""
 
     # camelCase keys in the stack file, like the rest of its config.
     model_config = ConfigDict(extra="forbid", frozen=True, alias_generator=to_camel, populate_by_name=True)
 
     name: str = Field(description="DNS-1035 label; names the JobSet and the checkpoint prefix")
-    trainer: str = Field(description="a trainer of the trainer table (core/trainers.py)")
+    trainer: str | None = Field(
+        default=None,
+        description="a trainer of the trainer table (core/trainers.py); none: a run of your own container "
+        "(image and command)",
+    )
     pool: str = Field(description="the pool (Standard) or accelerator shape (Autopilot) it runs on")
     # Kueue: the capacity ladder after `pool`, and the run's priority (stack/queueing.py checks both).
     ladder: tuple[str, ...] = Field(
         default=(), description="pools to try, in order, when the ones before have no room (Kueue flavors)"
     )
     priority: str | None = Field(default=None, description="a WorkloadPriorityClass (core/names.py)")
-    args: tuple[str, ...] = Field(default=(), description="trainer flags, passed through verbatim")
+    args: tuple[str, ...] = Field(default=(), description="trainer flags (or the command's arguments), verbatim")
+    # A run of one's own container (stack/own_container.py).
+    command: tuple[str, ...] = Field(default=(), description="your own container's command (a run without trainer)")
+    hf_token: bool = Field(default=False, description="your own container: the stack's hfToken as a file")
+    run_as: RunAs | None = Field(default=None, description="your own container: its uid and gid (default: the image's)")
+    # The data settings, passed to the trainer as flags (stack/run_data.py).
+    format: str | None = Field(default=None, description="text | conversational | prompt-completion")
+    columns: dict[str, str] = Field(default_factory=dict, description="standard column -> the file's column")
+    prompt_template: str | None = Field(default=None, description="prompt-completion: the prompt from {column}s")
+    system_prompt: str | None = Field(default=None, description="a system turn before every chat")
+    loss: str | None = Field(default=None, description="completion (default) | all")
+    # The model, by name (stack/run_model.py).
+    model: str | None = Field(default=None, description="a Gemma model by name (core/models.py)")
+    revision: str | None = Field(default=None, description="the Hub revision of the model's checkpoint (a trainer that reads the Hub)")
+    weights: str | None = Field(default=None, description="a Hugging Face model directory below datasets/")
     data: str | None = Field(
         default=None,
         description="file or directory below the bucket's datasets/ prefix the trainer reads "
@@ -66,15 +88,38 @@ class RunConfig(BaseModel):
 
     @field_validator("trainer")
     @classmethod
-    def _known_trainer(cls, value: str) -> str:
-        if value not in TRAINERS:
+    def _known_trainer(cls, value: str | None) -> str | None:
+        if value is not None and value not in TRAINERS:
             raise ValueError(f"is not a trainer; allowed: {', '.join(TRAINERS)}")
         return value
 
     @property
     def row(self) -> Trainer:
-        """This run's trainer, from the trainer table."""
+        """This run's trainer, from the trainer table (a run of one's own container: `row_on`)."""
+        if self.trainer is None:
+            raise ValueError(f"run {self.name!r} has no trainer: its row depends on its pool (row_on)")
         return TRAINERS[self.trainer]
+
+    def row_on(self, family: Family) -> Trainer:
+        """What the run's pods get on a pool of `family`: its trainer's row, or its own container's."""
+        if self.trainer is not None:
+            return TRAINERS[self.trainer]
+        who = self.run_as
+        return own_container_row(family, self.hf_token, who.user if who else 0, who.group if who else 0)
+
+    @property
+    def label(self) -> str:
+        """The trainer, or `container` for a run of one's own container (plan, status)."""
+        return self.trainer or own_container_row(Family.TPU).name
+
+    def data_flags(self) -> list[str]:
+        return data_flags(self)
+
+    def model_args(self, data_dir: str) -> list[str]:
+        return model_args(self, data_dir)
+
+    def launcher_args(self) -> tuple[str, ...]:
+        return launcher_args(self)
 
 
 def longest_hostname(run_name: str, contract: SchedulingContract) -> str:
@@ -106,14 +151,13 @@ def _one_run_problems(run: RunConfig, contracts: Mapping[str, SchedulingContract
         first = [Problem("pool", run.pool, f"does not exist {where}", ", ".join(map(repr, sorted(contracts))))]
     else:
         first = _family_problems(run, contract, where)
-    problems = first + _name_problems(run) + _args_problems(run, where) + _env_problems(run, where)
-    problems += _profile_problems(run, where) + _flag_problems(run, where) + _data_problems(run, where)
-    if run.image is not None and image_problem(run.image):
-        problems.append(Problem("image", run.image, f"{where} must be pinned by digest",
-                                "<registry>/<repository>@sha256:<64 hex digits>, not a tag"))
-    if run.row.data_required and run.data is None:  # blank: _data_problems
-        problems.append(Problem("data", MISSING, f"{where}: trainer {run.trainer} needs `data`",
-                                "a file below the bucket's datasets/"))
+    problems = first + _name_problems(run) + _env_problems(run, where) + _data_problems(run, where)
+    problems += own_container_problems(run, where) + data_problems(run, where) + model_problems(run, where)
+    if run.trainer is None:
+        problems += _own_container_profile(run, where)
+    else:
+        problems += _args_problems(run, where) + _profile_problems(run, where) + _flag_problems(run, where)
+        problems += _trainer_image_and_data_problems(run, where)
     return problems + (_placement_problems(run, contract, where) if contract is not None else [])
 
 
@@ -125,8 +169,19 @@ def _name_problems(run: RunConfig) -> list[Problem]:
     return []
 
 
+def _trainer_image_and_data_problems(run: RunConfig, where: str) -> list[Problem]:
+    problems = []
+    if run.image is not None and image_problem(run.image):
+        problems.append(Problem("image", run.image, f"{where} must be pinned by digest",
+                                "<registry>/<repository>@sha256:<64 hex digits>, not a tag"))
+    if run.row.data_required and run.data is None:  # blank: _data_problems
+        problems.append(Problem("data", MISSING, f"{where}: trainer {run.trainer} needs `data`",
+                                "a file below the bucket's datasets/"))
+    return problems
+
+
 def _family_problems(run: RunConfig, contract: SchedulingContract, where: str) -> list[Problem]:
-    wanted = run.row.family
+    wanted = run.row_on(contract.family).family  # a run of one's own container takes any pool
     if contract.family is wanted:
         return []
     return [Problem(
@@ -172,13 +227,28 @@ def _profile_problems(run: RunConfig, where: str) -> list[Problem]:
     return []
 
 
+def _own_container_profile(run: RunConfig, where: str) -> list[Problem]:
+    if run.profile:
+        return [Problem("profile", True, f"{where}: the platform has no profiler flag to pass your own container",
+                        "false (profiles/<name>/ is mounted at GKE_FINETUNE_PROFILES either way)")]
+    return []
+
+
 def _args_problems(run: RunConfig, where: str) -> list[Problem]:
     given = {arg.split("=", 1)[0] for arg in run.args if arg.startswith("--")}
     problems = [
+        Problem("args", flag, f"{where}: flag {flag} is set from the run's `{DATA_FLAGS[flag]}`",
+                f"`{DATA_FLAGS[flag]}` instead")
+        for flag in sorted(given & set(DATA_FLAGS))
+    ]
+    problems += [
         Problem("args", flag, f"{where}: flag {flag} is set by the platform from the run's mounts",
                 "args without it")
         for flag in sorted(given & run.row.platform_flags)
     ]
+    if run.model is not None and run.row.model_flags is not None:
+        problems += [Problem("args", flag, f"{where}: flag {flag} is set from the run's `model`", "`model` alone")
+                     for flag in sorted(given & run.row.model_flags.flags)]
     return problems + [
         Problem("args", flag, f"{where}: flag {flag} is set by the platform for `profile: true`",
                 "`profile: true` instead")
@@ -224,7 +294,10 @@ def _flag_problems(run: RunConfig, where: str) -> list[Problem]:
     if not run.row.flags_module:
         return []
     module = run.row.flags_module
-    refused = run.row.platform_flags | run.row.profile_flags  # reported once, by _args_problems
+    # Reported once, by _args_problems.
+    refused = run.row.platform_flags | run.row.profile_flags | set(DATA_FLAGS)
+    if run.model is not None and run.row.model_flags is not None:
+        refused |= run.row.model_flags.flags
     allowed = f"the flags {module} declares (python -m {run.row.image.entry_module} --help)"
     problems = []
     for line in _argument_checker(module)(list(run.args)):

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Literal
 
-from core.trainers import TRAINERS
+from core.trainers import OWN_CONTAINER, TRAINERS
 from stack.problems import MISSING, Problem
 
 HF_TOKEN_KEY = "hfToken"
@@ -33,8 +33,11 @@ def runs_needing_hf_token(runs: Iterable[Any]) -> list[tuple[int, str, str]]:
         trainer = run.get("trainer") if isinstance(run, dict) else getattr(run, "trainer", None)
         name = run.get("name") if isinstance(run, dict) else getattr(run, "name", None)
         row = TRAINERS.get(trainer) if isinstance(trainer, str) else None
+        asks = run.get("hfToken") if isinstance(run, dict) else getattr(run, "hf_token", False)
         if row is not None and row.hf_token:
             found.append((index, str(name), trainer))
+        elif trainer is None and asks is True:  # one's own container, asking for the token
+            found.append((index, str(name), OWN_CONTAINER))
     return found
 
 

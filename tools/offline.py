@@ -92,6 +92,7 @@ class Declared:
     replace_on_changes: tuple[str, ...] = ()
     create_timeout: str = ""
     delete_timeout: str = ""
+    delete_before_replace: bool = False
 
 
 @dataclass
@@ -134,6 +135,11 @@ class _Mocks(pulumi.runtime.Mocks):
             return f"projects/{project}/locations/{state['location']}/clusters/{state['name']}", state
         elif args.typ == "gcp:artifactregistry/repository:Repository":
             state.setdefault("name", state.get("repositoryId"))
+        elif args.typ == "gcp:storage/bucketObject:BucketObject":
+            # What Cloud Storage computes for an upload: the MD5 of what was sent.
+            content = state.get("content")  # the provider marks it secret: a wrapped value in the mocks
+            content = content.get("value", "") if isinstance(content, dict) else content or ""
+            state["md5hash"] = state.get("sourceMd5hash") or _md5_base64(content)
         elif args.typ == "docker-build:index:Image":
             # A stand-in digest, stable per image tag, so runs resolve to a digest reference.
             import hashlib
@@ -157,6 +163,13 @@ class _Mocks(pulumi.runtime.Mocks):
                     "controlPlaneEndpointsConfigs": [{"dnsEndpointConfigs": [
                         {"endpoint": f"gke-mock-{args.args.get('name')}.{args.args.get('location')}.gke.goog"}]}]}
         return {}
+
+
+def _md5_base64(text: str) -> str:
+    import base64
+    import hashlib
+
+    return base64.b64encode(hashlib.md5(text.encode(), usedforsecurity=False).digest()).decode()
 
 
 class _PreviewMocks(pulumi.runtime.Mocks):
@@ -194,6 +207,7 @@ class _RecordingMonitor(MockMonitor):
                     replace_on_changes=tuple(request.replaceOnChanges),
                     create_timeout=request.customTimeouts.create,
                     delete_timeout=request.customTimeouts.delete,
+                    delete_before_replace=request.deleteBeforeReplace,
                 )
             )
         return response

@@ -55,3 +55,22 @@ BUCKET_IAM_MEMBER = ResourceMapping(
         "condition.expression": Field(f"{_BINDING}.condition.expression"),
     },
 )
+
+# resource_storage_bucket_object.go resourceStorageBucketObjectCreate: `storage.Object{Bucket: bucket}` with
+# the content type, then `objectsService.Insert(bucket, object)`, `insertCall.Name(name)` (a query
+# parameter of the upload) and `insertCall.Media(media)`: the file or `content` as the upload's media.
+BUCKET_OBJECT = ResourceMapping(
+    type="gcp:storage/bucketObject:BucketObject",
+    api=API,
+    method="storage.objects.insert",
+    params={"bucket": "{bucket}", "name": "{name}"},
+    source="resource_storage_bucket_object.go resourceStorageBucketObjectCreate",
+    fields={
+        "bucket": Param("bucket"),
+        "name": Param("name", source="resource_storage_bucket_object.go: insertCall.Name(name)"),
+        "contentType": Field("contentType"),
+        "source": NotSent("the file's bytes are the upload's media (insertCall.Media), not a field"),
+        "content": NotSent("the bytes are the upload's media (insertCall.Media), not a field"),
+        "sourceMd5hash": NotSent("the provider's own trigger: a changed MD5 replaces the object"),
+    },
+)

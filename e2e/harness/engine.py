@@ -140,7 +140,8 @@ def existing_cluster_values(config: dict, kubeconfig: str, namespace: str = RUNS
         names = list(node_pool_names(pool["name"], pool.get("slices", 1)))
         pool.update({"nodePools": names} if len(names) > 1 else {"nodePool": names[0]})
         pools.append(pool)
-    trainers = {r["trainer"] for r in config.get(f"{prefix}runs", [])}
+    # A run of one's own container (no trainer) names its image itself.
+    trainers = {r["trainer"] for r in config.get(f"{prefix}runs", []) if r.get("trainer")}
     out.update({
         f"{prefix}existingCluster": {"context": "e2e", "kubeconfig": kubeconfig, "controllers": "existing"},
         f"{prefix}pools": pools,

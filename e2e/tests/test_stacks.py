@@ -134,3 +134,40 @@ def test_the_scheduler_counts_each_run_pod_as_the_fit_model_does(stack_run):
             seen = counted[(ns, pod.pod)]
             for resource in fit.RESOURCES:
                 assert seen.get(resource, 0.0) == pytest.approx(model[resource], rel=1e-9), (pod.pod, resource)
+
+
+def test_a_run_of_ones_own_container_gets_the_platform_s_mounts_env_and_identity(stack_run):
+    """One's own container, as the API server stores its pods (GKE's FUSE sidecar injected): its own
+    image, command and arguments; the trainer service account; the bucket's prefixes mounted where its
+    environment says; on its pool's nodes (the tests above: bound on its rung, admitted by Kueue)."""
+    own = [r for r in stack_run.objects.config.runs if r.trainer is None]
+    if not own:
+        return
+    kube, pools = stack_run.kube, _node_pools(stack_run)
+    jobsets = {j["metadata"]["name"]: j for j in _jobsets(stack_run)}
+    for run in own:
+        jobset = jobsets[run.name]
+        template = jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+        placed = _bound_pods(stack_run, jobset)
+        assert len(placed) == stack_run.objects.config.contracts()[run.pool].hosts_per_slice
+        for pod in placed:
+            assert pools[pod.node] == run.pool, (pod, run.pool)  # its ladder's first rung
+            spec = kube.get("v1", "Pod", pod.pod, jobset["metadata"]["namespace"])["spec"]
+            (container,) = [c for c in spec["containers"] if c["name"] == "trainer"]
+            assert (container["image"], container["command"], container["args"]) == (
+                run.image, list(run.command), list(run.args))
+            assert spec["serviceAccountName"] == template["serviceAccountName"]
+            assert spec["initContainers"][0]["name"] == SIDECAR  # the bucket through GKE's FUSE sidecar
+            env = {e["name"]: e.get("value") for e in container["env"]}
+            mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+            volumes = {v["name"]: v for v in spec["volumes"]}
+            for variable, prefix in (("GKE_FINETUNE_DATA", "datasets"),
+                                     ("GKE_FINETUNE_CHECKPOINTS", f"checkpoints/{run.name}"),
+                                     ("GKE_FINETUNE_PROFILES", f"profiles/{run.name}")):
+                mount = "/" + env[variable].strip("/").split("/")[0]
+                attributes = volumes[mounts[mount]]["csi"]["volumeAttributes"]
+                assert f"only-dir={prefix}" in attributes["mountOptions"], (variable, attributes)
+            assert env["GKE_FINETUNE_PROGRESS"] == env["GKE_FINETUNE_CHECKPOINTS"] + "/progress.json"
+            assert env["GKE_FINETUNE_RUN"] == run.name
+            if stack_run.objects.config.contracts()[run.pool].hosts_per_slice > 1:  # the TPU hosts reach each other
+                assert {"containerPort": 8471, "name": "tpu-runtime", "protocol": "TCP"} in container["ports"]

@@ -10,6 +10,7 @@ the mapping at least once.
 from __future__ import annotations
 
 import functools
+import tempfile
 import typing
 from pathlib import Path
 
@@ -25,12 +26,22 @@ P = "gke-finetune:"
 _FLEX_POOL = {"name": "v6e-flex", "accelerator": "tpu-v6e", "topology": "1x1", "capacity": "flex-start",
               "autoscaling": {"minNodes": 0, "maxNodes": 1}}
 _GCS_DATASET = {"name": "copied", "gcs": "gs://other-team-data/stories/"}
+
+
+def _local_folder() -> str:
+    """A `path:` dataset's folder on the machine running `pulumi up`: its files are uploaded as objects."""
+    folder = Path(tempfile.mkdtemp(prefix="gke-finetune-upload-"))
+    (folder / "train.jsonl").write_text('{"messages": [{"role": "user", "content": "hi"}]}\n')
+    return str(folder)
+
+
 VARIANTS = {
     "authorized-networks": ("dev", {f"{P}network": {"authorizedNetworks": ["203.0.113.0/24", "198.51.100.0/24"]}}),
     "public-nodes": ("dev", {f"{P}network": {"privateNodes": False}}),
     "given-network": ("dev", {f"{P}network": {"existing": "shared-vpc", "existingSubnetwork": "shared-nodes"}}),
     "flex-start-and-gcs-dataset": ("dev", {f"{P}pools": [_FLEX_POOL], f"{P}runs": [],
                                            f"{P}datasets": [_GCS_DATASET]}),
+    "path-dataset": ("dev", {f"{P}runs": [], f"{P}datasets": [{"name": "tickets", "path": _local_folder()}]}),
     "existing-cluster-grants": ("existing-dev", {
         f"{P}existingCluster": {"context": "gke_my-project-id_us-east5_team-cluster", "bucketGrants": True},
         f"{P}projectNumber": "123456789012"}),
@@ -71,6 +82,8 @@ def test_the_variants_take_the_branches_they_are_for():
     assert not inputs("given-network", "gcp:compute/network:Network")
     assert any(p["nodeConfig"].get("flexStart") for p in inputs("flex-start-and-gcs-dataset",
                                                                  "gcp:container/nodePool:NodePool"))
+    assert {o["name"] for o in inputs("path-dataset", "gcp:storage/bucketObject:BucketObject")} == {
+        "datasets/tickets/train.jsonl", "datasets/tickets/.staged.json"}
     grants = inputs("existing-cluster-grants", "gcp:storage/bucketIAMMember:BucketIAMMember")
     assert {g["bucket"] for g in grants} == {"my-project-id-team-finetune"}
 

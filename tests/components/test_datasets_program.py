@@ -57,7 +57,8 @@ def test_the_stager_writes_only_below_its_own_datasets(stack):
 
 def test_a_gcs_source_s_bucket_is_readable_by_the_stager():
     datasets = [{"name": "corpus", "gcs": "gs://team-corpora/stories/v2"}]
-    runs = [{"name": "r", "trainer": "gemma-jax", "pool": "v6e-1x1", "data": "corpus/stories.txt"}]
+    runs = [{"name": "r", "trainer": "gemma-jax", "pool": "v6e-1x1", "data": "corpus/stories.txt",
+             "args": ["--batch_size", "64"]}]  # what one v6e chip holds
     d = run_stack("dev", overrides={"gke-finetune:datasets": datasets, "gke-finetune:runs": runs})
     [source] = [g.inputs for g in d.of_type(GRANT) if g.inputs["bucket"] == "team-corpora"]
     assert (source["role"], source["member"]) == ("roles/storage.objectViewer", stager("dev"))

@@ -42,7 +42,8 @@ def pod(jobset):
 def queued_pools():
     """Two single-host pools of the cluster, a run laddered from one to the other (through Kueue)."""
     pool = {"accelerator": "tpu-v6e", "topology": "1x1", "autoscaling": {"maxNodes": 2}}
-    run = {"name": "laddered", "trainer": "gemma-jax", "pool": "first", "ladder": ["second"], "data": "tinystories"}
+    run = {"name": "laddered", "trainer": "gemma-jax", "pool": "first", "ladder": ["second"], "data": "tinystories",
+           "args": ["--batch_size", "64"]}  # what one v6e chip holds
     return {POOLS: [{**pool, "name": "first", "nodePool": "team-tpu-a"},
                     {**pool, "name": "second", "capacity": "spot", "nodePool": "team-tpu-spot"}],
             "gke-finetune:runs": [run]}

@@ -120,7 +120,8 @@ def test_digest_ref_is_empty_until_the_digest_is_known():
 
 # --- wiring: runs get built images unless the stack pins them ----------------------------
 
-RUN = {"name": "gemma3", "trainer": "gemma-jax", "pool": "v6e-1x1", "data": "tinystories/train.txt"}
+RUN = {"name": "gemma3", "trainer": "gemma-jax", "pool": "v6e-1x1", "data": "tinystories/train.txt",
+       "args": ["--batch_size", "64"]}  # what one v6e chip holds
 
 
 def _jobset_images(deployment) -> list[str]:

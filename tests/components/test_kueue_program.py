@@ -20,7 +20,7 @@ THROUGH_KUEUE = {
     "dev": ((), ("gemma3-single-host",)),
     "tpu-multihost": ((), ("gemma3-multi-host",)),
     "tpu-multislice": ((), ("gemma3-multislice",)),
-    "tpu-queued": (("gemma3-ladder",), ("gemma3-single-host",)),
+    "tpu-queued": (("gemma3-ladder", "own-container"), ("gemma3-single-host",)),
     "a4": ((), ("gemma4-sql",)),
     "autopilot": ((), ("gemma3-single-host",)),
 }

@@ -138,7 +138,7 @@ def test_multislice_sidecars_authenticate_as_the_principal_that_holds_the_bucket
 
 def needs_hub(stack):
     runs = yaml.safe_load((ROOT / f"Pulumi.{stack}.yaml").read_text())["config"].get("gke-finetune:runs", [])
-    return any(TRAINERS[r["trainer"]].hf_token for r in runs)
+    return any(TRAINERS[r["trainer"]].hf_token for r in runs if r.get("trainer"))
 
 
 @pytest.mark.parametrize("stack", [s for s in SHIPPED_STACKS if needs_hub(s)])
@@ -356,7 +356,7 @@ def test_a_hub_stack_without_the_token_fails_naming_it_and_the_run(stack):
     declared, err = declared_before_error(stack, secrets={})
     assert isinstance(err, ConfigError), err
     runs = yaml.safe_load((ROOT / f"Pulumi.{stack}.yaml").read_text())["config"]["gke-finetune:runs"]
-    hub_runs = [r["name"] for r in runs if TRAINERS[r["trainer"]].hf_token]
+    hub_runs = [r["name"] for r in runs if r.get("trainer") and TRAINERS[r["trainer"]].hf_token]
     assert hub_runs and all(
         any(p.startswith("hfToken: not set") and repr(name) in p for p in err.problems) for name in hub_runs
     ), err.problems

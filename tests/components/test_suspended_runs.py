@@ -34,9 +34,9 @@ def test_a_run_outside_kueue_is_declared_suspended_in_place():
 def test_a_suspended_kueue_run_is_not_declared_and_the_others_are():
     deployment = run_stack("tpu-queued", overrides=_suspended("tpu-queued", "gemma3-ladder"))
     jobsets = _jobsets(deployment)
-    assert set(jobsets) == {"gemma3-single-host"}
+    assert set(jobsets) == {"gemma3-single-host", "own-container"}
     assert jobsets["gemma3-single-host"].inputs["spec"]["suspend"] is False
-    assert deployment.outputs["runs"] == ["gemma3-single-host"]
+    assert deployment.outputs["runs"] == ["gemma3-single-host", "own-container"]
     # Kueue and its objects stay: resuming the run queues it again.
     assert any(r.type == "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue" for r in deployment.resources)
 

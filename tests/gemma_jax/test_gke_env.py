@@ -33,8 +33,9 @@ import yaml
 from gemma_jax_helpers import REPO, cpu_env
 
 GOLDEN = pathlib.Path(REPO) / "tests" / "golden"
+# The shipped multi-host runs, and one's own container on a multi-host slice and on two (the examples).
 MULTI_HOST = ["tpu-multihost/gemma3-multi-host", "tpu-multislice/gemma3-multislice",
-              "tpu-queued/gemma3-ladder"]
+              "tpu-queued/gemma3-ladder", "examples/own-jax", "examples/own-jax-x2"]
 
 DETECT = """
 import json, os, sys

@@ -48,3 +48,15 @@ def test_lora_and_fsdp_shrink_what_each_chip_holds():
     assert lora.activations_gib == full.activations_gib == sharded.activations_gib
     # Gemma 4 global layers count their 512-wide keys.
     assert memory._layer_dims(config)[4][0] == 512  # pylint: disable=protected-access
+
+
+def test_the_shapes_table_is_what_gemma_s_own_configs_give():
+    """model_shapes.json, which the platform estimates runs with (no jax there), is gemma's models today."""
+    import json  # pylint: disable=g-import-not-at-top
+
+    recorded = json.loads(memory.SHAPES.read_text())["models"]
+    assert recorded == json.loads(json.dumps(memory.real_shapes())), "regenerate: python -m trainers.gemma_jax.memory --write-shapes"
+    total, adapters, config = memory.model_counts("gemma4-e2b")
+    shape = memory.shapes()["gemma4-e2b"]
+    assert (shape.params, shape.lora16_params, shape.adapters(32)) == (total, adapters, 2 * adapters)
+    assert memory.activation_bytes_per_token(shape, 256) == memory.activation_bytes_per_token(config, 256)

@@ -76,6 +76,7 @@ def _jax_loss(ckpt: str, step: int, batches_npz: str) -> float:
         "for n in range(b['input_tokens'].shape[0]):\n"
         "    batch = {'tokens': b['input_tokens'][n], 'segment_ids': b['segment_ids'][n],\n"
         "             'positions': b['positions'][n]}\n"
+        "    if 'loss_mask' in b: batch['loss_mask'] = b['loss_mask'][n]\n"
         "    s, c = steps.loss_terms(m, p, batch)\n"
         "    total, count = total + float(s), count + float(c)\n"
         "print(total / count)\n"
@@ -151,3 +152,106 @@ def test_gemma_tokenizer_on_the_gguf_vocabulary_matches_transformers(real):
 
     tok = gm.text.Gemma3Tokenizer(real["spm"])
     assert [[2, *tok.encode(t)] for t in texts] == expected
+
+
+# --- your own data on the real weights: a conversational set and a prompt-completion set --------------
+
+CITIES = [("France", "Paris"), ("Japan", "Tokyo"), ("Italy", "Rome"), ("Spain", "Madrid"), ("Egypt", "Cairo"),
+          ("Peru", "Lima"), ("Kenya", "Nairobi"), ("Chile", "Santiago"), ("Greece", "Athens"), ("Cuba", "Havana")]
+
+
+def _conversation(i: int) -> dict:
+    country, city = CITIES[i % len(CITIES)]
+    return {"messages": [
+        {"role": "system", "content": "Answer in one short sentence."},
+        {"role": "user", "content": f"Ticket {i}: what is the capital of {country}?"},
+        {"role": "assistant", "content": f"The capital of {country} is {city}."},
+        {"role": "user", "content": "Thank you."},
+        {"role": "assistant", "content": f"Glad to help with ticket {i}."},
+    ]}  # fmt: skip
+
+
+def _prompt_completion(i: int) -> dict:
+    country, city = CITIES[i % len(CITIES)]
+    return {"question": f"Ticket {i}: capital of {country}?", "answer": f"{city}, ticket {i}."}
+
+
+OWN_DATA = {
+    "conversational": (_conversation, {"data_format": "conversational"}),
+    "prompt-completion": (_prompt_completion, {"data_format": "prompt-completion", "columns": "completion=answer",
+                                               "prompt_template": "{question}"}),
+}
+
+# The GPU trainer's tokenization of the same records (transformers' tokenizer, TRL's Gemma 3 template).
+_GPU_TOKENS = """
+import json, sys
+from trainers.sft_data import formats
+from trainers.trl_gpu import data, model
+tok = model.load_tokenizer(sys.argv[1], False, True, chat_template="gemma3")
+spec = formats.Spec.of(**json.loads(sys.argv[2]))
+out = []
+for row in json.loads(sys.argv[3]):
+    ex = data.tokenize_example(row, tok, spec)
+    out.append([ex["input_ids"], [int(label != data.IGNORE_INDEX) for label in ex["labels"]]])
+print(json.dumps(out))
+"""
+
+
+def _spec_settings(flags: dict) -> dict:
+    return {"data_format": flags["data_format"], "columns": flags.get("columns", ""),
+            "prompt_template": flags.get("prompt_template")}
+
+
+@pytest.mark.parametrize("kind", sorted(OWN_DATA))
+def test_own_data_masks_loss_resume_and_export_on_real_weights(real, kind, tmp_path):
+    make, flags = OWN_DATA[kind]
+    rows = [make(i) for i in range(200)]  # enough packed rows for 6 steps of 2 rows, short records too
+    data = tmp_path / "own.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+    # Token by token: the JAX trainer's ids and loss mask are those the GPU trainer gets through
+    # transformers with the Gemma 3 template (the JAX trainer renders it with its own jinja2 copy).
+    from trainers.gemma_jax import examples  # pylint: disable=g-import-not-at-top
+    from trainers.gemma_jax import model as model_lib  # pylint: disable=g-import-not-at-top
+    from trainers.sft_data import chat, formats, parts  # pylint: disable=g-import-not-at-top
+
+    spec = formats.Spec.of(**_spec_settings(flags))
+    tokenizer = model_lib.load_tokenizer("gemma3-270m", real["spm"])
+    template = chat.ChatTemplate.named("gemma3", "<bos>", "<eos>")
+    mine = [examples.tokenize_example(parts.example(spec, r, template.render, i + 1), tokenizer)
+            for i, r in enumerate(rows[:5])]
+    res = subprocess.run([real_weights.gpu_python(), "-c", _GPU_TOKENS, real["hf"], json.dumps(_spec_settings(flags)),
+                          json.dumps(rows[:5])], capture_output=True, text=True, timeout=600, cwd=REPO,
+                         env={**cpu_env(1), "HF_HUB_OFFLINE": "1"})
+    assert res.returncode == 0, res.stderr[-3000:]
+    theirs = json.loads(res.stdout.strip().splitlines()[-1])
+    for (ids, mask), (gpu_ids, gpu_mask) in zip(mine, theirs):
+        assert ids.tolist() == gpu_ids and mask.tolist() == gpu_mask
+
+    d = tmp_path
+    kw = {"datacount": 180, "eval_stories": 8, "maxlen": 160, "learning_rate": 1e-4, "save_every": 3, **flags}
+    inspect = run_train(_args(real, d / "inspect", inspect_batches=1, inspect_out=d / "b.npz", data_path=data, **kw))
+    assert inspect.returncode == 0, inspect.stdout + inspect.stderr
+    whole = run_train(_args(real, d / "whole", steps=6, export_hf=d / "export", data_path=data, **kw), timeout=2400)
+    assert whole.returncode == 0, whole.stdout + whole.stderr
+    assert "[train] done: 6 steps" in whole.stdout, whole.stdout
+    first = float(re.search(r"\[train\] step 1 loss=([0-9.]+)", whole.stdout).group(1))
+    evals = [float(x) for x in re.findall(r"\[eval\] step \d+ loss=([0-9.]+)", whole.stdout)]
+    print(f"{kind}: first step loss {first:.4f}; held-out loss {evals[0]:.4f} -> {evals[-1]:.4f}")
+    assert evals[-1] < 0.7 * evals[0], evals
+    # The first step's loss is transformers' on the same batch, the loss mask applied.
+    reference = real_weights.transformers_loss(real["hf"], str(d / "b.npz"))
+    assert abs(first - reference["loss"]) <= TOLERANCE, (first, reference)
+
+    half = run_train(_args(real, d / "resumed", steps=3, data_path=data, **kw), timeout=2400)
+    assert half.returncode == 0, half.stdout + half.stderr
+    rest = run_train(_args(real, d / "resumed", steps=6, data_path=data, **kw), timeout=2400)
+    assert rest.returncode == 0 and "resumed from step 3" in rest.stdout, rest.stdout + rest.stderr
+    from gemma_jax_helpers import load_params, max_abs_diff  # pylint: disable=g-import-not-at-top
+
+    assert max_abs_diff(load_params(str(d / "whole"), 6), load_params(str(d / "resumed"), 6)) == 0
+
+    # The export: transformers loads it and finds the trainer's own (masked) loss of the trained weights.
+    trained = _jax_loss(str(d / "whole"), 6, str(d / "b.npz"))
+    loaded = real_weights.transformers_loss(str(d / "export"), str(d / "b.npz"))
+    assert abs(trained - loaded["loss"]) <= TOLERANCE, (trained, loaded)

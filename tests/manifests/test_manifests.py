@@ -139,7 +139,7 @@ def test_scheduling_equals_the_contract(stack, run, contract, manifest):
     chips = str(run.chips_per_host or contract.chips_per_host)
     resources = trainer(manifest)["resources"]
     assert resources["limits"] == {contract.resource_name: chips}
-    assert resources["requests"] == {contract.resource_name: chips, **pod_parts.resource_requests(run, contract)}
+    assert resources["requests"] == {contract.resource_name: chips, **pod_parts.resource_requests(run.row_on(contract.family), contract)}
     if contract.node_pool_names:  # Standard: the pool label pins the pool (and its reservation)
         assert not [k for k in spec["nodeSelector"] if k.startswith("cloud.google.com/reservation-")]
 
@@ -183,7 +183,9 @@ def test_read_write_mounts_only_where_the_trainer_writes(stack, run, contract, m
     spec = pod(manifest)["spec"]
     volumes = {v["name"]: v for v in spec["volumes"]}
     writable = {m["mountPath"] for m in trainer(manifest)["volumeMounts"] if not m.get("readOnly")}
-    local = {"/dev/shm", pod_parts.HF_CACHE_DIR} if run.trainer == "trl-gpu" else set()  # not the bucket
+    row = run.row_on(contract.family)  # not the bucket: /dev/shm, the Hub cache, where the row has them
+    local = {"/dev/shm"} if row.shm_size else set()
+    local |= {pod_parts.HF_CACHE_DIR} if row.hf_cache_size else set()
     assert writable == {storage.CHECKPOINT_DIR, storage.PROFILE_DIR} | local
     written_prefixes = []
     for volume in volumes.values():

@@ -29,7 +29,11 @@ def build(run: RunConfig) -> dict:
 @pytest.mark.parametrize("stack,run,contract,manifest", CASES)
 def test_every_run_logs_into_its_profiles_mount(stack, run, contract, manifest):
     container = trainer(manifest)
-    assert flag_value(container["args"], LOG_FLAG[run.trainer]) == storage.PROFILE_DIR
+    if run.trainer is None:  # one's own container: told where by its environment
+        env = {e["name"]: e.get("value") for e in container["env"]}
+        assert env["GKE_FINETUNE_PROFILES"] == storage.PROFILE_DIR
+    else:
+        assert flag_value(container["args"], LOG_FLAG[run.trainer]) == storage.PROFILE_DIR
     [mount] = [m for m in container["volumeMounts"] if m["mountPath"] == storage.PROFILE_DIR]
     assert mount["readOnly"] is False
 

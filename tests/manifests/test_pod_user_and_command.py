@@ -21,14 +21,21 @@ def dockerfile_cmd(trainer: str) -> list[str]:
 
 @pytest.mark.parametrize("stack,run,contract,manifest", CASES)
 def test_the_pod_starts_the_trainer_like_the_image_does(stack, run, contract, manifest):
-    """The pod's command is the Dockerfile's CMD plus the process count, and nothing else."""
+    """The pod's command is the Dockerfile's CMD plus the process count, and nothing else (one's own
+    container: its own command)."""
     command = trainer(manifest)["command"]
+    if run.trainer is None:
+        assert command == list(run.command)
+        return
     image = TRAINER_IMAGES[run.trainer]
     if image.processes_flag:
         i = command.index(image.processes_flag)
         assert command[i + 1] == str(run.chips_per_host or contract.chips_per_host)
         assert command[i + 2 : i + 4] == ["-m", image.entry_module]  # a launcher flag, not a trainer flag
         command = command[:i] + command[i + 2 :]
+        launcher = list(run.launcher_args())  # the decoder layer class FSDP wraps, for a run's `model`
+        assert command[i:i + len(launcher)] == launcher
+        command = command[:i] + command[i + len(launcher):]
     assert command == dockerfile_cmd(run.trainer)
 
 
@@ -54,7 +61,7 @@ def fuse_owner_options(manifest: dict) -> set[tuple[str, ...]]:
 
 @pytest.mark.parametrize("stack,run,contract,manifest", CASES)
 def test_the_trainer_owns_its_mounts_as_the_image_user(stack, run, contract, manifest):
-    image = TRAINER_IMAGES[run.trainer]
+    image = run.row_on(contract.family).image  # one's own container: its `runAs`
     security = pod(manifest)["spec"].get("securityContext", {})
     if image.user:
         assert security == {"runAsUser": image.user, "runAsGroup": image.group, "fsGroup": image.group,
@@ -99,5 +106,5 @@ def test_every_trainer_is_confined_as_far_as_its_accelerator_allows(stack, run, 
     security = trainer(manifest)["securityContext"]
     assert security["allowPrivilegeEscalation"] is False
     assert "privileged" not in security and "add" not in security["capabilities"]
-    expected = ["ALL"] if TRAINER_IMAGES[run.trainer].non_root else ["NET_RAW"]
+    expected = ["ALL"] if run.row_on(contract.family).image.non_root else ["NET_RAW"]
     assert security["capabilities"]["drop"] == expected

@@ -50,7 +50,7 @@ def test_the_source_spec_is_what_the_staging_code_takes():
     ([TINY], [run("wikitext")], "runs[0].data: 'wikitext' on run 'r' names no dataset of the stack"),
     ([], [run("TinyStories-train.txt")], "runs[0].data: 'TinyStories-train.txt' on run 'r' names no dataset"),
     ([TINY, TINY], [], "datasets[1].name: 'tinystories' is used twice"),
-    ([{"name": "x"}], [], "datasets[0].url: not set, and no hub or gcs either: a dataset needs a source"),
+    ([{"name": "x"}], [], "datasets[0].url: not set, and no hub, gcs or path either: a dataset needs a source"),
     ([{"name": "x", "url": "https://a/b.txt", "gcs": "gs://b/p"}], [],
      "datasets[0].gcs: 'gs://b/p' is a second source beside url"),
     ([{"name": "x", "url": "ftp://a/b.txt"}], [], "datasets[0].url: 'ftp://a/b.txt' is not an http(s) URL"),

@@ -10,7 +10,7 @@ PLATFORM = {"project": "my-project-id", "region": "us-east5", "zones": ["us-east
             "runs": [{"name": "r", "trainer": "gemma-jax", "pool": "v6e", "data": "d/train.txt"}],
             "datasets": [{"name": "d", "url": "https://example.com/train.txt"}]}
 EXISTING = {"project": "my-project-id", "region": "us-east5", "bucketName": "team-bucket",
-            "existingCluster": {"context": "team"},
+            "existingCluster": {"context": "team"}, "namespace": "team-a",
             "pools": [{"name": "v6e", "accelerator": "tpu-v6e", "topology": "1x1", "nodePool": "team-tpu"}],
             "runs": [{"name": "r", "trainer": "gemma-jax", "pool": "v6e", "data": "d/train.txt"}],
             "datasets": [{"name": "d", "url": "https://example.com/train.txt"}]}
@@ -27,7 +27,8 @@ def test_unset_it_changes_nothing():
     assert (cfg.image_build.registry, cfg.image_build.network, cfg.image_build.builder) == ("", "default", "")
     assert cfg.image_build.exec is False
     assert offline_images(cfg) == {
-        "gemma-jax": f"us-east5-docker.pkg.dev/my-project-id/finetune/gemma-jax@{UNBUILT_DIGEST}"}
+        # the registry a stack declares is named after it: finetune-<stack>, the stack "dev" here
+        "gemma-jax": f"us-east5-docker.pkg.dev/my-project-id/finetune-dev/gemma-jax@{UNBUILT_DIGEST}"}
 
 
 def test_a_registry_of_its_own_is_where_the_built_images_go():

@@ -41,7 +41,7 @@ def problems(**changes) -> list[str]:
 
 def test_the_shipped_queued_stack_is_valid():
     config = reader.validate(values())
-    assert [r.name for r in queued_runs(config.runs, config.contracts())] == ["gemma3-ladder"]
+    assert [r.name for r in queued_runs(config.runs, config.contracts())] == ["gemma3-ladder", "own-container"]
     assert [c.pool for c in config.kueue_flavors()] == ["spot-v6e-2x4", "v6e-2x4", "queued-v6e-2x4"]
 
 

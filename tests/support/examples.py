@@ -15,6 +15,7 @@ from core.names import RUNS_NAMESPACE, trainer_service_account
 from manifests.run import PlatformFacts
 from stack.contracts import contract_for
 from stack.models import PoolConfig
+from stack.own_container import RunAs
 from stack.runs import RunConfig
 
 _DIGEST = "sha256:" + "0" * 64
@@ -49,4 +50,16 @@ RUNS = (
               args=("--model_id", "google/gemma-4-31b-it", "--num_train_epochs", "3",
                     "--per_device_train_batch_size", "8", "--gradient_accumulation_steps", "8",
                     "--learning_rate", "1e-5")),
+    # Your own data: a conversational file, the loss on the assistant's turns.
+    RunConfig(name="gemma3-chat", trainer="gemma-jax", pool="v6e-1x1", data="tickets/chats.jsonl",
+              format="conversational", columns={"messages": "turns"}, system_prompt="Answer support tickets.",
+              args=("--model", "gemma3-270m", "--maxlen", "512", "--batch_size", "32", "--datacount", "20000")),
+    # Your own container: on a multi-host TPU slice (the environment jax.distributed reads) and on A4.
+    RunConfig(name="own-jax", pool="v6e-2x4", image=f"us-docker.pkg.dev/example-project/team/train@{_DIGEST}",
+              command=("python", "-m", "team.train"), args=("--steps", "1000"), data="tickets"),
+    RunConfig(name="own-jax-x2", pool="v6e-2x4-x2", image=f"us-docker.pkg.dev/example-project/team/train@{_DIGEST}",
+              command=("python", "-m", "team.train"), data="tickets"),
+    RunConfig(name="own-torch", pool="a4", image=f"us-docker.pkg.dev/example-project/team/torch@{_DIGEST}",
+              command=("torchrun", "--nproc-per-node", "8", "train.py"), hf_token=True,
+              run_as=RunAs(user=1000, group=1000)),
 )  # fmt: skip

@@ -252,7 +252,8 @@ def test_plan_diff_of_a_trainer_change_shows_a_new_image_and_the_run_using_it(tm
     stack = yaml.safe_load((tree / "Pulumi.dev.yaml").read_text())
     pool = stack["config"]["gke-finetune:pools"][0]["name"]
     stack["config"]["gke-finetune:runs"] = [
-        {"name": "gemma3", "trainer": "gemma-jax", "pool": pool, "data": "tinystories/train.txt"}
+        {"name": "gemma3", "trainer": "gemma-jax", "pool": pool, "data": "tinystories/train.txt",
+         "args": ["--batch_size", "64"]}  # what one v6e chip holds (the default 128 does not)
     ]
     (tree / "Pulumi.dev.yaml").write_text(yaml.safe_dump(stack))
     _git(tree, "init", "-q", "-b", "main")
@@ -312,7 +313,7 @@ def test_plan_diff_of_one_trainers_change_leaves_the_other_trainers_runs_alone(t
     config["gke-finetune:pools"].append({"name": "a4", "accelerator": "nvidia-b200", "capacity": "on-demand"})
     config.update({"gcp:region": "us-central1", "gke-finetune:zones": ["us-central1-b"]})  # v6e and B200 both there
     config["gke-finetune:runs"] = [
-        {"name": "gemma3", "trainer": "gemma-jax", "pool": tpu, "data": "tinystories/train.txt"},
+        {"name": "gemma3", "trainer": "gemma-jax", "pool": tpu, "data": "tinystories/train.txt", "args": ["--batch_size", "64"]},
         {"name": "sql", "trainer": "trl-gpu", "pool": "a4"},
     ]
     (tree / "Pulumi.dev.yaml").write_text(yaml.safe_dump(stack))
@@ -332,8 +333,9 @@ def test_plan_diff_of_one_trainers_change_leaves_the_other_trainers_runs_alone(t
 
 
 def test_the_plan_shows_each_ladder_rung_and_the_worst_case(plans):
-    [ladder] = plans["tpu-queued"]["cost"]["ladders"]
+    [ladder, own] = plans["tpu-queued"]["cost"]["ladders"]
     assert [r["pool"] for r in ladder["rungs"]] == ["spot-v6e-2x4", "v6e-2x4", "queued-v6e-2x4"]
+    assert [r["pool"] for r in own["rungs"]] == ["v6e-2x4", "queued-v6e-2x4"]  # one's own container's
     # 8 chips at 2.70 $/chip-hour on demand; Spot at most 91% off, queued (DWS) at most 53% off.
     assert [(r["usd_per_hour_low"], r["usd_per_hour"]) for r in ladder["rungs"]] == [
         (1.94, 21.60), (21.60, 21.60), (10.15, 21.60)]

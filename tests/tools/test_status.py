@@ -190,7 +190,7 @@ def test_the_record_names_the_run_the_manifests_name():
 
     assert jax_progress.RUN_ENV == gpu_progress.RUN_ENV == RUN_ENV
     config = load_files("tpu-queued", ROOT)
-    assert {"name": RUN_ENV, "value": "gemma3-ladder"} in env(config.runs[0])
+    assert {"name": RUN_ENV, "value": "gemma3-ladder"} in env(config.runs[0], config.runs[0].row)
 
 
 def test_both_trainers_write_the_same_format():
@@ -243,19 +243,31 @@ def test_the_command_prints_a_line_per_run_then_one_run_s_details(tmp_path):
                  pod("gemma3-ladder", 1, True), jobset("gemma3-single-host"))
     (tmp_path / "checkpoints" / "gemma3-ladder").mkdir(parents=True)
     (tmp_path / "checkpoints" / "gemma3-ladder" / "progress.json").write_text(json.dumps(record()))
+    # One's own container, admitted on its ladder's first rung, writing the progress record where its
+    # environment says (GKE_FINETUNE_PROGRESS: checkpoints/<run>/progress.json in the bucket).
+    own = workload("own-container", [cond("QuotaReserved"), cond("Admitted")], flavor="v6e-2x4")
+    dump = _dump(tmp_path, jobset("gemma3-ladder", ready=1), wl, pod("gemma3-ladder", 0, True),
+                 pod("gemma3-ladder", 1, True), jobset("gemma3-single-host"), jobset("own-container", ready=1), own,
+                 pod("own-container", 0, True), pod("own-container", 1, True))
+    (tmp_path / "checkpoints" / "own-container").mkdir(parents=True)
+    (tmp_path / "checkpoints" / "own-container" / "progress.json").write_text(
+        json.dumps(record(step=250, total=1000, trainer="team-train")))
     res = _cli("--stack", "tpu-queued", "--from-json", dump, "--progress-dir", str(tmp_path))
     assert res.returncode == 0, res.stderr
     lines = res.stdout.splitlines()
     assert lines[0] == f"stack tpu-queued: objects from {dump}, namespace finetune"
     assert lines[1].split()[:3] == ["run", "phase", "rung"]
     assert lines[2].split()[:3] == ["gemma3-ladder", "running", "1/3"] and "100/400" in lines[2]
-    assert lines[3].startswith("gemma3-single-host") and len(lines) == 4  # two runs: no details
+    assert lines[3].startswith("gemma3-single-host")
+    assert lines[4].split()[:5] == ["own-container", "running", "1/2", "2/2", "0/3"] and "250/1000" in lines[4]
+    assert len(lines) == 5  # several runs: no details
     res = _cli("--stack", "tpu-queued", "--from-json", dump, "--progress-dir", str(tmp_path), "--run", "gemma3-ladder")
     assert "run gemma3-ladder: running" in res.stdout
     assert "rung 1 of 3: pool spot-v6e-2x4 (spot)" in res.stdout and "restarts         0 of a budget of 3" in res.stdout
     res = _cli("--stack", "tpu-queued", "--from-json", dump, "--progress-dir", str(tmp_path), "--json")
-    [ladder, single] = json.loads(res.stdout)
+    [ladder, single, container] = json.loads(res.stdout)
     assert ladder["rung"]["pool"] == "spot-v6e-2x4" and ladder["step"] == 100 and single["step"] is None
+    assert container["rung"]["pool"] == "v6e-2x4" and container["step"] == 250 and container["loss"] == 2.5
 
 
 def test_clear_messages_and_exit_codes(tmp_path):

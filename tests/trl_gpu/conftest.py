@@ -69,6 +69,7 @@ FAST = [
     "--logging_steps", "2",
     "--dataloader_num_workers", "0",
     "--report_to", "none",
+    *tiny.sql_flags(),  # the shipped text-to-SQL run's data settings (Pulumi.a4.yaml)
 ]  # fmt: skip
 
 

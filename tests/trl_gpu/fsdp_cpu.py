@@ -80,7 +80,15 @@ def trainer_flags(model_dir: Path, data: Path, out: Path, max_steps: int) -> lis
         "--save_steps", FIRST_SAVE, "--save_total_limit", 50, "--eval_strategy", "no",
         "--per_device_train_batch_size", 2, "--gradient_accumulation_steps", 1, "--learning_rate", "5e-3",
         "--logging_steps", 1, "--report_to", "none", "--dataloader_num_workers", 0, "--max_samples", 100,
+        *_sql_flags(),  # the shipped text-to-SQL run's data settings
     ]  # fmt: skip
+
+
+def _sql_flags() -> list[str]:
+    sys.path.insert(0, str(REPO))
+    from tests.trl_gpu import tiny  # pylint: disable=import-outside-toplevel  # run as a script too
+
+    return tiny.sql_flags()
 
 
 @dataclass

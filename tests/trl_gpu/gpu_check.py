@@ -63,6 +63,7 @@ def command(opts, work: Path, out: Path, max_steps: int) -> list[str]:
         "--output_dir", str(out), "--max_steps", str(max_steps), "--save_steps", "5", "--eval_steps", "100",
         "--packing", "true", "--per_device_train_batch_size", "2", "--gradient_accumulation_steps", "2",
         "--learning_rate", "2e-4", "--logging_steps", "5", "--sql_check_samples", "8", "--sql_check_max_new_tokens", "48",
+        *tiny.sql_flags(),  # the shipped text-to-SQL run's data settings (Pulumi.a4.yaml)
     ]  # fmt: skip
     if opts.cpu_dry_run:
         return cmd + ["--use_cpu", "true", "--bf16", "false"]

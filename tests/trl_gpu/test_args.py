@@ -14,6 +14,8 @@ def test_defaults_are_the_recipe_defaults(tmp_path):
     assert (script.lora_r, script.lora_alpha, script.lora_dropout) == (16, 32, 0.05)
     assert (script.max_samples, script.eval_fraction) == (12_500, 0.2)  # 2,500 rows held out
     assert training.output_dir == "gemma-31b-text-to-sql"
+    # The data settings of any run: plain text, loss on the completion where there is one.
+    assert (script.data_format, script.columns, script.loss_on) == ("text", "", "completion")
     assert training.max_length == 1024
     assert training.num_train_epochs == 3
     # The recipe's global batch of 8 x 2 x 32 = 512 rows, in 4x larger micro-batches.
@@ -156,7 +158,7 @@ def test_bad_flags_are_config_errors_naming_the_flag(argv, flag):
 
 def test_hub_repository_is_named_after_the_model_not_the_mount():
     _, training = parse_args(["--push_to_hub", "true", "--output_dir", "/checkpoints/run-1"])
-    assert training.hub_model_id == "gemma-4-31b-it-text-to-sql"
+    assert training.hub_model_id == "gemma-4-31b-it-finetuned"
     _, training = parse_args(["--push_to_hub", "true", "--hub_model_id", "me/sql"])
     assert training.hub_model_id == "me/sql"
 

@@ -8,11 +8,14 @@ import pytest
 from datasets import Dataset
 from transformers import AutoTokenizer
 
+from trainers.sft_data import formats, parts
 from trainers.trl_gpu import data
 from trainers.trl_gpu.args import ConfigError
 
 from . import tiny
 from .conftest import STYLE_FIXTURES
+
+SQL = tiny.sql_spec()  # the shipped text-to-SQL run's data settings
 
 
 @pytest.mark.parametrize("style", tiny.STYLES)
@@ -20,7 +23,7 @@ def test_loss_mask_covers_exactly_the_answer(style, request):
     model_dir = request.getfixturevalue(STYLE_FIXTURES[style])
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     row = tiny.sql_rows(1, seed=7)[0]
-    example = data.tokenize_example(row, tokenizer)
+    example = data.tokenize_example(row, tokenizer, SQL)
     ids, labels = example["input_ids"], example["labels"]
     assert len(ids) == len(labels)
 
@@ -38,10 +41,11 @@ def test_loss_mask_covers_exactly_the_answer(style, request):
     # Masked: exactly what inference feeds the model, the generation prompt's
     # ids (system + user turns, the model-turn header and, 31B-style, the
     # empty thought block), so training and inference see the same context.
-    prompt_text = tokenizer.apply_chat_template(data.prompt_messages(row), tokenize=False, add_generation_prompt=True)
-    prompt_ids = tokenizer.apply_chat_template(
-        data.prompt_messages(row), tokenize=True, return_dict=True, add_generation_prompt=True
-    )["input_ids"]
+    prompt = parts.prompt_and_answer(SQL, row)[0]
+    prompt_text = tokenizer.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True)
+    prompt_ids = tokenizer.apply_chat_template(prompt, tokenize=True, return_dict=True, add_generation_prompt=True)[
+        "input_ids"
+    ]
     assert ids[: len(prompt_ids)] == list(prompt_ids) and masked == list(prompt_ids)
     assert tokenizer.decode(masked) == prompt_text
     assert prompt_text.endswith(tiny.EMPTY_THOUGHT) == (style == "gemma4-31b")
@@ -52,13 +56,13 @@ def test_loss_mask_covers_exactly_the_answer(style, request):
 def test_too_long_examples_are_dropped_not_cut(gemma4_dir):
     tokenizer = AutoTokenizer.from_pretrained(gemma4_dir)
     rows = Dataset.from_list(tiny.sql_rows(8))
-    lengths = [len(data.tokenize_example(r, tokenizer)["input_ids"]) for r in rows]
+    lengths = [len(data.tokenize_example(r, tokenizer, SQL)["input_ids"]) for r in rows]
     limit = sorted(lengths)[4]
-    kept = data.tokenize_split(rows, tokenizer, max_length=limit)
+    kept = data.tokenize_split(rows, tokenizer, max_length=limit, spec=SQL)
     assert len(kept) == sum(n <= limit for n in lengths)
     assert all(ex["labels"][-1] == tokenizer.convert_tokens_to_ids("<turn|>") for ex in kept)
     with pytest.raises(ConfigError, match="--max_length"):
-        data.tokenize_split(rows, tokenizer, max_length=min(lengths) - 1)
+        data.tokenize_split(rows, tokenizer, max_length=min(lengths) - 1, spec=SQL)
 
 
 def test_split_is_seeded_and_capped():
@@ -96,12 +100,14 @@ def test_local_sources(tmp_path, kind):
     assert len(loaded) == 12 and loaded[0]["sql"] == rows[0]["sql"]
 
 
-def test_missing_column_names_the_column(tmp_path):
+def test_missing_column_names_the_column_and_the_row(tmp_path):
     path = tmp_path / "d.jsonl"
-    path.write_text(json.dumps({"sql_prompt": "q", "sql": "SELECT 1;"}) + "\n")
+    rows = tiny.sql_rows(3)
+    del rows[2]["sql_context"]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     with pytest.raises(ConfigError) as err:
-        data.load_rows(str(path), "train")
-    assert "sql_context" in str(err.value) and "--dataset_name" in str(err.value)
+        data.check_rows(data.load_rows(str(path), "train"), SQL, str(path))
+    assert "row 3: column 'sql_context' is missing" in str(err.value) and "--dataset_name" in str(err.value)
 
 
 def test_missing_local_file_and_unknown_hub_dataset(tmp_path):

@@ -38,11 +38,17 @@ def test_two_process_data_parallel(gemma4_dir, sql_file, tmp_path):
     assert {"rng_state_0.pth", "rng_state_1.pth"} <= {p.name for p in (out / "checkpoint-6").iterdir()}
     assert (out / "adapter_model.safetensors").is_file()
     # The SQL check's prompts were split between the ranks and gathered back in order.
+    from trainers.sft_data import parts
     from trainers.trl_gpu import data
+
+    from . import tiny
 
     held_out = data.split_rows(data.load_rows(str(sql_file), "train"), 12_500, 0.2, 42)[1]
     check = json.loads((out / "sql_check.json").read_text())
-    assert [r["question"] for r in check["results"]] == held_out["sql_prompt"][:3]
+    # Each result's question: the prompt's last user turn, the template filled with the row's question.
+    questions = [parts.prompt_and_answer(tiny.sql_spec(), held_out[i])[0][-1]["content"] for i in range(3)]
+    assert [r["question"] for r in check["results"]] == questions
+    assert all(row in q for row, q in zip(held_out["sql_prompt"][:3], questions))
     assert check["samples"] == 3 and {"sql_execution_match", "sql_exact_match"} <= set(check)
     assert proc.output.count("SQL on 3 held-out prompts") == 1  # written once, by the main process
 

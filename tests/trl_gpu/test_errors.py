@@ -27,10 +27,13 @@ def _main(capsys, *argv) -> tuple[int, str]:
 @pytest.mark.slow
 def test_entry_point_process_exits_78(gemma4_dir, tmp_path):
     bad = tmp_path / "bad.jsonl"
-    bad.write_text(json.dumps({"question": "q", "answer": "SELECT 1;"}) + "\n")
-    proc = run(sft_command("--model_id", gemma4_dir, "--dataset_name", bad, "--output_dir", tmp_path / "o"))
+    bad.write_text("".join(json.dumps({"question": f"q{i}", "answer": "SELECT 1;"}) + "\n" for i in range(3)))
+    # A mapping to a column the file lacks: the column, the row and what was expected, before any training.
+    proc = run(sft_command("--model_id", gemma4_dir, "--dataset_name", bad, "--output_dir", tmp_path / "o",
+                           "--data_format", "prompt-completion", "--columns", "prompt=question,completion=reply"))
     assert proc.returncode == exit_codes.CONFIG_ERROR, tail(proc)
-    assert "lacks column(s) ['sql_prompt', 'sql_context', 'sql']" in proc.stderr
+    assert "row 1: column 'reply' is missing (the row has ['answer', 'question']); expected a string" in proc.stderr
+    assert not (tmp_path / "o" / "run_info.json").exists()  # refused before the model was set up
     proc = run(sft_command("--learning_rat", "1e-4"))
     assert proc.returncode == exit_codes.CONFIG_ERROR and "--learning_rat" in proc.stderr
 

@@ -65,7 +65,7 @@ def test_checkpoints_and_the_final_adapter_keep_the_adapter(setting, gemma4_dir,
     # A sharded checkpoint: accelerate's save_fsdp_model(adapter_only=True) keeps
     # what get_peft_model_state_dict returns (accelerate/utils/fsdp_utils.py, _get_model_state_dict).
     checkpoint = get_peft_model_state_dict(model)
-    # The final adapter and --push_to_hub: the trainer's save (TextToSqlTrainer.save_model).
+    # The final adapter and --push_to_hub: the trainer's save (FinetuneTrainer.save_model).
     model.save_pretrained(tmp_path, state_dict=adapter_state_dict(model))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -110,7 +110,7 @@ def test_the_recompute_draws_the_forward_s_lora_dropout_masks(setting, gemma4_di
 
 def test_the_resume_check_tells_a_restored_adapter_from_one_left_at_its_initial_values(gemma4_dir, tmp_path):
     model = _lora_model(gemma4_dir)
-    model.save_pretrained(tmp_path, state_dict=adapter_state_dict(model))  # as TextToSqlTrainer.save_model
+    model.save_pretrained(tmp_path, state_dict=adapter_state_dict(model))  # as FinetuneTrainer.save_model
     assert restored_adapter_problem(model, model, str(tmp_path)) is None
     with torch.no_grad():  # what a resume from a checkpoint without the adapter leaves
         for name, param in model.named_parameters():

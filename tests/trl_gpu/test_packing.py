@@ -37,7 +37,7 @@ def test_each_packed_segment_keeps_its_answer_only_mask(style, request, sql_file
     tokenizer = trainer.processing_class
     # The unpacked examples, by their ids: each segment must be one of them, whole.
     unpacked = {tuple(ex["input_ids"]): ex["labels"] for ex in data.tokenize_split(
-        data.split_rows(data.load_rows(str(sql_file), "train"), 12_500, 0.2, 42)[0], tokenizer, 512)}  # fmt: skip
+        data.split_rows(data.load_rows(str(sql_file), "train"), 12_500, 0.2, 42)[0], tokenizer, 512, tiny.sql_spec())}  # fmt: skip
     batch = next(iter(trainer.get_train_dataloader()))
     assert "attention_mask" not in batch and batch["input_ids"].shape[0] == 1  # padding-free: one row
     segments = _segments(batch)

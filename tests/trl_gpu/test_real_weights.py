@@ -7,13 +7,16 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import json
+
 import pytest
 import torch
 from peft import PeftModel
 from transformers import AutoModelForCausalLM, GenerationConfig
 
+from trainers.sft_data import formats, parts
 from trainers.trl_gpu import data, evaluation, model as model_lib
-from trainers.trl_gpu.args import ConfigError, parse_args
+from trainers.trl_gpu.args import ConfigError, data_spec, parse_args
 from trainers.trl_gpu.training import build, save_final
 
 from . import tiny
@@ -36,10 +39,10 @@ def test_a_pretrained_model_without_template_is_refused_with_the_way_out(gemma3_
 def test_answer_only_mask_and_stop_token_on_the_real_tokenizer(gemma3_270m_dir):
     tokenizer = model_lib.load_tokenizer(str(gemma3_270m_dir), False, True, chat_template="gemma3")
     row = tiny.sql_rows(1, seed=3)[0]
-    example = data.tokenize_example(row, tokenizer)
+    example = data.tokenize_example(row, tokenizer, tiny.sql_spec())
     ids, labels = example["input_ids"], example["labels"]
     prompt_ids = tokenizer.apply_chat_template(
-        data.prompt_messages(row), tokenize=True, return_dict=True, add_generation_prompt=True
+        parts.prompt_and_answer(tiny.sql_spec(), row)[0], tokenize=True, return_dict=True, add_generation_prompt=True
     )["input_ids"]
     assert ids[: len(prompt_ids)] == list(prompt_ids)
     assert labels[: len(prompt_ids)] == [data.IGNORE_INDEX] * len(prompt_ids)
@@ -64,7 +67,7 @@ def test_short_lora_run_lowers_held_out_loss_and_the_adapter_reloads(gemma3_270m
          "--max_steps", "5", "--per_device_train_batch_size", "4", "--gradient_accumulation_steps", "1",
          "--per_device_eval_batch_size", "6", "--learning_rate", "1e-3", "--lora_dropout", "0",
          "--activation_checkpointing", "false", "--eval_strategy", "no", "--save_strategy", "no",
-         "--dataloader_num_workers", "0", "--report_to", "none", "--logging_steps", "5"]
+         "--dataloader_num_workers", "0", "--report_to", "none", "--logging_steps", "5", *tiny.sql_flags()]
     )  # fmt: skip
     trainer, _, _ = build(script, training)
     before = trainer.evaluate()["eval_loss"]
@@ -74,7 +77,7 @@ def test_short_lora_run_lowers_held_out_loss_and_the_adapter_reloads(gemma3_270m
     assert after < 0.7 * before, (before, after)
 
     tokenizer = trainer.processing_class
-    ids = torch.tensor([data.tokenize_example(tiny.sql_rows(1, seed=77)[0], tokenizer)["input_ids"]])
+    ids = torch.tensor([data.tokenize_example(tiny.sql_rows(1, seed=77)[0], tokenizer, tiny.sql_spec())["input_ids"]])
     trainer.model.eval()
     with torch.no_grad():
         trained_logits = trainer.model(input_ids=ids).logits
@@ -92,3 +95,120 @@ def test_short_lora_run_lowers_held_out_loss_and_the_adapter_reloads(gemma3_270m
     from transformers import AutoTokenizer
 
     assert "<start_of_turn>model" in AutoTokenizer.from_pretrained(training.output_dir).chat_template
+
+
+# --- your own data: a conversational set and a prompt-completion set, made here ---------------------
+
+CITIES = [("France", "Paris"), ("Japan", "Tokyo"), ("Italy", "Rome"), ("Spain", "Madrid"), ("Egypt", "Cairo"),
+          ("Peru", "Lima"), ("Kenya", "Nairobi"), ("Chile", "Santiago"), ("Greece", "Athens"), ("Cuba", "Havana")]
+
+
+def _conversation(i: int) -> dict:
+    country, city = CITIES[i % len(CITIES)]
+    return {"messages": [
+        {"role": "system", "content": "Answer in one short sentence."},
+        {"role": "user", "content": f"Ticket {i}: what is the capital of {country}?"},
+        {"role": "assistant", "content": f"The capital of {country} is {city}."},
+        {"role": "user", "content": "Thank you."},
+        {"role": "assistant", "content": f"Glad to help with ticket {i}."},
+    ]}  # fmt: skip
+
+
+def _prompt_completion(i: int) -> dict:
+    country, city = CITIES[i % len(CITIES)]
+    return {"question": f"Ticket {i}: capital of {country}?", "answer": f"{city}, ticket {i}."}
+
+
+OWN_DATA = {
+    "conversational": (_conversation, ["--data_format", "conversational"], ".jsonl"),
+    "prompt-completion": (_prompt_completion, ["--data_format", "prompt-completion", "--columns",
+                                               "completion=answer", "--prompt_template", "{question}"], ".csv"),
+}  # fmt: skip
+
+
+def _own_data_args(model_dir, dataset, out, steps: int, flags: list[str]) -> list[str]:
+    return ["--model_id", str(model_dir), "--chat_template", "gemma3", "--dataset_name", str(dataset),
+            "--output_dir", str(out), "--max_samples", "60", "--eval_fraction", "0.1", "--max_steps", str(steps),
+            "--save_steps", "3", "--per_device_train_batch_size", "4", "--gradient_accumulation_steps", "1",
+            "--per_device_eval_batch_size", "6", "--learning_rate", "1e-3", "--warmup_ratio", "0",
+            "--lora_dropout", "0", "--activation_checkpointing", "false", "--eval_strategy", "no",
+            "--dataloader_num_workers", "0", "--report_to", "none", "--logging_steps", "1", *flags]  # fmt: skip
+
+
+def _trained_runs(ids, labels) -> list[list[int]]:
+    runs, current = [], []
+    for token, label in zip(ids, labels):
+        assert label in (data.IGNORE_INDEX, token)
+        if label != data.IGNORE_INDEX:
+            current.append(token)
+        elif current:
+            runs.append(current)
+            current = []
+    return runs + ([current] if current else [])
+
+
+@pytest.mark.parametrize("kind", sorted(OWN_DATA))
+def test_own_data_masks_loss_resume_and_export_on_real_weights(kind, gemma3_270m_dir, tmp_path):
+    import datasets
+    from safetensors.torch import load_file
+
+    from trainers.trl_gpu.training import run as run_training
+
+    make, flags, suffix = OWN_DATA[kind]
+    rows = [make(i) for i in range(60)]
+    dataset = tmp_path / f"own{suffix}"
+    if suffix == ".csv":
+        datasets.Dataset.from_list(rows).to_csv(str(dataset))
+    else:
+        dataset.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+    # The mask, token by token on the real tokenizer and template: the generation prompt as inference
+    # tokenizes it, then exactly the assistant's turns (each with <end_of_turn>) carry the loss.
+    script, training = parse_args(_own_data_args(gemma3_270m_dir, dataset, tmp_path / "a", 6, flags))
+    tokenizer = model_lib.load_tokenizer(str(gemma3_270m_dir), False, True, chat_template="gemma3")
+    spec = data_spec(script)
+    example = data.tokenize_example(rows[7], tokenizer, spec)
+    prompt, answer = parts.prompt_and_answer(spec, rows[7])
+    prompt_ids = tokenizer.apply_chat_template(prompt, tokenize=True, return_dict=True, add_generation_prompt=True)[
+        "input_ids"]
+    assert example["input_ids"][: len(prompt_ids)] == list(prompt_ids)
+    answers = [m["content"] for m in rows[7]["messages"] if m["role"] == "assistant"] if kind == "conversational" \
+        else [rows[7]["answer"]]
+    assert [tokenizer.decode(r) for r in _trained_runs(example["input_ids"], example["labels"])] == [
+        f"{a}<end_of_turn>" for a in answers]
+    assert answers[-1] == answer
+
+    # Uninterrupted: the held-out loss of the answers falls.
+    trainer, _, _ = build(script, training)
+    before = trainer.evaluate()["eval_loss"]
+    trainer.train()
+    after = trainer.evaluate()["eval_loss"]
+    print(f"Gemma 3 270M, {kind}: held-out answer loss {before:.3f} -> {after:.3f}")
+    assert after < 0.7 * before, (before, after)
+    ids = torch.tensor([example["input_ids"]])
+    trainer.model.eval()
+    with torch.no_grad():
+        trained_logits = trainer.model(input_ids=ids).logits
+    save_final(trainer, training.output_dir)
+    del trainer
+
+    # Stopped after step 3 (its checkpoint), then resumed to step 6: the same adapter, with the merged
+    # export written at the end.
+    resumed = tmp_path / "b"
+    assert run_training(*parse_args(_own_data_args(gemma3_270m_dir, dataset, resumed, 3, flags))) == 0
+    assert run_training(*parse_args([*_own_data_args(gemma3_270m_dir, dataset, resumed, 6, flags),
+                                     "--merge_adapter", "true"])) == 0
+    uninterrupted, again = load_file(tmp_path / "a" / "adapter_model.safetensors"), load_file(
+        resumed / "adapter_model.safetensors")
+    assert uninterrupted.keys() == again.keys()
+    worst = max((uninterrupted[k] - again[k]).abs().max().item() for k in uninterrupted)
+    print(f"{kind}: largest adapter difference after the resume {worst:.3g}")
+    assert worst <= 1e-6
+
+    # The exports load in transformers: the adapter onto the base, and the merged model alone.
+    base = AutoModelForCausalLM.from_pretrained(gemma3_270m_dir, dtype=torch.float32)
+    reloaded = PeftModel.from_pretrained(base, tmp_path / "a").eval()
+    merged = AutoModelForCausalLM.from_pretrained(resumed / "merged", dtype=torch.float32).eval()
+    with torch.no_grad():
+        torch.testing.assert_close(reloaded(input_ids=ids).logits, trained_logits, rtol=0, atol=1e-4)
+        torch.testing.assert_close(merged(input_ids=ids).logits, trained_logits, rtol=1e-3, atol=1e-3)

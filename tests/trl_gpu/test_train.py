@@ -21,6 +21,7 @@ from trainers.trl_gpu.args import parse_args
 from trainers.trl_gpu.checkpoints import COMPLETE_MARKER
 from trainers.trl_gpu.training import build, save_final
 
+from . import tiny
 from .conftest import FAST, REPO, run, sft_command, tail, trainer_env
 
 # Resumed and uninterrupted runs do the same float operations in the same
@@ -47,7 +48,7 @@ def test_lora_sft_lowers_loss_and_adapter_reloads_identically(family, request, s
     assert after < before - 0.5, (before, after)
 
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    ids = torch.tensor([data.tokenize_example(_row(), tokenizer)["input_ids"]])
+    ids = torch.tensor([data.tokenize_example(_row(), tokenizer, tiny.sql_spec())["input_ids"]])
     trainer.model.eval()
     with torch.no_grad():
         trained_logits = trainer.model(input_ids=ids).logits
@@ -64,8 +65,6 @@ def test_lora_sft_lowers_loss_and_adapter_reloads_identically(family, request, s
 
 
 def _row():
-    from . import tiny
-
     return tiny.sql_rows(1, seed=99)[0]
 
 
@@ -100,7 +99,8 @@ def test_entry_point_end_to_end(gemma4_dir, sql_file, tmp_path):
     assert {"reference", "generated", "match"} <= set(check["results"][0])
 
     # The merged model computes what base + adapter computes.
-    ids = torch.tensor([data.tokenize_example(_row(), AutoTokenizer.from_pretrained(gemma4_dir))["input_ids"]])
+    ids = torch.tensor([data.tokenize_example(_row(), AutoTokenizer.from_pretrained(gemma4_dir), tiny.sql_spec())[
+        "input_ids"]])
     with torch.no_grad():
         adapted = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(gemma4_dir), out).eval()
         merged = AutoModelForCausalLM.from_pretrained(out / "merged").eval()

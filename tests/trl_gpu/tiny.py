@@ -23,6 +23,8 @@ from pathlib import Path
 
 import trl
 
+REPO = Path(__file__).resolve().parents[2]
+
 # Special tokens of both template generations; ids 0..2 follow Gemma's layout.
 SPECIAL_TOKENS = [
     "<pad>", "<eos>", "<bos>", "<|turn>", "<turn|>", "<start_of_turn>", "<end_of_turn>", "<|channel>", "<channel|>",
@@ -83,6 +85,39 @@ def sql_rows(n: int, seed: int = 0) -> list[dict]:
             }
         )
     return rows
+
+
+# The stack keys of a run's data settings and the trainer flags they become (stack/runs.py DATA_FLAGS).
+DATA_KEYS = {"format": "--data_format", "columns": "--columns", "promptTemplate": "--prompt_template",
+             "systemPrompt": "--system_prompt", "loss": "--loss_on"}
+
+
+def sql_run() -> dict:
+    """The shipped text-to-SQL run (Pulumi.a4.yaml): its format, columns, prompt template and system prompt."""
+    import yaml
+
+    config = yaml.safe_load((REPO / "Pulumi.a4.yaml").read_text())["config"]
+    return next(r for r in config["gke-finetune:runs"] if r["name"] == "gemma4-sql")
+
+
+def sql_flags() -> list[str]:
+    """The trainer flags of the shipped text-to-SQL run's data settings."""
+    from trainers.sft_data import formats
+
+    flags = []
+    for key, flag in DATA_KEYS.items():
+        value = sql_run().get(key)
+        if value is not None:
+            flags += [flag, formats.format_columns(value) if key == "columns" else value]
+    return flags
+
+
+def sql_spec():
+    from trainers.sft_data import formats
+
+    run = sql_run()
+    return formats.Spec.of(run["format"], run.get("columns", {}), run.get("promptTemplate"), run.get("systemPrompt"),
+                           run.get("loss", "completion"))
 
 
 def write_dataset(path: Path, n: int = 64, seed: int = 0) -> Path:

@@ -14,6 +14,7 @@ from unittest import mock
 from tools.plan.cost import cost
 from tools.plan.google_api import GoogleApiProblems, google_requests
 from tools.plan.hbm import hbm_rows
+from tools.plan.memory import memory_rows
 from tools.stacks import stack_files
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -116,6 +117,7 @@ def collect(stack: str, root: Path = ROOT, secrets: tuple[str, ...] = ()) -> dic
         "cost": cost(config),
         "fit": fit_module.fit_table(config),
         "hbm": hbm_rows(stack, declared),
+        "model_memory": memory_rows(config, declared),
         "manifests": mask(declared),
         "kueue": _kueue_objects(config),
         "access": _access(config, deployment),

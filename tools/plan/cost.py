@@ -60,7 +60,7 @@ def cost(config) -> dict[str, Any]:
         per_host = getattr(run, "chips_per_host", None) or contract.chips_per_host
         runs.append({
             "name": run.name,
-            "trainer": run.trainer,
+            "trainer": run.label,
             "pool": run.pool,
             "slices": pool["slices"],
             "vms": pool["vms"],

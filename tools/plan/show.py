@@ -1,5 +1,5 @@
 """What `make plan` shows: the plan's text (resource tree, access, Google API requests, cost, fit,
-accelerator memory, outputs) and the run manifests and Kueue objects it writes."""
+accelerator memory, model memory, outputs) and the run manifests and Kueue objects it writes."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from pathlib import Path
 from tools.plan.cost import render_cost, render_fit
 from tools.plan.google_api import render_google
 from tools.plan.hbm import render_hbm
+from tools.plan.memory import render_memory
 from tools.plan.tree import render_tree, short
 from tools.render import write_manifests as render_files
 
@@ -27,6 +28,8 @@ def render(plan: Mapping) -> str:
     lines += render_fit(plan.get("fit", []))
     lines += ["", "Accelerator memory: each TPU run's train step on its slice, per chip"]
     lines += render_hbm(plan.get("hbm", []))
+    lines += ["", "Model memory: each run's model on its pool's chips (what admission refuses a run on)"]
+    lines += render_memory(plan.get("model_memory", []))
     if plan["outputs"]:
         lines += ["", "Stack outputs"]
         for k, v in plan["outputs"].items():

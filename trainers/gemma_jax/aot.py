@@ -77,6 +77,8 @@ def abstract_inputs(cfg, devices):
     rows = jax.ShapeDtypeStruct((cfg.batch_size, cfg.maxlen), jnp.int32,
                                 sharding=sharding.batch_sharding(layout.mesh))
     batch = {"tokens": rows, "segment_ids": rows, "positions": rows}
+    if comp.needs_loss_mask(cfg):
+        batch["loss_mask"] = rows
     step = steps.make_train_step(parts.model, parts.optimizer, parts.lora, parts.state_shardings)
     return step, (parts.abstract_state, frozen, batch)
 

@@ -44,7 +44,16 @@ RUN_KEYS = (
     "epochs",
     "lora_rank",
     "data_path",
+    "data_format",
+    "columns",
+    "prompt_template",
+    "system_prompt",
+    "loss_on",
+    "chat_template",
 )
+# What a checkpoint written before a key was recorded ran with.
+RUN_KEY_DEFAULTS = {"data_format": "text", "columns": "", "prompt_template": None, "system_prompt": None,
+                    "loss_on": "completion", "chat_template": None}
 
 
 class Checkpointer:
@@ -215,9 +224,9 @@ QUARANTINE_PREFIX = "corrupt-"
 def check_meta(saved: dict, current: dict) -> list[str]:
     """Names the recorded settings that differ from the checkpoint's."""
     return [
-        f"--{k}: checkpoint has {saved.get(k)!r}, now {current.get(k)!r}"
+        f"--{k}: checkpoint has {saved.get(k, RUN_KEY_DEFAULTS.get(k))!r}, now {current.get(k)!r}"
         for k in RUN_KEYS
-        if saved.get(k) != current.get(k)
+        if saved.get(k, RUN_KEY_DEFAULTS.get(k)) != current.get(k)
     ]
 
 

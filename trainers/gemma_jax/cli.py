@@ -12,8 +12,9 @@ import dataclasses
 import os
 import re
 
-from trainers.gemma_jax import flags, token_shards
+from trainers.gemma_jax import examples, flags, token_shards
 from trainers.gemma_jax import model as model_lib
+from trainers.sft_data import chat, formats
 
 SAMPLE_PROMPT = flags.SAMPLE_PROMPT
 Config = flags.Flags
@@ -63,14 +64,51 @@ def _check_combinations(cfg: Config) -> None:
             )
 
 
+def data_spec(cfg: Config) -> formats.Spec:
+    """The run's data settings, checked together."""
+    try:
+        return formats.Spec.of(cfg.data_format, cfg.columns, cfg.prompt_template, cfg.system_prompt, cfg.loss_on)
+    except (formats.FormatError, ValueError) as e:
+        raise ConfigError(f"data settings (--data_format, --columns, --prompt_template, --system_prompt, "
+                          f"--loss_on): {e}") from None
+
+
+def chat_template(cfg: Config) -> str | None:
+    """The chat template a run's chats are rendered with: --chat_template, else --init_from_hf's own,
+    else the model family's shipped one; None for text."""
+    if cfg.data_format == "text":
+        return None
+    if cfg.chat_template:
+        name = cfg.chat_template
+    elif cfg.init_from_hf and chat.model_dir_template(cfg.init_from_hf):
+        name = cfg.init_from_hf
+    else:
+        name = examples.default_template(cfg.model)
+    try:
+        chat.ChatTemplate.named(name, "<bos>", "<eos>")
+    except chat.TemplateError as e:
+        raise ConfigError(f"--chat_template={name}: {e}") from None
+    return name
+
+
+def _check_data_path(cfg: Config) -> None:
+    path = cfg.data_path
+    if token_shards.is_token_dir(path):
+        if cfg.data_format != "text":
+            raise ConfigError(f"--data_path={path}: token shards hold stories; --data_format={cfg.data_format} "
+                              "reads data files (.jsonl .json .csv .parquet .txt)")
+    elif not os.path.exists(path):
+        raise ConfigError(f"--data_path={path}: no such file or directory")
+
+
 def parse_args(argv: list[str] | None = None) -> Config:
     """Parses and validates flags; raises ConfigError on a bad value."""
     try:
         cfg = flags.parse(argv)
     except ValueError as e:
         raise ConfigError(str(e)) from None
-    if not (os.path.isfile(cfg.data_path) or token_shards.is_token_dir(cfg.data_path)):
-        raise ConfigError(f"--data_path={cfg.data_path}: no such file, nor a token-shard directory")
+    data_spec(cfg)
+    _check_data_path(cfg)
     check_path("tokenizer", cfg.tokenizer)
     if cfg.init_from_hf:
         check_path("init_from_hf", cfg.init_from_hf)
@@ -85,4 +123,4 @@ def parse_args(argv: list[str] | None = None) -> Config:
         pretrained = model_lib.resolve_pretrained(cfg.model, cfg.pretrained)
         check_path("pretrained", pretrained)
     _check_combinations(cfg)
-    return dataclasses.replace(cfg, pretrained=pretrained)
+    return dataclasses.replace(cfg, pretrained=pretrained, chat_template=chat_template(cfg))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import os
 
 import jax
 from jax.experimental import multihost_utils
@@ -16,11 +17,13 @@ import numpy as np
 from trainers.gemma_jax import checkpointing
 from trainers.gemma_jax import cli
 from trainers.gemma_jax import data
+from trainers.gemma_jax import examples
 from trainers.gemma_jax import model as model_lib
 from trainers.gemma_jax import pretrained as pretrained_lib
 from trainers.gemma_jax import sharding
 from trainers.gemma_jax import steps
 from trainers.gemma_jax import token_shards
+from trainers.sft_data import formats, records
 
 
 def log(msg: str) -> None:
@@ -79,8 +82,44 @@ class DataPlan:
     eval_steps: int
 
 
+def needs_loss_mask(cfg: cli.Config) -> bool:
+    """Whether the run's format trains only some tokens (then every row carries `loss_mask`)."""
+    return cfg.data_format != "text" and cfg.loss_on != "all"
+
+
+def reads_records(cfg: cli.Config) -> bool:
+    """Records of data files, rather than a text file of stories or token shards."""
+    path = cfg.data_path
+    stories = os.path.isfile(path) and path.endswith(".txt") or token_shards.is_token_dir(path)
+    return cfg.data_format != "text" or not stories
+
+
+def _read_records(cfg: cli.Config, layout: Layout, factory, local: range):
+    """(train, eval) shards of this process from the records of data files, checked against the format."""
+    spec = cli.data_spec(cfg)
+    try:
+        rows = records.read_records(cfg.data_path, cfg.eval_stories + cfg.datacount)
+        formats.check_rows(spec, rows[: formats.FIRST_ROWS])
+        template = examples.template_factory(spec, cfg.chat_template)
+        if rows:  # a template that can't be masked fails here, on the first record, as itself
+            data.tokenize_records([(1, rows[0])], spec, factory, template, 0)
+        kw = {"spec": spec, "tokenizer_factory": factory, "template_factory": template,
+              "workers": cfg.data_workers, "masked": needs_loss_mask(cfg)}
+        held_out = data.make_record_shards(rows[: cfg.eval_stories], 0, local, layout.data_shards, **kw)
+        train = data.make_record_shards(rows[cfg.eval_stories:], cfg.eval_stories, local, layout.data_shards, **kw)
+    except (records.RecordsError, formats.FormatError) as e:
+        flag = "--chat_template" if isinstance(e, formats.TemplateProblem) else f"--data_format={cfg.data_format}"
+        raise cli.ConfigError(f"--data_path={cfg.data_path} ({flag}): {e}") from None
+    train_count = max(0, len(rows) - cfg.eval_stories)
+    if train_count < cfg.datacount:
+        log(f"[data] {cfg.data_path} has only {train_count} training records (--datacount={cfg.datacount})")
+    return train, held_out
+
+
 def _read_shards(cfg: cli.Config, layout: Layout, factory, local: range):
     """(train, eval) shards of this process: tokenized here from the text file, or read from token shards."""
+    if reads_records(cfg):
+        return _read_records(cfg, layout, factory, local)
     wanted = cfg.eval_stories + cfg.datacount
     if token_shards.is_token_dir(cfg.data_path):
         try:

@@ -1,4 +1,4 @@
-"""TinyStories input pipeline: read, tokenize once, shard, pack, batch.
+"""Input pipeline: read, tokenize once, shard, pack, batch.
 
 Layout of the global batch (`--batch_size` rows of `--maxlen` tokens): the
 data is cut into `data_shards` disjoint shards of stories (story i goes to
@@ -13,6 +13,12 @@ stories (packing.py: best fit; only a story longer than a row is split, and
 each of its pieces starts with BOS), with segment ids (1, 2, ... per piece,
 0 = padding) and positions restarting at 0 for every piece, so attention and
 targets never cross a story boundary.
+
+Records of other formats (conversational, prompt-completion, or text in a
+column of a data file; trainers/sft_data) are tokenized the same way, once,
+each with its loss mask (examples.py), and packed exactly as stories are;
+where a format trains only some tokens, every row carries `loss_mask` and
+the loss is taken only on its targets (steps.py).
 """
 
 from __future__ import annotations
@@ -24,9 +30,10 @@ from absl import flags
 import grain
 import numpy as np
 
-from trainers.gemma_jax import packing
+from trainers.gemma_jax import examples, packing
+from trainers.sft_data import records
 
-SEPARATOR = "<|endoftext|>"
+SEPARATOR = records.SEPARATOR
 _READ_CHUNK = 1 << 20
 
 
@@ -105,6 +112,7 @@ class Shard:
     index: int
     story_ids: np.ndarray
     tokens: list[np.ndarray]
+    masks: list[np.ndarray] | None = None  # per story: 1 on the tokens the loss is taken on
 
     @property
     def num_tokens(self) -> int:
@@ -132,6 +140,33 @@ def make_shards(
     return out
 
 
+def tokenize_records(items: list[tuple[int, dict]], spec, tokenizer_factory, template_factory,
+                     workers: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """(tokens, loss masks) of (row number, record) items, in `workers` grain processes (0 = here)."""
+    transform = examples.TokenizeRecord(spec, tokenizer_factory, template_factory)
+    if workers <= 0:
+        out = [transform.map(item) for item in items]
+    else:
+        if not flags.FLAGS.is_parsed():
+            flags.FLAGS.mark_as_parsed()
+        ds = grain.MapDataset.source(items).map(transform).to_iter_dataset()
+        out = list(ds.mp_prefetch(grain.MultiprocessingOptions(num_workers=workers)))
+    return [o["tokens"] for o in out], [o["mask"] for o in out]
+
+
+def make_record_shards(rows: list, id_offset: int, shards: range, num_shards: int, spec, tokenizer_factory,
+                       template_factory, workers: int, masked: bool) -> list[Shard]:
+    """The shards this process owns, from records: record i of `rows` is record id_offset + i of the data."""
+    out = []
+    for s in shards:
+        ids = shard_ids(len(rows), s, num_shards)
+        # Row numbers as in the data (1 = its first record), for errors that name a row.
+        items = [(int(id_offset + i + 1), rows[i]) for i in ids]
+        tokens, masks = tokenize_records(items, spec, tokenizer_factory, template_factory, workers)
+        out.append(Shard(s, ids + id_offset, tokens, masks if masked else None))
+    return out
+
+
 def make_token_shards(source, id_offset: int, count: int, shards: range, num_shards: int) -> list[Shard]:
     """The shards this process owns, read from pre-tokenized stories (token_shards.TokenStories):
     story i of the run is record id_offset + i, as line i of the text would be."""
@@ -149,7 +184,7 @@ class _Row(grain.transforms.Map):
         self._shard, self._maxlen = shard, maxlen
 
     def map(self, row):
-        return packing.row_arrays(row, self._shard.tokens, self._shard.story_ids, self._maxlen)
+        return packing.row_arrays(row, self._shard.tokens, self._shard.story_ids, self._maxlen, self._shard.masks)
 
 
 def shard_rows(shard: Shard, *, maxlen: int, seed: int, epochs: int, shuffle: bool):
@@ -213,9 +248,11 @@ def inspect_arrays(batches: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray
     nxt, cur = seg[..., 1:], seg[..., :-1]
     weights = np.zeros(seg.shape, np.float32)
     weights[..., :-1] = (nxt == cur) & (nxt != 0)
+    if "loss_mask" in batches[0]:
+        weights[..., :-1] *= np.stack([b["loss_mask"] for b in batches])[..., 1:]
     targets = np.zeros_like(tokens)
     targets[..., :-1] = tokens[..., 1:]
-    return {
+    out = {
         "input_tokens": tokens,
         "target_tokens": targets * (weights > 0),
         "loss_weights": weights,
@@ -223,6 +260,9 @@ def inspect_arrays(batches: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray
         "positions": np.stack([b["positions"] for b in batches]),
         "story": np.stack([b["story"] for b in batches]),
     }
+    if "loss_mask" in batches[0]:
+        out["loss_mask"] = np.stack([b["loss_mask"] for b in batches])
+    return out
 
 
 def useful_fraction(batch: dict[str, np.ndarray]) -> float:

@@ -18,6 +18,8 @@ import os
 import typing
 from collections.abc import Callable, Sequence
 
+from trainers.sft_data import formats
+
 PROG = "python -m trainers.gemma_jax.train"
 SAMPLE_PROMPT = "Once upon a time, there was a girl named Amy."
 # The keys of model.MODELS (tests/gemma_jax/test_flags.py checks they agree).
@@ -70,9 +72,23 @@ class Flags:
     )
     # Data.
     data_path: str = flag("/data/TinyStories-train.txt",
-                          "stories separated by <|endoftext|>, or a token-shard directory (token_shards.py)")
-    datacount: int = flag(296000, "training stories (after the held-out ones)", minimum=1)
-    eval_stories: int = flag(512, "stories at the head of the file held out for eval", minimum=0)
+                          "stories separated by <|endoftext|>, a token-shard directory (token_shards.py), or "
+                          "data files (.jsonl .json .csv .parquet .txt, or a directory of them)")
+    data_format: str = flag("text", "what a record holds: text, conversational (messages) or prompt-completion",
+                            choices=formats.FORMATS)
+    columns: str = flag("", "the file's names of the format's standard columns, e.g. prompt=question,completion=answer",
+                        parse="columns")
+    prompt_template: str | None = flag(
+        None, "prompt-completion: build the prompt from the record's columns ({column} fields), as the user's turn "
+        "of a chat whose assistant turn is the completion")
+    system_prompt: str | None = flag(None, "a system turn before every chat")
+    loss_on: str = flag("completion", "completion: only the assistant's turns or the completion carry loss; "
+                        "all: every token", choices=formats.LOSS_ON)
+    chat_template: str | None = flag(
+        None, "gemma3 | gemma4 | gemma4-31b, a .jinja file or a model directory (default: --init_from_hf's own "
+        "template, else the model family's)")
+    datacount: int = flag(296000, "training stories or records (after the held-out ones)", minimum=1)
+    eval_stories: int = flag(512, "stories or records at the head of the data held out for eval", minimum=0)
     maxlen: int = flag(256, "packed row length (tokens)", minimum=8)
     batch_size: int = flag(128, "global batch, in rows", minimum=1)
     data_workers: int = flag(4, "grain worker processes that tokenize (0 = in-process)", minimum=0)
@@ -136,7 +152,12 @@ def _span(text: str) -> tuple[int, int]:
     return start, end
 
 
-_PARSERS: dict[str, Callable[[str], object]] = {"fsdp": _fsdp, "span": _span}
+def _columns(text: str) -> str:
+    formats.parse_columns(text)  # ValueError names what is wrong
+    return text
+
+
+_PARSERS: dict[str, Callable[[str], object]] = {"fsdp": _fsdp, "span": _span, "columns": _columns}
 _TYPE_NAMES = {int: "an int", float: "a number", str: "a string"}
 
 

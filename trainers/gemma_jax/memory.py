@@ -1,11 +1,18 @@
 """Per-chip memory estimate of a training run, per model size and mode.
 
     python -m trainers.gemma_jax.memory [--batch_size 128 --maxlen 256]
+    python -m trainers.gemma_jax.memory --write-shapes   # model_shapes.json, from gemma's own configs
 
 prints the README's table: for each model and mode (full fine-tune or
 LoRA rank 16, replicated or --fsdp over the slice) the smallest v6e slice
 whose chips hold the estimate with MARGIN_GIB to spare, and the GiB per
 chip there.
+
+Standard library only at import: the platform estimates a run's memory per
+chip from its flags before anything is declared (`estimate_run`), with the
+models' shapes from `model_shapes.json` (parameters, LoRA-16 adapters and
+the dimensions counted below), which `--write-shapes` writes from gemma's
+own model configs and tests/gemma_jax/test_memory.py keeps equal to them.
 
 What is counted, per chip (bytes; an estimate, calibrated on the compiler):
 
@@ -32,6 +39,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
+import json
+import pathlib
 
 # What the TPU compiler says one v6e chip offers (libtpu 0.0.50.1: its
 # CompileTimeHbmOom error reads "exceeds available HBM (31.24G)"; the chip
@@ -52,6 +62,7 @@ CALIBRATION_TOLERANCE = 0.10
 V6E_SLICES = (1, 4, 8, 16, 32, 64, 128, 256)
 LORA_RANK = 16
 GIB = 2**30
+SHAPES = pathlib.Path(__file__).with_name("model_shapes.json")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,12 +90,40 @@ def _layer_dims(config):
     return out
 
 
+@dataclasses.dataclass(frozen=True)
+class Shape:
+    """What the estimate counts of a model: parameters, LoRA-16 adapter parameters, dimensions."""
+
+    params: int
+    lora16_params: int
+    embed_dim: int
+    num_heads: int
+    num_embed: int
+    layers: tuple[tuple[int, int, int], ...]  # (key size, key/value heads, MLP width per token)
+
+    def adapters(self, rank: int) -> int:
+        """LoRA parameters at `rank`: each adapter is rank x (inputs + outputs)."""
+        return self.lora16_params * rank // LORA_RANK
+
+
+@functools.cache
+def shapes() -> dict[str, Shape]:
+    table = json.loads(SHAPES.read_text())["models"]
+    return {name: Shape(**{**v, "layers": tuple(map(tuple, v["layers"]))}) for name, v in table.items()}
+
+
+def shape_of(config, params: int, lora16_params: int) -> Shape:
+    return Shape(params, lora16_params, config.embed_dim, config.num_heads, config.num_embed,
+                 tuple(_layer_dims(config)))
+
+
 def activation_bytes_per_token(config, maxlen: int) -> float:
-    d, h = config.embed_dim, config.num_heads
+    shape = config if isinstance(config, Shape) else shape_of(config, 0, 0)
+    d, h = shape.embed_dim, shape.num_heads
     total = 0.0
-    for k, g, f in _layer_dims(config):
+    for k, g, f in shape.layers:
         total += 2 * (6 * d + h * k + 2 * g * k + h * k + 3 * f) + 4 * h * maxlen
-    return total + 10 * config.num_embed
+    return total + 10 * shape.num_embed
 
 
 def estimate(total_params: int, trained_params: int, lora: bool, config, *, chips: int,
@@ -103,15 +142,34 @@ def fits(e: Estimate) -> bool:
 
 
 def estimate_run(argv: list[str], chips: int, slices: int = 1) -> Estimate:
-    """The estimate for a run's own flags on `chips` chips (all slices)."""
+    """The estimate for a run's own flags on `chips` chips (all slices); standard library only."""
     from trainers.gemma_jax import flags  # pylint: disable=g-import-not-at-top
 
     cfg = flags.parse(argv)
-    total, adapters, config = model_counts(cfg.model, cfg.lora_rank or LORA_RANK)
+    shape = shapes()[cfg.model]
     lora = cfg.lora_rank > 0
     shards = chips // slices if cfg.fsdp == -1 else cfg.fsdp
-    return estimate(total, adapters if lora else total, lora, config, chips=chips, fsdp=shards,
+    trained = shape.adapters(cfg.lora_rank) if lora else shape.params
+    return estimate(shape.params, trained, lora, shape, chips=chips, fsdp=shards,
                     batch_size=cfg.batch_size, maxlen=cfg.maxlen)
+
+
+def real_shapes(names=None) -> dict[str, dict]:
+    """model_shapes.json's content, from gemma's own model configs (needs jax and gemma)."""
+    from trainers.gemma_jax import model as model_lib  # pylint: disable=g-import-not-at-top
+
+    out = {}
+    for name in names or [n for n in model_lib.MODELS if not n.startswith("tiny")]:
+        total, adapters, config = model_counts(name)
+        out[name] = dataclasses.asdict(shape_of(config, total, adapters))
+    return out
+
+
+def write_shapes(path: pathlib.Path = SHAPES) -> None:
+    about = ("Gemma models as trainers/gemma_jax/memory.py counts them, from gemma's own configs; "
+             "regenerate: python -m trainers.gemma_jax.memory --write-shapes")
+    models = ",\n".join(f"  {json.dumps(n)}: {json.dumps(v)}" for n, v in real_shapes().items())
+    path.write_text(f'{{\n "about": {json.dumps(about)},\n "models": {{\n{models}\n }}\n}}\n')
 
 
 def smallest_slice(fits) -> int | None:
@@ -158,7 +216,12 @@ def main() -> None:
     p = argparse.ArgumentParser(prog="python -m trainers.gemma_jax.memory")
     p.add_argument("--batch_size", type=int, default=128)
     p.add_argument("--maxlen", type=int, default=256)
+    p.add_argument("--write-shapes", action="store_true", help=f"write {SHAPES.name} and exit")
     args = p.parse_args()
+    if args.write_shapes:
+        write_shapes()
+        print(f"wrote {SHAPES}")
+        return
     print(table(args.batch_size, args.maxlen))
 
 

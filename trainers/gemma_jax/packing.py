@@ -152,10 +152,12 @@ def epoch_order(num_stories: int, seed: int, shard: int, epoch: int, shuffle: bo
     return rng.permutation(num_stories)
 
 
-def row_arrays(row: list[Piece], tokens, story_ids, maxlen: int) -> dict[str, np.ndarray]:
+def row_arrays(row: list[Piece], tokens, story_ids, maxlen: int, masks=None) -> dict[str, np.ndarray]:
     """One packed row: tokens, segment ids (1, 2, ... per piece, 0 = padding),
     positions (from 0 in every piece), story id per slot (-1 = padding) and
-    `continued` (1 on the slots of a piece that is not its story's start)."""
+    `continued` (1 on the slots of a piece that is not its story's start);
+    with `masks` (per story, 1 on the tokens the loss is taken on), also
+    `loss_mask` (a continuation piece's added BOS is never a target)."""
     out = {
         "tokens": np.zeros(maxlen, np.int32),
         "segment_ids": np.zeros(maxlen, np.int32),
@@ -163,6 +165,8 @@ def row_arrays(row: list[Piece], tokens, story_ids, maxlen: int) -> dict[str, np
         "story": np.full(maxlen, -1, np.int32),
         "continued": np.zeros(maxlen, np.int32),
     }
+    if masks is not None:
+        out["loss_mask"] = np.zeros(maxlen, np.int32)
     at = 0
     for segment, p in enumerate(row, start=1):
         body = tokens[p.story][p.start : p.end]
@@ -174,5 +178,8 @@ def row_arrays(row: list[Piece], tokens, story_ids, maxlen: int) -> dict[str, np
         out["positions"][span] = np.arange(len(piece))
         out["story"][span] = story_ids[p.story]
         out["continued"][span] = int(p.start > 0)
+        if masks is not None:
+            body_mask = masks[p.story][p.start : p.end]
+            out["loss_mask"][span] = np.concatenate([[0], body_mask]) if p.bos else body_mask
         at += len(piece)
     return out

@@ -129,7 +129,9 @@ def global_batch(
     process's devices. No process ever holds (or device_puts) the global batch.
     """
     out = {}
-    for key in ("tokens", "segment_ids", "positions"):
+    for key in ("tokens", "segment_ids", "positions", "loss_mask"):
+        if key not in local:  # loss_mask: only where the format trains some tokens only
+            continue
         arr = local[key]
         out[key] = jax.make_array_from_process_local_data(
             sharding, arr, (global_rows,) + arr.shape[1:]

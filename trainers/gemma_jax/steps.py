@@ -5,7 +5,9 @@ only if s <= t and both are in the same segment; the target of token t is
 token t+1 only if t+1 is in the same segment. Padding (segment 0) neither
 attends, is attended to, nor is a target. Logits are cast to float32 before
 the softmax cross-entropy; the loss is the mean over real targets of the
-whole global batch.
+whole global batch. A format that trains only some tokens (a chat's
+assistant turns) adds `loss_mask` to the batch: then a target counts only
+where the mask holds 1 on the target token.
 """
 
 from __future__ import annotations
@@ -28,10 +30,13 @@ def attention_mask(segment_ids: jax.Array) -> jax.Array:
     return causal[None] & same & real
 
 
-def target_weights(segment_ids: jax.Array) -> jax.Array:
-    """[B, L-1]: 1 where token t+1 is a real next token of token t."""
+def target_weights(segment_ids: jax.Array, loss_mask: jax.Array | None = None) -> jax.Array:
+    """[B, L-1]: 1 where token t+1 is a real next token of token t (and a trained one, with a loss mask)."""
     nxt, cur = segment_ids[:, 1:], segment_ids[:, :-1]
-    return ((nxt == cur) & (nxt != 0)).astype(jnp.float32)
+    weights = ((nxt == cur) & (nxt != 0)).astype(jnp.float32)
+    if loss_mask is not None:
+        weights = weights * loss_mask[:, 1:].astype(jnp.float32)
+    return weights
 
 
 def loss_terms(model, params, batch):
@@ -46,7 +51,7 @@ def loss_terms(model, params, batch):
     ce = optax.softmax_cross_entropy_with_integer_labels(
         logits[:, :-1].astype(jnp.float32), tokens[:, 1:]
     )
-    w = target_weights(seg)
+    w = target_weights(seg, batch.get("loss_mask"))
     return jnp.sum(ce * w), jnp.sum(w)
 
 

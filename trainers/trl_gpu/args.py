@@ -19,6 +19,8 @@ from transformers.trainer_utils import IntervalStrategy, SaveStrategy, Scheduler
 from transformers.training_args import OptimizerNames
 from trl import SFTConfig, TrlParser
 
+from trainers.sft_data import formats
+
 from . import templates
 from .errors import ConfigError
 
@@ -28,9 +30,6 @@ def _bf16_available() -> bool:
     return torch.cuda.is_available() and torch.cuda.is_bf16_supported()
 
 
-# Columns the prompt and the answer are built from.
-REQUIRED_COLUMNS = ("sql_prompt", "sql_context", "sql")
-
 
 @dataclass
 class ScriptArguments:
@@ -38,11 +37,36 @@ class ScriptArguments:
         default="google/gemma-4-31b-it",
         metadata={"help": "Hub model id, or a local directory written by save_pretrained."},
     )
+    model_revision: str | None = field(
+        default=None,
+        metadata={"help": "The Hub revision (a commit, branch or tag) of a Hub --model_id; pin a commit to repeat runs."},
+    )
     dataset_name: str = field(
         default="philschmid/gretel-synthetic-text-to-sql",
         metadata={"help": "Hub dataset id, a local .jsonl/.json/.csv/.parquet file, or a local dataset directory."},
     )
     dataset_split: str = field(default="train", metadata={"help": "Split to read before the train/eval split."})
+    # The data format and its settings (trainers/sft_data/formats.py declares them for both trainers).
+    data_format: str = field(
+        default="text",
+        metadata={"help": "What a record holds: text, conversational (messages) or prompt-completion.",
+                  "choices": list(formats.FORMATS)},
+    )
+    columns: str = field(
+        default="",
+        metadata={"help": "The file's names of the format's standard columns, e.g. prompt=question,completion=answer."},
+    )
+    prompt_template: str | None = field(
+        default=None,
+        metadata={"help": "prompt-completion: build the prompt from the record's columns ({column} fields); the "
+                  "prompt becomes the user's turn of a chat and the completion the assistant's."},
+    )
+    system_prompt: str | None = field(default=None, metadata={"help": "A system turn before every chat."})
+    loss_on: str = field(
+        default="completion",
+        metadata={"help": "completion: only the assistant's turns or the completion carry loss; all: every token.",
+                  "choices": list(formats.LOSS_ON)},
+    )
     max_samples: int = field(default=12_500, metadata={"help": "Rows kept after the seeded shuffle."})
     eval_fraction: float = field(
         default=0.2, metadata={"help": "Held-out fraction of the kept rows (2,500 of 12,500 by default)."}
@@ -69,7 +93,9 @@ class ScriptArguments:
         default=False, metadata={"help": "Also save the base model with the adapter merged into <output_dir>/merged."}
     )
     sql_check_samples: int = field(
-        default=0, metadata={"help": "After training, generate SQL for this many held-out prompts; 0 skips it."}
+        default=0,
+        metadata={"help": "After training, generate answers for this many held-out prompts and score them as SQL "
+                  "(execution match where the record has sql_context); 0 skips it."},
     )
     sql_check_max_new_tokens: int = field(default=256, metadata={"help": "Generation budget of the SQL check."})
     resume: bool = field(
@@ -172,6 +198,7 @@ def validate(script: ScriptArguments, training: TrainingArguments) -> None:
     _check_packing(training)
     _check_liger(training)
     templates.check_name(script.chat_template)
+    data_spec(script)
     _check(
         not training.assistant_only_loss,
         "--assistant_only_loss",
@@ -276,6 +303,16 @@ def check_accelerate_fsdp() -> None:
     )
 
 
+def data_spec(script: ScriptArguments) -> formats.Spec:
+    """The run's data settings, checked together."""
+    try:
+        return formats.Spec.of(script.data_format, script.columns, script.prompt_template, script.system_prompt,
+                               script.loss_on)
+    except (formats.FormatError, ValueError) as err:
+        raise ConfigError(f"data settings (--data_format, --columns, --prompt_template, --system_prompt, "
+                          f"--loss_on): {err}") from None
+
+
 def apply_derived(script: ScriptArguments, training: TrainingArguments) -> None:
     # transformers reads a warmup_steps value in [0, 1) as a ratio of the total steps.
     training.warmup_steps = script.warmup_ratio
@@ -297,7 +334,7 @@ def apply_derived(script: ScriptArguments, training: TrainingArguments) -> None:
     # The Trainer would name the Hub repository after the output directory,
     # which in the cluster is a mount point; name it after the model instead.
     if training.push_to_hub and not training.hub_model_id:
-        training.hub_model_id = f"{os.path.basename(script.model_id.rstrip('/'))}-text-to-sql"
+        training.hub_model_id = f"{os.path.basename(script.model_id.rstrip('/'))}-finetuned"
     # tokens/s counts real tokens, padding excluded.
     if training.include_num_input_tokens_seen in ("no", False):
         training.include_num_input_tokens_seen = "non_padding"

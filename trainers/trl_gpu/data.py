@@ -1,14 +1,17 @@
-"""Text-to-SQL data: load, split with a fixed seed, build chats, tokenize.
+"""The run's data: load, check against its format, split with a fixed seed, tokenize with the loss mask.
 
-Each row becomes a system + user prompt (schema and question) and an
-assistant answer (the SQL). The tokenized example is what inference sees
-and must produce: the generation prompt (with whatever the template prints
-there, such as Gemma 4 31B's empty thought block), then the SQL and the
-template's end-of-turn marker (templates.split_turn). Its `labels` are -100
-on every prompt token. The mask is built here rather than by TRL's
-`assistant_only_loss`, which rejects Gemma 4's chat templates, and it drops
-the newline that Gemma templates print after the end-of-turn token, which
-the model never has to produce at inference.
+Each record becomes text parts, each trained or not (trainers/sft_data/:
+formats.py, text, conversational, prompt-completion, as TRL's SFTTrainer
+documents them; parts.py). A chat is rendered with the model's chat template: its
+last assistant turn follows the generation prompt exactly as inference
+renders it (Gemma 4 31B's empty thought block included), and by default
+only the assistant's turns, each with the end-of-turn marker the template
+closes it with, carry loss (`--loss_on all`: every token). The mask is
+built here rather than by TRL's `assistant_only_loss`, which rejects Gemma
+4's chat templates, and it leaves out the newline Gemma templates print
+after the end-of-turn token, which the model never has to produce at
+inference. Plain text (format text, or a prompt-completion of strings
+without a prompt template) is bracketed by BOS and EOS, the EOS trained.
 """
 
 from __future__ import annotations
@@ -19,35 +22,28 @@ import os
 import datasets
 from datasets import Dataset, load_dataset, load_from_disk
 
+from trainers.sft_data import formats, parts, records
+
 from . import templates
-from .args import REQUIRED_COLUMNS, ConfigError
+from .args import ConfigError
 from .model import network_trouble
 
 log = logging.getLogger(__name__)
 
 IGNORE_INDEX = -100
 _FILE_BUILDERS = {".json": "json", ".jsonl": "json", ".csv": "csv", ".parquet": "parquet"}
-
-SYSTEM_MESSAGE = (
-    "You translate questions written in English into SQL. Answer with a single SQL query that runs "
-    "against the SCHEMA you are given."
-)
-USER_TEMPLATE = (
-    "Write the SQL query that answers <USER_QUERY> against <SCHEMA>, respecting the schema's tables, "
-    "columns and types.\n\n<SCHEMA>\n{context}\n</SCHEMA>\n\n<USER_QUERY>\n{question}\n</USER_QUERY>\n"
-)
-
-
-def prompt_messages(row: dict) -> list[dict]:
-    user = USER_TEMPLATE.format(context=row["sql_context"], question=row["sql_prompt"])
-    return [{"role": "system", "content": SYSTEM_MESSAGE}, {"role": "user", "content": user}]
+_TEXT_SUFFIX = ".txt"  # documents separated by <|endoftext|> (trainers/sft_data/records.py)
 
 
 def _load_local(path: str, split: str) -> Dataset:
     if os.path.isfile(path):
-        builder = _FILE_BUILDERS.get(os.path.splitext(path)[1].lower())
+        suffix = os.path.splitext(path)[1].lower()
+        if suffix == _TEXT_SUFFIX:
+            return Dataset.from_list(records.read_records(path))
+        builder = _FILE_BUILDERS.get(suffix)
         if builder is None:
-            raise ConfigError(f"--dataset_name={path!r}: unsupported file type; use one of {sorted(_FILE_BUILDERS)}")
+            raise ConfigError(f"--dataset_name={path!r}: unsupported file type; use one of "
+                              f"{sorted([*_FILE_BUILDERS, _TEXT_SUFFIX])}")
         return load_dataset(builder, data_files=path, split="train")
     if os.path.exists(os.path.join(path, "dataset_dict.json")) or os.path.exists(
         os.path.join(path, "dataset_info.json")
@@ -63,27 +59,33 @@ def _load_local(path: str, split: str) -> Dataset:
 
 def load_rows(name: str, split: str) -> Dataset:
     """Load the raw split from the Hub, a local file or a local directory."""
-    looks_local = os.path.isabs(name) or name.startswith(".") or os.path.splitext(name)[1] in _FILE_BUILDERS
+    suffixes = (*_FILE_BUILDERS, _TEXT_SUFFIX)
+    looks_local = os.path.isabs(name) or name.startswith(".") or os.path.splitext(name)[1] in suffixes
     try:
         if os.path.exists(name):
-            dataset = _load_local(name, split)
-        elif looks_local:
+            return _load_local(name, split)
+        if looks_local:
             raise ConfigError(f"--dataset_name={name!r}: no such file or directory")
-        else:
-            dataset = load_dataset(name, split=split)
+        return load_dataset(name, split=split)
     except ConfigError:
         raise
     except (datasets.exceptions.DatasetNotFoundError, FileNotFoundError, ValueError, ConnectionError) as err:
         if network_trouble(err):
             raise  # the Hub is unreachable: a retry may work
         raise ConfigError(f"--dataset_name={name!r} (split {split!r}) could not be loaded: {err}") from err
-    missing = [c for c in REQUIRED_COLUMNS if c not in dataset.column_names]
-    if missing:
-        raise ConfigError(
-            f"--dataset_name={name!r} lacks column(s) {missing}; it has {dataset.column_names}, "
-            f"and {list(REQUIRED_COLUMNS)} are required"
-        )
-    return dataset
+
+
+def check_rows(dataset: Dataset, spec: formats.Spec, name: str) -> None:
+    """The first rows against the run's format, before anything is tokenized (exit 78 naming the column,
+    the row and what was expected); the rest are checked as they are tokenized."""
+    head = dataset.select(range(min(formats.FIRST_ROWS, len(dataset))))
+    try:
+        formats.check_rows(spec, head, first=1)
+    except formats.TemplateProblem as err:
+        raise templates.problem(err) from None
+    except formats.FormatError as err:
+        raise ConfigError(f"--dataset_name={name!r} with --data_format {spec.format}: {err} "
+                          f"(the file's columns: {dataset.column_names})") from None
 
 
 def split_rows(dataset: Dataset, max_samples: int, eval_fraction: float, seed: int) -> tuple[Dataset, Dataset]:
@@ -92,35 +94,58 @@ def split_rows(dataset: Dataset, max_samples: int, eval_fraction: float, seed: i
     dataset = dataset.shuffle(seed=seed)
     if len(dataset) > max_samples:
         dataset = dataset.select(range(max_samples))
-    parts = dataset.train_test_split(test_size=eval_fraction, seed=seed)
-    return parts["train"], parts["test"]
+    split = dataset.train_test_split(test_size=eval_fraction, seed=seed)
+    return split["train"], split["test"]
 
 
 def _ids(tokenizer, text: str) -> list[int]:
-    # The rendered template already holds <bos>; apply_chat_template(tokenize=True)
+    # A rendered template already holds <bos>; apply_chat_template(tokenize=True)
     # tokenizes its rendering the same way, without adding special tokens.
     return list(tokenizer(text, add_special_tokens=False)["input_ids"])
 
 
-def tokenize_example(row: dict, tokenizer) -> dict:
-    """input_ids: the generation prompt exactly as inference renders it, then
-    the answer and the end-of-turn marker; labels train on the latter only."""
-    prompt, completion = templates.split_turn(tokenizer, prompt_messages(row), row["sql"])
-    prompt_ids, completion_ids = _ids(tokenizer, prompt), _ids(tokenizer, completion)
-    return {
-        "input_ids": prompt_ids + completion_ids,
-        "labels": [IGNORE_INDEX] * len(prompt_ids) + completion_ids,
-    }
+def renderer(tokenizer) -> formats.Render:
+    """The tokenizer's own chat template (transformers' rendering)."""
+
+    def render(messages: list[dict], generation_prompt: bool) -> str:
+        return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=generation_prompt)
+
+    return render
 
 
-def tokenize_split(dataset: Dataset, tokenizer, max_length: int | None, num_proc: int | None = None) -> Dataset:
+def tokenize_example(row: dict, tokenizer, spec: formats.Spec, index: int = 0) -> dict:
+    """input_ids and labels (IGNORE_INDEX where the token carries no loss) of one record."""
+    example = parts.example(spec, row, renderer(tokenizer), row=index + 1)
+    ids, labels = [], []
+    if not example.chat and tokenizer.bos_token_id is not None:
+        ids, labels = [tokenizer.bos_token_id], [IGNORE_INDEX]
+    for text, trained in example.parts:
+        part = _ids(tokenizer, text)
+        ids += part
+        labels += part if trained else [IGNORE_INDEX] * len(part)
+    if not example.chat and tokenizer.eos_token_id is not None:
+        ids.append(tokenizer.eos_token_id)
+        labels.append(tokenizer.eos_token_id if example.parts[-1][1] else IGNORE_INDEX)
+    return {"input_ids": ids, "labels": labels}
+
+
+def _tokenize(row: dict, index: int, tokenizer, spec: formats.Spec) -> dict:
+    try:
+        return tokenize_example(row, tokenizer, spec, index)
+    except formats.FormatError as err:
+        raise templates.problem(err) from None
+
+
+def tokenize_split(dataset: Dataset, tokenizer, max_length: int | None, spec: formats.Spec,
+                   num_proc: int | None = None) -> Dataset:
     """Tokenize; drop (rather than cut) examples longer than max_length, so no
     trained answer loses its end-of-turn token."""
     if len(dataset):  # a template problem surfaces here as itself, not from inside map()
-        tokenize_example(dataset[0], tokenizer)
+        _tokenize(dataset[0], 0, tokenizer, spec)
     tokenized = dataset.map(
-        tokenize_example,
-        fn_kwargs={"tokenizer": tokenizer},
+        _tokenize,
+        with_indices=True,
+        fn_kwargs={"tokenizer": tokenizer, "spec": spec},
         remove_columns=dataset.column_names,
         num_proc=num_proc,
         desc="Tokenizing",

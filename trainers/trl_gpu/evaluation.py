@@ -1,4 +1,8 @@
-"""Post-training check: generate SQL for held-out prompts and score it twice.
+"""Post-training check: generate answers for held-out prompts and score them as SQL, twice.
+
+The prompt is what inference is given (trainers/sft_data/formats.py
+`prompt_and_answer`: a chat's turns before its last assistant turn, or a
+plain prompt), the reference the record's answer.
 
 - execution accuracy (`sql_execution_match`): the generated and the reference
   query run on an in-memory SQLite database built from the row's
@@ -27,8 +31,9 @@ import re
 import torch
 import torch.distributed as dist
 
+from trainers.sft_data import formats, parts
+
 from . import sql_exec, templates
-from .data import prompt_messages
 
 log = logging.getLogger(__name__)
 
@@ -64,18 +69,29 @@ def _share(rows: list, rank: int, world: int) -> tuple[list, int]:
     return mine + padding, len(mine)
 
 
-def _score(row: dict, generated: str) -> dict:
+def _score(row: dict, spec: formats.Spec, generated: str) -> dict:
+    prompt, reference = parts.prompt_and_answer(spec, row)
+    context = row.get("sql_context")  # the schema the SQL runs against, where the record has one
     return {
-        "question": row["sql_prompt"],
-        "reference": row["sql"],
+        "question": prompt if isinstance(prompt, str) else prompt[-1]["content"],
+        "reference": reference,
         "generated": generated,
-        "match": normalize_sql(generated) == normalize_sql(row["sql"]),
-        "execution_match": sql_exec.execution_match(row["sql_context"], row["sql"], generated),
+        "match": normalize_sql(generated) == normalize_sql(reference),
+        "execution_match": sql_exec.execution_match(context, reference, generated) if context else None,
     }
 
 
+def _prompt_ids(tokenizer, spec: formats.Spec, row: dict) -> dict:
+    prompt, _ = parts.prompt_and_answer(spec, row)
+    if isinstance(prompt, str):  # plain text: BOS, then the prompt, as the trainer tokenizes it
+        return tokenizer(prompt, return_tensors="pt", add_special_tokens=True)
+    return tokenizer.apply_chat_template(
+        prompt, tokenize=True, return_dict=True, add_generation_prompt=True, return_tensors="pt"
+    )
+
+
 @torch.no_grad()
-def generate_sql(model, tokenizer, rows, max_new_tokens: int) -> list[dict]:
+def generate_sql(model, tokenizer, rows, max_new_tokens: int, spec: formats.Spec) -> list[dict]:
     distributed = dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
     rank, world = (dist.get_rank(), dist.get_world_size()) if distributed else (0, 1)
     stop, marker = stopping(tokenizer, model)
@@ -85,17 +101,14 @@ def generate_sql(model, tokenizer, rows, max_new_tokens: int) -> list[dict]:
     device = next(model.parameters()).device
     results = []
     for index, row in enumerate(share):
-        prompt = tokenizer.apply_chat_template(
-            prompt_messages(row), tokenize=True, return_dict=True, add_generation_prompt=True, return_tensors="pt"
-        )
-        prompt = {k: v.to(device) for k, v in prompt.items()}
+        prompt = {k: v.to(device) for k, v in _prompt_ids(tokenizer, spec, row).items()}
         output = model.generate(
             **prompt, max_new_tokens=max_new_tokens, do_sample=False, pad_token_id=tokenizer.pad_token_id,
             use_cache=True, synced_gpus=distributed, **stop,
         )  # fmt: skip
         if index < real:
             text = tokenizer.decode(output[0, prompt["input_ids"].shape[1] :], skip_special_tokens=True)
-            results.append(_score(row, text.split(marker)[0]))
+            results.append(_score(row, spec, text.split(marker)[0]))
     if was_training:
         model.train()
     if distributed:
@@ -117,11 +130,11 @@ def summarize(results: list[dict]) -> dict:
     }
 
 
-def run_sql_check(trainer, tokenizer, eval_rows, samples: int, max_new_tokens: int) -> dict | None:
+def run_sql_check(trainer, tokenizer, eval_rows, samples: int, max_new_tokens: int, spec: formats.Spec) -> dict | None:
     if samples <= 0:
         return None
     rows = [eval_rows[i] for i in range(min(samples, len(eval_rows)))]
-    report = summarize(generate_sql(trainer.model, tokenizer, rows, max_new_tokens))
+    report = summarize(generate_sql(trainer.model, tokenizer, rows, max_new_tokens, spec))
     if trainer.is_world_process_zero():
         with open(os.path.join(trainer.args.output_dir, "sql_check.json"), "w") as f:
             json.dump(report, f, indent=2)

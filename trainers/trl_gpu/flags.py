@@ -89,7 +89,8 @@ def build_parser(flags: list[dict]) -> _Parser:
         elif spec["action"] == "store_false":
             parser.add_argument(*spec["options"], action="store_false", dest=spec["dest"])
         else:
-            kwargs = {"dest": spec["dest"], "nargs": spec["nargs"], "choices": spec["choices"]}
+            kwargs = {"dest": spec["dest"], "nargs": spec["nargs"], "choices": spec["choices"],
+                      "default": spec.get("default")}
             kwargs["type"] = _converter(spec) or str
             if spec["nargs"] == "?":
                 kwargs["const"] = True
@@ -184,6 +185,21 @@ def _describe_type(action) -> dict:
     return {"type": "opaque", "type_name": name, "accepts_none": accepts_none}
 
 
+def _plain(value):
+    """A default as JSON holds it; None where it is not plain data."""
+    value = getattr(value, "value", value)  # an Enum's value
+    return value if isinstance(value, (str, int, float, bool)) or value is None else None
+
+
+def flag_values(argv: Sequence[str], flags: list[dict] | None = None) -> dict:
+    """The values a command line gives each flag, defaults included (what parsing alone decides), for the
+    platform's estimates; argv is expected to parse (argument_problems)."""
+    flags = load_snapshot() if flags is None else flags
+    args = _take_config([str(a) for a in argv], [])
+    namespace, _ = build_parser(flags).parse_known_args(args)
+    return vars(namespace)
+
+
 def snapshot_of(parser: argparse.ArgumentParser) -> list[dict]:
     """The flags of a real argparse parser, as flags.json stores them."""
     flags = []
@@ -195,7 +211,8 @@ def snapshot_of(parser: argparse.ArgumentParser) -> list[dict]:
             spec.update(action="store_false", type="str", nargs=0, choices=None)
         elif isinstance(action, argparse._StoreAction):
             choices = [str(getattr(c, "value", c)) for c in action.choices] if action.choices is not None else None
-            spec.update(action="store", nargs=action.nargs, choices=choices, **_describe_type(action))
+            spec.update(action="store", nargs=action.nargs, choices=choices, **_describe_type(action),
+                        default=_plain(action.default))
         else:
             raise TypeError(f"{action.option_strings}: argparse action {type(action).__name__} is not described")
         flags.append(spec)

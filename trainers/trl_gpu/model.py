@@ -83,11 +83,13 @@ def check_hub_token(model_id: str, push_to_hub: bool) -> None:
         raise
 
 
-def load_tokenizer(model_id: str, trust_remote: bool, use_fast: bool, chat_template: str | None = None):
+def load_tokenizer(model_id: str, trust_remote: bool, use_fast: bool, chat_template: str | None = None,
+                   revision: str | None = None):
     """The model's tokenizer; `chat_template` (a file or a known name, see
     templates.py) replaces the template it ships, or supplies one it lacks."""
     try:
-        tokenizer = AutoTokenizer.from_pretrained(model_id, trust_remote_code=trust_remote, use_fast=use_fast)
+        tokenizer = AutoTokenizer.from_pretrained(model_id, trust_remote_code=trust_remote, use_fast=use_fast,
+                                                  revision=revision)
     except (hub_errors.RepositoryNotFoundError, hub_errors.GatedRepoError) as err:
         raise ConfigError(f"--model_id={model_id!r}: {err}") from err
     except (OSError, ValueError) as err:
@@ -106,9 +108,9 @@ def load_tokenizer(model_id: str, trust_remote: bool, use_fast: bool, chat_templ
     return tokenizer
 
 
-def load_config(model_id: str, trust_remote: bool):
+def load_config(model_id: str, trust_remote: bool, revision: str | None = None):
     try:
-        return AutoConfig.from_pretrained(model_id, trust_remote_code=trust_remote)
+        return AutoConfig.from_pretrained(model_id, trust_remote_code=trust_remote, revision=revision)
     except (hub_errors.RepositoryNotFoundError, hub_errors.GatedRepoError) as err:
         raise ConfigError(f"--model_id={model_id!r}: {err}") from err
     except (OSError, ValueError, KeyError) as err:
@@ -129,9 +131,10 @@ def check_liger_support(config) -> None:
         )
 
 
-def load_model(model_id: str, bf16: bool, trust_remote: bool, use_liger_kernel: bool = False):
+def load_model(model_id: str, bf16: bool, trust_remote: bool, use_liger_kernel: bool = False,
+               revision: str | None = None):
     """The base causal LM, in bf16 when training in bf16 (as on A4), fp32 on CPU."""
-    config = load_config(model_id, trust_remote)
+    config = load_config(model_id, trust_remote, revision)
     if use_liger_kernel:
         check_liger_support(config)
     config.use_cache = False  # the KV cache is useless in training and breaks gradient checkpointing
@@ -140,7 +143,8 @@ def load_model(model_id: str, bf16: bool, trust_remote: bool, use_liger_kernel: 
     dtype = torch.bfloat16 if bf16 else torch.float32
     try:
         model = AutoModelForCausalLM.from_pretrained(
-            model_id, config=config, dtype=dtype, attn_implementation="sdpa", trust_remote_code=trust_remote
+            model_id, config=config, dtype=dtype, attn_implementation="sdpa", trust_remote_code=trust_remote,
+            revision=revision,
         )
     except ValueError as err:  # e.g. a config with no causal-LM head
         raise ConfigError(f"--model_id={model_id!r}: {err}") from err

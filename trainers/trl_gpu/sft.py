@@ -1,4 +1,4 @@
-"""LoRA fine-tuning of a Gemma 3/4 causal LM for text-to-SQL with TRL.
+"""LoRA fine-tuning of a Gemma 3/4 causal LM with TRL, on text, conversational or prompt-completion data.
 
 In the cluster (one A4 node, 8 GPUs, FSDP v2), as the run manifest launches it
 (`python -m trainers.trl_gpu.launch` takes the arguments of `accelerate launch`
@@ -17,7 +17,7 @@ On a CPU, end to end, with a local model directory and a local data file:
 
 ```bash
 python -m trainers.trl_gpu.sft \\
-    --model_id ./tiny-gemma --dataset_name ./text_to_sql.jsonl \\
+    --model_id ./tiny-gemma --dataset_name ./chats.jsonl --data_format conversational \\
     --output_dir /tmp/run --max_steps 20 --per_device_train_batch_size 4 \\
     --gradient_accumulation_steps 1 --learning_rate 1e-3 --activation_checkpointing false
 ```

@@ -19,6 +19,8 @@ import importlib.util
 import os
 from pathlib import Path
 
+from trainers.sft_data import formats, parts
+
 from .errors import ConfigError
 
 _FLAG = "--chat_template"
@@ -65,33 +67,25 @@ def render(tokenizer, messages: list[dict], generation_prompt: bool) -> str:
     return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=generation_prompt)
 
 
+def problem(err: formats.FormatError) -> ConfigError:
+    """A data or template problem as this trainer's configuration error, naming the flag that changes the template."""
+    if isinstance(err, formats.TemplateProblem):
+        return ConfigError(f"{err}; check {_FLAG} (or the model's own chat template)")
+    return ConfigError(str(err))
+
+
 def split_turn(tokenizer, messages: list[dict], answer: str) -> tuple[str, str]:
     """(prompt, completion): the generation prompt exactly as inference renders
     it, and the answer followed by the end-of-turn marker the template closes
     an assistant turn with (whitespace after the marker dropped: the model
-    stops at the marker and never produces it)."""
-    prompt = render(tokenizer, messages, generation_prompt=True)
-    full = render(tokenizer, messages + [{"role": "assistant", "content": answer}], generation_prompt=False)
-    content = answer.strip()  # Gemma templates trim message contents
-    start = full.rfind(content) if content else -1
-    if start < 0:
-        raise ConfigError(f"the chat template does not render the assistant's answer as given ({answer[:60]!r}); check {_FLAG}")
-    before, end_marker = full[:start], full[start + len(content) :].rstrip()
-    if not prompt.startswith(before):
-        # The prompt turns render differently once an answer follows: the
-        # template is not one this trainer can mask (a retry cannot help).
-        raise ConfigError(
-            "the chat template renders the prompt turns differently with and without an answer after them "
-            f"({_diff_hint(prompt, before)}); check {_FLAG}"
-        )
-    if not end_marker:
-        raise ConfigError(f"the chat template closes an assistant turn with no end-of-turn marker; check {_FLAG}")
-    return prompt, content + end_marker
-
-
-def _diff_hint(a: str, b: str) -> str:
-    i = next((k for k, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
-    return f"first difference at character {i}: {a[i : i + 30]!r} vs {b[i : i + 30]!r}"
+    stops at the marker and never produces it). trainers/sft_data/parts.py
+    (trainers/sft_data/parts.py) `chat_parts` does the work for every turn of a chat."""
+    chat = [*messages, {"role": "assistant", "content": answer}]
+    try:
+        pieces = parts.chat_parts(lambda m, g: render(tokenizer, m, g), chat, trained_from=len(messages))
+    except formats.FormatError as err:
+        raise problem(err) from None
+    return "".join(text for text, _ in pieces[:-1]), pieces[-1][0]
 
 
 def end_of_turn_marker(tokenizer) -> str:

@@ -153,7 +153,7 @@ def agree_on_problem(problem: str | None) -> bool:
     return bool(flag.item())
 
 
-class TextToSqlTrainer(SFTTrainer):
+class FinetuneTrainer(SFTTrainer):
     def __init__(self, *args, started: float | None = None, **kwargs):
         super().__init__(*args, **kwargs)
         self.throughput = Throughput()
@@ -214,7 +214,7 @@ class TextToSqlTrainer(SFTTrainer):
 
 def build_trainer(model, tokenizer, script_args, training_args, train_set, eval_set, stopper: GracefulStop,
                   started: float | None = None):
-    return TextToSqlTrainer(
+    return FinetuneTrainer(
         started=started,
         model=model,
         args=training_args,

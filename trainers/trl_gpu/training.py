@@ -12,7 +12,7 @@ from accelerate.utils import DistributedType
 from trainers import exit_codes
 
 from . import checkpoints, data, evaluation, model as model_lib
-from .args import ConfigError
+from .args import ConfigError, data_spec
 from .checkpoints import GracefulStop
 from .launch import record_exit_code
 from .trainer import build_trainer
@@ -21,14 +21,16 @@ log = logging.getLogger(__name__)
 
 
 def prepare_data(script_args, training_args, tokenizer):
+    spec = data_spec(script_args)
     with training_args.main_process_first(local=False, desc="dataset preparation"):
         rows = data.load_rows(script_args.dataset_name, script_args.dataset_split)
+        data.check_rows(rows, spec, script_args.dataset_name)
         train_rows, eval_rows = data.split_rows(
             rows, script_args.max_samples, script_args.eval_fraction, training_args.seed
         )
         num_proc = training_args.dataset_num_proc
-        train_set = data.tokenize_split(train_rows, tokenizer, training_args.max_length, num_proc)
-        eval_set = data.tokenize_split(eval_rows, tokenizer, training_args.max_length, num_proc)
+        train_set = data.tokenize_split(train_rows, tokenizer, training_args.max_length, spec, num_proc)
+        eval_set = data.tokenize_split(eval_rows, tokenizer, training_args.max_length, spec, num_proc)
     log.info("train: %d examples, held out: %d", len(train_set), len(eval_set))
     return train_set, eval_set, eval_rows
 
@@ -77,7 +79,7 @@ def check_distributed(trainer) -> dict:
 
 def save_final(trainer, output_dir: str) -> None:
     # One plain adapter file, the LoRA tensors alone gathered under FSDP
-    # (TextToSqlTrainer.save_model); the Hub push, if any, comes later.
+    # (FinetuneTrainer.save_model); the Hub push, if any, comes later.
     trainer.save_model(output_dir, _internal_call=True)
     log.info("final adapter saved to %s", output_dir)
 
@@ -87,7 +89,8 @@ def merge_adapter(script_args, training_args) -> None:
     (the FSDP processes are done by then; this needs host memory for the model)."""
     from peft import PeftModel
 
-    base = model_lib.load_model(script_args.model_id, training_args.bf16, script_args.trust_remote, False)
+    base = model_lib.load_model(script_args.model_id, training_args.bf16, script_args.trust_remote, False,
+                                script_args.model_revision)
     merged = PeftModel.from_pretrained(base, training_args.output_dir).merge_and_unload()
     target = os.path.join(training_args.output_dir, "merged")
     merged.save_pretrained(target)
@@ -97,7 +100,8 @@ def merge_adapter(script_args, training_args) -> None:
 
 def _tokenizer(script_args):
     return model_lib.load_tokenizer(
-        script_args.model_id, script_args.trust_remote, script_args.use_fast, script_args.chat_template
+        script_args.model_id, script_args.trust_remote, script_args.use_fast, script_args.chat_template,
+        script_args.model_revision,
     )
 
 
@@ -111,7 +115,8 @@ def build(script_args, training_args, started: float | None = None):
     # group) and accelerate broadcasts them when it shards the model.
     train_set, eval_set, eval_rows = prepare_data(script_args, training_args, tokenizer)
     model = model_lib.load_model(
-        script_args.model_id, training_args.bf16, script_args.trust_remote, training_args.use_liger_kernel
+        script_args.model_id, training_args.bf16, script_args.trust_remote, training_args.use_liger_kernel,
+        script_args.model_revision,
     )
     stopper = GracefulStop()
     trainer = build_trainer(model, tokenizer, script_args, training_args, train_set, eval_set, stopper, started)
@@ -148,7 +153,8 @@ def run(script_args, training_args, started: float | None = None) -> int:
     metrics = trainer.evaluate()
     log.info("held-out loss after training: %.4f", metrics["eval_loss"])
     evaluation.run_sql_check(
-        trainer, trainer.processing_class, eval_rows, script_args.sql_check_samples, script_args.sql_check_max_new_tokens
+        trainer, trainer.processing_class, eval_rows, script_args.sql_check_samples, script_args.sql_check_max_new_tokens,
+        data_spec(script_args),
     )
     if training_args.push_to_hub:
         trainer.push_to_hub(dataset_name=script_args.dataset_name)

@@ -1,0 +1,119 @@
+"""Records of any data format as token ids and a loss mask, with gemma's tokenizer.
+
+A record becomes text parts, each trained or not (trainers/sft_data/
+parts.py); a chat is rendered with a chat template as transformers
+renders it (trainers/sft_data/chat.py). gemma's SentencePiece tokenizer
+never turns the text of a control piece (`<bos>`, `<eos>`) into its id, so
+a rendering is cut at every control piece of the vocabulary first, and
+those map to their ids, as transformers' tokenizer treats its special
+tokens (user-defined pieces, Gemma's turn markers, SentencePiece matches
+in the text itself). Plain text is BOS + text + EOS, as a story is.
+
+The mask holds 1 on each token the loss is taken on as a target (it is
+predicted from the tokens before it), 0 elsewhere.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import threading
+
+import grain
+import numpy as np
+
+from trainers.sft_data import chat, formats, parts
+
+# Templates a model's pretrained checkpoint has no chat template for: Gemma's turn formats (chat.BUILT_IN).
+DEFAULT_TEMPLATES = {"gemma3": "gemma3", "tiny": "gemma3", "gemma4-31b": "gemma4-31b", "gemma4": "gemma4",
+                     "tiny-gemma4": "gemma4"}
+
+
+def default_template(model: str) -> str:
+    """The shipped template of a model's family (gemma4-31b before gemma4-*)."""
+    for prefix, name in DEFAULT_TEMPLATES.items():
+        if model == prefix or model.startswith(prefix + "-"):
+            return name
+    raise KeyError(model)
+
+
+@functools.cache
+def _specials(tokenizer) -> tuple[dict[str, int], re.Pattern | None]:
+    sp = tokenizer._sp  # pylint: disable=protected-access  # gemma's SentencePieceProcessor
+    # User-defined pieces (Gemma's turn markers) SentencePiece matches in text by itself; control ones never.
+    pieces = {sp.IdToPiece(i): i for i in range(sp.GetPieceSize()) if sp.IsControl(i) and len(sp.IdToPiece(i)) > 1}
+    if not pieces:
+        return pieces, None
+    return pieces, re.compile("|".join(re.escape(p) for p in sorted(pieces, key=len, reverse=True)))
+
+
+def encode_rendered(tokenizer, text: str) -> list[int]:
+    """Token ids of a template's rendering: special pieces by their ids, the text between them encoded."""
+    pieces, pattern = _specials(tokenizer)
+    ids, at = [], 0
+    for match in pattern.finditer(text) if pattern else ():
+        if match.start() > at:
+            ids += tokenizer.encode(text[at:match.start()])
+        ids.append(pieces[match.group()])
+        at = match.end()
+    if at < len(text):
+        ids += tokenizer.encode(text[at:])
+    return ids
+
+
+def tokenize_example(example: parts.Example, tokenizer) -> tuple[np.ndarray, np.ndarray]:
+    """(int32 token ids, int8 loss mask) of one record's parts."""
+    ids, mask = [], []
+    if not example.chat:
+        ids, mask = [int(tokenizer.special_tokens.BOS)], [0]
+    for text, trained in example.parts:
+        part = encode_rendered(tokenizer, text) if example.chat else tokenizer.encode(text)
+        ids += part
+        mask += [int(trained)] * len(part)
+    if not example.chat:
+        ids.append(int(tokenizer.special_tokens.EOS))
+        mask.append(int(example.parts[-1][1]))
+    return np.asarray(ids, np.int32), np.asarray(mask, np.int8)
+
+
+# A grain worker calls one map from several threads: build the tokenizer and the template once.
+_BUILD_LOCK = threading.Lock()
+
+
+class TokenizeRecord(grain.transforms.Map):
+    """(row number, record) -> {"tokens", "mask"}; builds its tokenizer and template lazily (once, in
+    whichever thread asks first) so it can be shipped to grain worker processes."""
+
+    def __init__(self, spec: formats.Spec, tokenizer_factory, template_factory):
+        self._spec, self._tokenizer_factory, self._template_factory = spec, tokenizer_factory, template_factory
+        self._built = None
+
+    def _parts(self):
+        if self._built is None:
+            with _BUILD_LOCK:
+                if self._built is None:
+                    tokenizer = self._tokenizer_factory()
+                    template = self._template_factory(tokenizer) if self._template_factory else None
+                    self._built = (tokenizer, template)
+        return self._built
+
+    def map(self, item):
+        row, record = item
+        tokenizer, template = self._parts()
+        example = parts.example(self._spec, record, template.render if template else None, row)
+        tokens, mask = tokenize_example(example, tokenizer)
+        return {"tokens": tokens, "mask": mask}
+
+
+def template_factory(spec: formats.Spec, name: str | None):
+    """How the run's chat template (a shipped name, a file or a model directory) is built for a
+    tokenizer; None for text, whose records are never chats."""
+    if spec.format == "text" or name is None:
+        return None
+
+    def build(tokenizer) -> chat.ChatTemplate:
+        pieces = tokenizer.tokens  # a control piece decodes to nothing; its piece is its text in a template
+        return chat.ChatTemplate.named(name, pieces[int(tokenizer.special_tokens.BOS)],
+                                       pieces[int(tokenizer.special_tokens.EOS)])
+
+    return build
