@@ -45,6 +45,8 @@ class ControlPlane:
     supervisor: Supervisor
     pki: Pki | None = None
     ports: dict[str, int] = field(default_factory=dict)
+    # Flags added to a program's own (program name -> flags): the scale benchmark's client rates.
+    extra_args: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def server(self) -> str:
@@ -108,7 +110,7 @@ class ControlPlane:
             f"--service-account-key-file={pki.sa_pub}", f"--service-account-signing-key-file={pki.sa_key}",
             f"--service-cluster-ip-range={SERVICE_CIDR}", "--authorization-mode=Node,RBAC",
             "--endpoint-reconciler-type=none", f"--cert-dir={self.state / 'apiserver'}",
-            "--profiling=false", "--v=1",
+            "--profiling=false", "--v=1", *self.extra_args.get("kube-apiserver", []),
         ])
         kube = self.client()
         wait_for("kube-apiserver /readyz", kube.healthy, START_TIMEOUT,
@@ -125,6 +127,7 @@ class ControlPlane:
             f"--bind-address={LOCALHOST}", f"--secure-port={port}", f"--cert-dir={self.state / 'kcm'}",
             f"--service-account-private-key-file={self.pki.sa_key}", f"--root-ca-file={self.pki.ca_cert}",
             "--use-service-account-credentials=true", "--leader-elect=false", "--v=1",
+            *self.extra_args.get("kube-controller-manager", []),
         ])
         wait_for("kube-controller-manager /healthz", lambda: _https_ok(port), START_TIMEOUT,
                  explain=lambda: self._check_and_tail("kube-controller-manager"))
@@ -138,7 +141,7 @@ class ControlPlane:
             str(self.tools.bin("kube-scheduler")), f"--kubeconfig={kubeconfig}",
             f"--authentication-kubeconfig={kubeconfig}", f"--authorization-kubeconfig={kubeconfig}",
             f"--bind-address={LOCALHOST}", f"--secure-port={port}", f"--cert-dir={self.state / 'scheduler'}",
-            "--leader-elect=false", "--v=1",
+            "--leader-elect=false", "--v=1", *self.extra_args.get("kube-scheduler", []),
         ])
         wait_for("kube-scheduler /healthz", lambda: _https_ok(port), START_TIMEOUT,
                  explain=lambda: self._check_and_tail("kube-scheduler"))
@@ -151,7 +154,7 @@ class ControlPlane:
         self.supervisor.start("kwok", [
             str(self.tools.bin("kwok")), f"--kubeconfig={kubeconfig}", f"--config={config}",
             "--manage-all-nodes=true", f"--node-ip={LOCALHOST}", f"--server-address={LOCALHOST}:{port}",
-            "--node-lease-duration-seconds=40",
+            "--node-lease-duration-seconds=40", *self.extra_args.get("kwok", []),
         ], env={"HOME": str(self.state)})  # kwok reads ~/.kwok/kwok.yaml first: keep the user's out
 
     def _check_and_tail(self, name: str) -> str:
