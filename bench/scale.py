@@ -33,6 +33,7 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -75,11 +76,13 @@ def main(argv: list[str] | None = None) -> int:
     for case in todo:
         print(f"-- {case.label()}", flush=True)
         row = run_case(case, state / case.label(), args.timeout)
+        shutil.rmtree(state / case.label(), ignore_errors=True)  # etcd's data of thousands of objects
         rows.append(row)
         print(json.dumps({k: row[k] for k in ("slices", "strategy", "kueue", "api_qps", "bound_s", "running_s",
                                                "exclusive", "load_before")}), flush=True)
     result = {"benchmark": "scale", "python": platform.python_version(), "machine": platform.machine(),
               "cpus": os.cpu_count(), "wall_s": round(time.monotonic() - started, 1), "rows": rows}
+    shutil.rmtree(state, ignore_errors=True)
     for line in table(rows):
         print(line)
     report.write(result, args.out)

@@ -129,7 +129,7 @@ class ControlPlane:
             "--use-service-account-credentials=true", "--leader-elect=false", "--v=1",
             *self.extra_args.get("kube-controller-manager", []),
         ])
-        wait_for("kube-controller-manager /healthz", lambda: _https_ok(port), START_TIMEOUT,
+        wait_for("kube-controller-manager /healthz", lambda: https_ok(port), START_TIMEOUT,
                  explain=lambda: self._check_and_tail("kube-controller-manager"))
 
     def _scheduler(self) -> None:
@@ -143,7 +143,7 @@ class ControlPlane:
             f"--bind-address={LOCALHOST}", f"--secure-port={port}", f"--cert-dir={self.state / 'scheduler'}",
             "--leader-elect=false", "--v=1", *self.extra_args.get("kube-scheduler", []),
         ])
-        wait_for("kube-scheduler /healthz", lambda: _https_ok(port), START_TIMEOUT,
+        wait_for("kube-scheduler /healthz", lambda: https_ok(port), START_TIMEOUT,
                  explain=lambda: self._check_and_tail("kube-scheduler"))
 
     def _kwok(self) -> None:
@@ -170,7 +170,7 @@ def _http_ok(url: str) -> bool:
         return False
 
 
-def _https_ok(port: int) -> bool:
+def https_ok(port: int) -> bool:
     # The component serves a self-signed certificate of its own (--cert-dir); /healthz is
     # one of its --authorization-always-allow-paths.
     context = ssl.create_default_context()

@@ -88,7 +88,8 @@ def pytest_report_header(config):
 
 
 def pytest_terminal_summary(terminalreporter):
-    from e2e.tests.test_engine import DIFF_REPORT, ENGINE_REPORT, WRONG_REPORT
+    from e2e.tests.test_engine import DIFF_REPORT, ENGINE_REPORT, WEBHOOK_REPORT, WRONG_REPORT
+    from e2e.tests.test_faults import FAULT_REPORT
     from e2e.tests.test_shared_cluster import SHARED_REPORT
     from e2e.tests.test_status import STATUS_REPORT
 
@@ -100,7 +101,11 @@ def pytest_terminal_summary(terminalreporter):
             terminalreporter.write_line("")
     if ENGINE_REPORT:
         terminalreporter.section("e2e: existing-cluster stacks through the Pulumi CLI, wall time per step")
-        for line in ENGINE_REPORT + DIFF_REPORT + WRONG_REPORT:
+        for line in ENGINE_REPORT + DIFF_REPORT + WRONG_REPORT + WEBHOOK_REPORT:
+            terminalreporter.write_line(line)
+    if FAULT_REPORT:
+        terminalreporter.section("e2e: runs under faults, make status before -> after")
+        for line in FAULT_REPORT:
             terminalreporter.write_line(line)
     if SHARED_REPORT:
         terminalreporter.section("e2e: one cluster shared by two teams' stacks, through pulumi")
