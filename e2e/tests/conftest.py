@@ -99,7 +99,7 @@ def pytest_terminal_summary(terminalreporter):
             for line in table.splitlines():
                 terminalreporter.write_line(line)
             terminalreporter.write_line("")
-    if ENGINE_REPORT:
+    if ENGINE_REPORT or WRONG_REPORT or WEBHOOK_REPORT:
         terminalreporter.section("e2e: existing-cluster stacks through the Pulumi CLI, wall time per step")
         for line in ENGINE_REPORT + DIFF_REPORT + WRONG_REPORT + WEBHOOK_REPORT:
             terminalreporter.write_line(line)
