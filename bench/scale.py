@@ -30,6 +30,7 @@ vary with it. Nothing is asserted.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import platform
@@ -73,19 +74,23 @@ def main(argv: list[str] | None = None) -> int:
     state = Path(tempfile.mkdtemp(prefix="gke-finetune-scale-"))
     rows = []
     started = time.monotonic()
+    result = {"benchmark": "scale", "python": platform.python_version(), "machine": platform.machine(),
+              "cpus": os.cpu_count(), "rows": rows}
     for case in todo:
         print(f"-- {case.label()}", flush=True)
-        row = run_case(case, state / case.label(), args.timeout)
+        try:
+            row = run_case(case, state / case.label(), args.timeout)
+        except (TimeoutError, RuntimeError) as err:  # a case that can't start is reported, the others run
+            row = {**dataclasses.asdict(case), "error": str(err)[:2000]}
         shutil.rmtree(state / case.label(), ignore_errors=True)  # etcd's data of thousands of objects
         rows.append(row)
-        print(json.dumps({k: row[k] for k in ("slices", "strategy", "kueue", "api_qps", "bound_s", "running_s",
-                                               "exclusive", "load_before")}), flush=True)
-    result = {"benchmark": "scale", "python": platform.python_version(), "machine": platform.machine(),
-              "cpus": os.cpu_count(), "wall_s": round(time.monotonic() - started, 1), "rows": rows}
+        print(json.dumps({k: row.get(k) for k in ("slices", "strategy", "kueue", "api_qps", "bound_s", "running_s",
+                                                   "exclusive", "load_before", "error")}), flush=True)
+        result["wall_s"] = round(time.monotonic() - started, 1)
+        report.write(result, args.out)  # after each case: a long run keeps what it measured
     shutil.rmtree(state, ignore_errors=True)
     for line in table(rows):
         print(line)
-    report.write(result, args.out)
     return 0
 
 

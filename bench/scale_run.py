@@ -14,6 +14,7 @@ from unittest import mock
 from bench.scale_sample import Sampler, load_average
 from bench.scale_watch import PodWatch
 from core.catalog import NODEPOOL_LABEL, TPU_TOPOLOGY_LABEL
+from e2e.harness.faults import ready
 from e2e.harness.install import install_stack
 from e2e.harness.observe import JOBSET_NAME_LABEL, expected_pods
 from e2e.harness.session import control_plane
@@ -28,6 +29,8 @@ TOPOLOGY = "16x16"
 JOB_INDEX_LABEL = "jobset.sigs.k8s.io/job-index"
 IDLE_SECONDS = 10.0  # sampled before the run, for the programs' background (leases, heartbeats)
 LIFETIME = 3600
+LEASE_SECONDS = 600  # Case.extra_args says why
+MONITOR_GRACE_SECONDS = 900
 
 
 @dataclass(frozen=True)
@@ -48,12 +51,17 @@ class Case:
         validation report for release 1.9); the defaults are 20 (burst 30) and 50 (burst 100)
         (k8s.io/kubernetes v1.35.4 pkg/controller/apis/config/v1alpha1/defaults.go,
         pkg/scheduler/apis/config/v1/defaults.go)."""
-        # kwok logs every lease it renews at INFO: 400 lines a second at 4,096 nodes, which no kubelet writes.
-        quiet = {"kwok": ["--v=WARN"]}
-        if not self.api_qps:
-            return quiet
-        rate = [f"--kube-api-qps={self.api_qps}", f"--kube-api-burst={self.api_qps}"]
-        return {**quiet, "kube-controller-manager": rate, "kube-scheduler": rate}
+        # kwok logs every lease it renews at INFO (400 lines a second at 4,096 nodes). Its leases are
+        # renewed every 150 s instead of a kubelet's 10 s (kwok renews at a quarter of the duration),
+        # and the node lifecycle controller waits 900 s instead of 50 s for one: on 2 shared cores,
+        # 4,096 kubelets' 410 lease writes a second left a quarter of the nodes NotReady before the
+        # run began (tainted, so unschedulable), which a GKE control plane sized for them does not.
+        kwok = ["--v=WARN", f"--node-lease-duration-seconds={LEASE_SECONDS}"]
+        kcm = [f"--node-monitor-grace-period={MONITOR_GRACE_SECONDS}s"]
+        if self.api_qps:
+            rate = [f"--kube-api-qps={self.api_qps}", f"--kube-api-burst={self.api_qps}"]
+            return {"kwok": kwok, "kube-controller-manager": kcm + rate, "kube-scheduler": rate}
+        return {"kwok": kwok, "kube-controller-manager": kcm}
 
 
 def overrides(slices: int, kueue: bool) -> dict:
@@ -156,6 +164,7 @@ def run_case(case: Case, state: Path, timeout: float) -> dict:
         watch.stop()
         pods = kube.list("v1", "Pod", objects.runs_namespace, labels=f"{JOBSET_NAME_LABEL}={RUN}")
         nodes = {n["metadata"]["name"]: n for n in kube.list("v1", "Node")}
+        not_ready = sum(1 for n in nodes.values() if not ready(n))
         times = watch.snapshot()
     bound_at = sorted(t.bound - t0 for t in times.values() if t.bound)
     created_at = sorted(t.created - t0 for t in times.values() if t.created)
@@ -163,12 +172,13 @@ def run_case(case: Case, state: Path, timeout: float) -> dict:
     net_cpu = sum(u["net_cpu_s"] for u in usage.values())
     return {
         "slices": case.slices, "nodes": case.slices * 64, "pods": want, "strategy": case.strategy,
-        "kueue": case.kueue, "rep": case.rep, "api_qps": case.api_qps, "load_before": load_before, "install_s": round(installed_s, 1),
+        "kueue": case.kueue, "rep": case.rep, "api_qps": case.api_qps, "load_before": load_before,
+        "install_s": round(installed_s, 1),
         "bound_s": round(bound - t0, 1) if bound else None, "running_s": round(running - t0, 1) if running else None,
         "created_s": round(created_at[-1], 1) if created_at else None,
         "created_median_s": round(created_at[len(created_at) // 2], 1) if created_at else None,
         "bound_median_s": round(bound_at[len(bound_at) // 2], 1) if bound_at else None,
-        "pods_bound": len(bound_at), "exclusive": exclusive(pods, nodes, case.slices) if bound else "timed out",
+        "pods_bound": len(bound_at), "nodes_not_ready": not_ready, "exclusive": exclusive(pods, nodes, case.slices) if bound else "timed out",
         "cpu_s": round(total_cpu, 1), "net_cpu_s": round(net_cpu, 1),
         "net_cpu_ms_per_pod": round(1000 * net_cpu / want, 2), "components": usage,
         "timeline": timeline(times, t0), "watch_errors": watch.errors[:5], "cpus": os.cpu_count(),

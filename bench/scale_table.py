@@ -16,6 +16,8 @@ def table(rows: list[dict]) -> list[str]:
             f"{'running s':>9} {'exclusive':<9} {'load':>5} {'ms/pod':>6}  "
             + " ".join(f"{short + ' cores/MiB':>17}" for _, short in COMPONENTS))
     lines = [head]
+    failed = [r for r in rows if "error" in r]
+    rows = [r for r in rows if "error" not in r]
     for r in rows:
         parts = []
         for name, _ in COMPONENTS:
@@ -26,6 +28,8 @@ def table(rows: list[dict]) -> list[str]:
                      f"{_fmt(r['running_s'], '.1f'):>9} {r['exclusive'][:9]:<9} {r['load_before'][0]:>5} "
                      f"{r['net_cpu_ms_per_pod']:>6.1f}  " + " ".join(parts))
     lines += growth(rows)
+    lines += [f"{r['slices']} slices {r['strategy']} {'kueue' if r['kueue'] else 'none'}: {r['error'][:300]}"
+              for r in failed]
     return lines
 
 

@@ -11,15 +11,16 @@ written by the JAX trainer's own progress code (a checkpoint at step 40).
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
+import io
 import json
 import os
 import shutil
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
+from unittest import mock
 
 import yaml
 
@@ -30,6 +31,7 @@ from e2e.harness.observe import JOBSET_NAME_LABEL, KUEUE, admissions, expected_p
 from e2e.harness.stack_objects import StackObjects, stack_objects
 from e2e.harness.tools import ROOT
 from e2e.tests.scenario import JOBSET_API, delete_and_wait
+from tools import status as status_command
 from trainers.gemma_jax.progress import Progress
 
 STACK = "tpu-queued"
@@ -79,13 +81,16 @@ class FaultsPlane:
         delete_and_wait(self.kube, self.runs[run])
 
     def status(self) -> dict[str, dict]:
-        """`make status --json` of the stack, from the cluster and the progress records."""
-        env = {**os.environ, "KUBECONFIG": str(self.cp.kubeconfig), "PYTHONPATH": str(ROOT)}
-        done = subprocess.run([sys.executable, "-m", "tools.status", "show", "--stack", STACK, "--root",
-                               str(self.status_root), "--progress-dir", str(self.progress), "--json"],
-                              cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
-        assert done.returncode == 0, done.stderr
-        return {r["run"]: r for r in json.loads(done.stdout)}
+        """`make status --json` of the stack, from the cluster and the progress records (its command
+        line, run in this process: an interpreter's start-up per look would add seconds to each test)."""
+        out, err = io.StringIO(), io.StringIO()
+        argv = ["show", "--stack", STACK, "--root", str(self.status_root), "--progress-dir", str(self.progress),
+                "--json"]
+        with mock.patch.dict(os.environ, {"KUBECONFIG": str(self.cp.kubeconfig)}), \
+                contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = status_command.main(argv)
+        assert code == 0, err.getvalue()
+        return {r["run"]: r for r in json.loads(out.getvalue())}
 
     def provisioner(self, mode: str) -> None:
         (self.cp.state / "provisioner-mode").write_text(mode)
@@ -164,7 +169,8 @@ def no_duplicates(plane: FaultsPlane, run: str) -> None:
               p["metadata"]["annotations"].get("batch.kubernetes.io/job-completion-index")) for p in live]
     assert len(hosts) == len(set(hosts)) == expected_pods(manifest), f"{run}: pods per (slice, host) {sorted(hosts)}"
     if "kueue.x-k8s.io/queue-name" in manifest["metadata"].get("labels", {}):
-        assert len(workloads(plane, run)) == 1, f"{run}: Workloads {[w['metadata']['name'] for w in workloads(plane, run)]}"
+        found = [w["metadata"]["name"] for w in workloads(plane, run)]
+        assert len(found) == 1, f"{run}: Workloads {found}"
 
 
 def uids(found: list[dict]) -> set[str]:

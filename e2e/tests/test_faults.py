@@ -62,7 +62,8 @@ def test_each_slice_of_a_16_slice_run_holds_one_node_pool_of_its_own(plane, stea
 
 def _report(what: str, before: dict, after: dict, runs: tuple[str, ...]) -> None:
     def cell(s: dict) -> str:
-        return f"{s['phase']} (restarts {s['restarts']}, counted {s['restarts_counted']}, checkpoint {s['checkpoint_step']})"
+        return (f"{s['phase']} (restarts {s['restarts']}, counted {s['restarts_counted']}, "
+                f"checkpoint {s['checkpoint_step']})")
 
     FAULT_REPORT.append(f"== {what}")
     FAULT_REPORT.extend(f"   {run}: {cell(before[run])} -> {cell(after[run])}" for run in runs)
@@ -150,7 +151,8 @@ def test_spot_vms_taken_back_restart_each_run_once_outside_its_budget(plane, ste
         steady[run] = fp.uids(again)
     after = plane.status()
     for run in (MULTISLICE, LADDER):
-        assert (after[run]["phase"], after[run]["restarts"], after[run]["restarts_counted"]) == ("running", 1, 0), after[run]
+        shown = (after[run]["phase"], after[run]["restarts"], after[run]["restarts_counted"])
+        assert shown == ("running", 1, 0), after[run]
         assert after[run]["checkpoint_step"] == before[run]["checkpoint_step"] == 40, after[run]
     FAULT_REPORT.append(f"   while the capacity was gone, {LADDER}: {waiting['phase']}: {waiting['detail']}")
     _report("Spot VMs of one multislice slice and of the ladder's Spot rung taken back, then returned",
