@@ -17,10 +17,10 @@ CPU seconds and peak RSS, the CPU seconds per pod, and whether exclusive placeme
 slice's pods on one node pool of the 16x16 topology, no node pool shared by two slices).
 
 Exclusive placement is JobSet's (`alpha.jobset.sigs.k8s.io/exclusive-topology`); `--strategies`
-sets how: `affinity` is JobSet's pod affinity and anti-affinity (its pod webhook), `node-selector`
-its node-selector strategy (`alpha.jobset.sigs.k8s.io/node-selector`, node labels and taints per
-node pool, declared by the program: stack/placement.py). The program picks one by the number of
-slices; here the choice is forced per case (`placement.NODE_SELECTOR_MIN_SLICES`).
+sets how: `affinity` is what the program declares, JobSet's pod affinity and anti-affinity (its pod
+webhook); `node-selector` is JobSet's node-selector strategy, the node pools labelled and tainted
+per slice and the run annotated (bench/scale_placement.py). The figures decided that the program
+keeps pod affinity (README.md, "Performance at scale").
 
 Cases alternate strategies within a size and sizes run small to large; `--reps` repeats the lot.
 The load average before each case is recorded with it: the machine is shared, and figures

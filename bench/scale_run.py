@@ -9,8 +9,8 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from unittest import mock
 
+from bench.scale_placement import node_selector_strategy
 from bench.scale_sample import Sampler, load_average
 from bench.scale_watch import PodWatch
 from core.catalog import NODEPOOL_LABEL, TPU_TOPOLOGY_LABEL
@@ -20,7 +20,6 @@ from e2e.harness.observe import JOBSET_NAME_LABEL, expected_pods
 from e2e.harness.session import control_plane
 from e2e.harness.stack_objects import StackObjects, stack_objects
 from e2e.harness.tools import CONTROL_PLANE_TOOLS
-from stack import placement
 
 STACK = "tpu-multislice"  # the shipped multislice stack, its pool and run overridden
 POOL = "v6e-16x16"
@@ -76,10 +75,11 @@ def overrides(slices: int, kueue: bool) -> dict:
 
 
 def declare(case: Case) -> StackObjects:
-    """The program's objects for the case, its strategy forced by the slice threshold."""
-    threshold = 1 if case.strategy == "node-selector" else 10**6
-    with mock.patch.object(placement, "NODE_SELECTOR_MIN_SLICES", threshold):
-        return stack_objects.__wrapped__(STACK, overrides_json=json.dumps(overrides(case.slices, case.kueue)))
+    """The program's objects for the case; with the node-selector strategy given to them (bench/scale_placement.py)."""
+    objects = stack_objects(STACK, overrides_json=json.dumps(overrides(case.slices, case.kueue)))
+    if case.strategy == "node-selector":
+        objects = node_selector_strategy(objects, RUN, POOL, case.slices)
+    return objects
 
 
 def _without_run(objects: StackObjects) -> tuple[StackObjects, dict]:

@@ -18,7 +18,6 @@ from stack.config import StackConfig
 from stack.models import PoolConfig
 from core.contract import SchedulingContract
 from stack.contracts import node_labels, node_taints
-from stack.placement import NO_SCHEDULE_TAINT
 
 
 @dataclass
@@ -68,8 +67,7 @@ class NodePools(pulumi.ComponentResource):
             # Auto-repair would recreate nodes a provisioning request released.
             # https://cloud.google.com/kubernetes-engine/docs/how-to/provisioningrequest
             management=gcp.container.NodePoolManagementArgs(auto_repair=not deferred, auto_upgrade=True),
-            node_config=_node_config(pool, args.node_service_account, node_tags(cfg),
-                                     cfg.node_pool_placement_labels().get(gke_name, {})),
+            node_config=_node_config(pool, args.node_service_account, node_tags(cfg)),
             opts=pulumi.ResourceOptions(parent=self, ignore_changes=["initialNodeCount"]),
         )
 
@@ -107,12 +105,9 @@ def _placement(shape) -> gcp.container.NodePoolPlacementPolicyArgs | None:
 
 
 def _node_config(
-    pool: PoolConfig, service_account: pulumi.Input[str], tags: list[str], placement_labels: dict[str, str]
+    pool: PoolConfig, service_account: pulumi.Input[str], tags: list[str]
 ) -> gcp.container.NodePoolNodeConfigArgs:
-    """`placement_labels`: the node-selector strategy's label of the one slice this node pool holds
-    (stack/placement.py), with its taint; empty for every other node pool."""
     shape = pool.shape()
-    taints = node_taints(pool) + ((NO_SCHEDULE_TAINT,) if placement_labels else ())
     return gcp.container.NodePoolNodeConfigArgs(
         machine_type=shape.machine_type,
         # The sized boot disk holds the images and, where no local SSD does,
@@ -122,10 +117,10 @@ def _node_config(
         service_account=service_account,
         oauth_scopes=[CLOUD_PLATFORM_SCOPE],
         tags=tags,
-        labels={**node_labels(pool), **placement_labels},
+        labels=node_labels(pool),
         taints=[
             gcp.container.NodePoolNodeConfigTaintArgs(key=t.key, value=t.value, effect=_effect(t.effect))
-            for t in taints
+            for t in node_taints(pool)
         ],
         spot=pool.capacity == "spot",
         # Queued provisioning runs on flex-start VMs: GKE's queued-provisioning

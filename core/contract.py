@@ -55,9 +55,6 @@ class SchedulingContract:
     # A run Kueue admits: the values of `pool_label` on every rung of its ladder (stack/queueing.py
     # `run_contract`), which its pods' node affinity allows.
     rung_values: tuple[str, ...] = ()
-    # The pool's slices get their node pools by JobSet's node-selector strategy (stack/placement.py):
-    # its node pools carry the run's Jobs' labels and the strategy's taint.
-    node_selector_placement: bool = False
 
     @property
     def allocatable(self) -> Allocatable:

@@ -15,7 +15,6 @@ from core.contract import SchedulingContract
 from core.images import require_digest
 from core.names import APP_LABEL, POOL_LABEL, PROJECT, RUN_LABEL
 from manifests import jobset, kueue, pod, storage
-from stack.placement import NODE_SELECTOR_STRATEGY_KEY
 from stack.queueing import run_contract, rungs
 from stack.config import StackConfig
 from stack.problems import ConfigError, Problem
@@ -93,10 +92,6 @@ def metadata(run: RunConfig, contract: SchedulingContract, facts: PlatformFacts)
     annotations = dict(SKIP_AWAIT)
     if contract.family is Family.TPU and contract.hosts_per_slice > 1:
         annotations.update(jobset.EXCLUSIVE_TOPOLOGY)
-        if contract.node_selector_placement:
-            # JobSet's node-selector strategy: the pool's node pools carry each Job's label and the
-            # strategy's taint (stack/placement.py), the controller adds the selector and toleration.
-            annotations[NODE_SELECTOR_STRATEGY_KEY] = "true"
     return {"name": run.name, "namespace": facts.namespace, "labels": labels, "annotations": annotations}
 
 

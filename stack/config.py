@@ -25,7 +25,6 @@ from stack.models import Images, PoolConfig, ShapeConfig, StackModel, TopLevelCo
 from stack.datasets import DatasetConfig
 from stack.existing import Charts, ExistingCluster, existing_stack_problems, platform_pool_problems
 from stack.network import NetworkConfig
-from stack.placement import node_pool_labels, node_selector_runs, with_node_selector_placement
 from stack.queueing import compute_classes, kueue_flavors, queueing_problems, with_queues
 from stack.problems import MISSING, ConfigError, Problem, from_validation_error, raise_problems
 from stack.rules import (bucket_problems, dataset_stack_problems, mode_problems, namespace_problems,
@@ -259,18 +258,7 @@ class StackConfig(StackModel):
     def contracts(self) -> dict[str, SchedulingContract]:
         """The scheduling contract of every pool (Standard) or shape (Autopilot), by name."""
         contracts = derive_contracts(self.accelerator_groups(), self.autopilot, self.existing is not None)
-        contracts = with_queues(contracts, self.runs, self.autopilot, self.runs_namespace)
-        return with_node_selector_placement(contracts, self.node_selector_runs())
-
-    def node_selector_runs(self) -> dict[str, tuple[str, ...]]:
-        """The runs whose slices are placed by JobSet's node-selector strategy, with their pools
-        (stack/placement.py); the others by pod affinity."""
-        declared = self.existing is None and not self.autopilot
-        return node_selector_runs(self.pools, self.runs, self.runs_namespace, declared)
-
-    def node_pool_placement_labels(self) -> dict[str, dict[str, str]]:
-        """GKE node pool name -> the node-selector strategy's label on its nodes (stack/placement.py)."""
-        return node_pool_labels(self.pools, self.node_selector_runs(), self.runs_namespace)
+        return with_queues(contracts, self.runs, self.autopilot, self.runs_namespace)
 
     def kueue_flavors(self) -> list[SchedulingContract]:
         """The pools Kueue admits runs to, in the order it tries them; empty: the stack installs no Kueue

@@ -31,6 +31,7 @@ from e2e.harness.observe import JOBSET_NAME_LABEL, KUEUE, admissions, expected_p
 from e2e.harness.stack_objects import StackObjects, stack_objects
 from e2e.harness.tools import ROOT
 from e2e.tests.scenario import JOBSET_API, delete_and_wait
+from e2e.tests.settings import ADMISSION
 from tools import status as status_command
 from trainers.gemma_jax.progress import Progress
 
@@ -110,7 +111,7 @@ def _progress_records(directory: Path, runs: list[str]) -> None:
 
 def build(cp: ControlPlane, state: Path) -> FaultsPlane:
     values = overrides()
-    objects = stack_objects(STACK, overrides_json=json.dumps(values))
+    objects = stack_objects(STACK, admission=ADMISSION, overrides_json=json.dumps(values))
     runs = {j["metadata"]["name"]: j for j in objects.manifests("JobSet")}
     platform = dataclasses.replace(objects, steps=[s for s in objects.steps
                                                    if not (s.manifest and s.manifest["kind"] == "JobSet")])

@@ -125,9 +125,10 @@ def test_spot_vms_taken_back_restart_each_run_once_outside_its_budget(plane, ste
     """GKE takes back the Spot VMs of one slice of the multislice run and of the ladder run's Spot rung:
     each JobSet restarts every Job once (its Disruption rule: the pods' DisruptionTarget), the
     restart counted in `restarts` and not against `maxRestarts`; the ladder run stays admitted on its
-    rung, its pods Pending, while the capacity is gone (Kueue 0.19.2 without waitForPodsReady keeps an
-    admitted workload whatever its pods do: kueue.sigs.k8s.io/docs/tasks/manage/setup_wait_for_pods_ready/),
-    and both run again on the same nodes when the capacity returns."""
+    rung, its pods Pending, while the capacity is gone: Kueue 0.19.2 evicts an admitted workload whose
+    pods aren't ready only with `waitForPodsReady` (apis/config/v1beta2/configuration_types.go), which
+    the stacks' Kueue configuration doesn't set (manifests/controllers.py), so the run does not fall to
+    the next rung; both run again on the same nodes when the capacity returns."""
     before = plane.status()
     multislice = fp.running(plane, MULTISLICE)
     ladder = fp.running(plane, LADDER)
