@@ -36,6 +36,7 @@ help:
 	@echo "make e2e                  every shipped stack through a real control plane on 127.0.0.1 (e2e/README.md)"
 	@echo "make e2e-images           the trainer images built, pushed and run for real (Docker engine, registry, docker-build provider)"
 	@echo "make bench-images         image sizes, build times, bytes a code-only change pushes (bench/results/images.json)"
+	@echo "make bench-scale          multislice runs of 256 to 4,096 hosts on that control plane: time to bound, CPU, memory"
 	@echo "make scan                 checkov on every shipped stack's rendered runs (tools/scan_skips.yaml)"
 	@echo "make tpu-compile          the TPU compiler's HBM per chip for every shipped TPU run -> core/compiled_hbm.json"
 	@echo "make fsdp-cpu OUT=<dir>   the A4 run's FSDP path on 2 CPU processes (tiny Gemma 4): SIGTERM, resume, final adapter in <dir>"
@@ -237,6 +238,15 @@ bench-google-api: $(VENV)/.installed
 .PHONY: bench-images
 bench-images: $(VENV)/.installed e2e-tools
 	$(VENV)/bin/python -m bench.images $(BENCH_ARGS)
+
+# Multislice runs of 4, 16 and 64 slices of v6e 16x16 (256 to 4,096 hosts) on the
+# real control plane, through Kueue and not, by pod affinity and by node selector:
+# time to every pod bound and running, each program's CPU and memory
+# (bench/scale.py; not in `make bench`: over an hour on 2 shared cores).
+# SCALE_ARGS="--slices 4,16" for a shorter run.
+.PHONY: bench-scale
+bench-scale: $(VENV)/.installed e2e-tools
+	$(VENV)/bin/python -m bench.scale $(SCALE_ARGS)
 
 # --- the real control plane (e2e/README.md) ---------------------------------------
 # The programs are built from their pinned Go modules into a cache outside the
