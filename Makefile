@@ -55,6 +55,7 @@ help:
 	@echo "  make bench                     the trainers' benchmarks and bench-google-api, each ratio measured side by side"
 	@echo "  make bench-google-api          make plan with and without the Google API check"
 	@echo "  make bench-images              image sizes, build times, bytes a code-only change pushes"
+	@echo "  make bench-scale               multislice runs of 256 to 4,096 hosts on the control plane: time to bound, CPU, memory"
 	@echo ""
 	@echo "Google Cloud (the Pulumi CLI, gcloud credentials):"
 	@echo "  make doctor STACK=dev          what the first pulumi up needs, and what to do for each miss (reads only)"
@@ -269,6 +270,15 @@ bench-google-api: $(VENV)/.installed
 .PHONY: bench-images
 bench-images: $(VENV)/.installed e2e-tools
 	$(VENV)/bin/python -m bench.images $(BENCH_ARGS)
+
+# Multislice runs of 4, 16 and 64 slices of v6e 16x16 (256 to 4,096 hosts) on the
+# real control plane, through Kueue and not, by pod affinity and by node selector:
+# time to every pod bound and running, each program's CPU and memory
+# (bench/scale.py; not in `make bench`: over an hour on 2 shared cores).
+# SCALE_ARGS="--slices 4,16" for a shorter run.
+.PHONY: bench-scale
+bench-scale: $(VENV)/.installed e2e-tools
+	$(VENV)/bin/python -m bench.scale $(SCALE_ARGS)
 
 # --- the real control plane (e2e/README.md) ---------------------------------------
 # The programs are built from their pinned Go modules into a cache outside the

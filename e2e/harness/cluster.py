@@ -49,6 +49,8 @@ class ControlPlane:
     pki: Pki | None = None
     ports: dict[str, int] = field(default_factory=dict)
     serve_logs: bool = False  # kwok serves pods' logs from files (pod_logs.py)
+    # Flags added to a program's own (program name -> flags): the scale benchmark's client rates.
+    extra_args: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def server(self) -> str:
@@ -117,7 +119,7 @@ class ControlPlane:
             # A node's kubelet (kwok's server) is at its InternalIP; its Hostname, the default first choice,
             # resolves nowhere here.
             "--kubelet-preferred-address-types=InternalIP",
-            "--profiling=false", "--v=1",
+            "--profiling=false", "--v=1", *self.extra_args.get("kube-apiserver", []),
         ])
         kube = self.client()
         wait_for("kube-apiserver /readyz", kube.healthy, START_TIMEOUT,
@@ -134,8 +136,9 @@ class ControlPlane:
             f"--bind-address={LOCALHOST}", f"--secure-port={port}", f"--cert-dir={self.state / 'kcm'}",
             f"--service-account-private-key-file={self.pki.sa_key}", f"--root-ca-file={self.pki.ca_cert}",
             "--use-service-account-credentials=true", "--leader-elect=false", "--v=1",
+            *self.extra_args.get("kube-controller-manager", []),
         ])
-        wait_for("kube-controller-manager /healthz", lambda: _https_ok(port), START_TIMEOUT,
+        wait_for("kube-controller-manager /healthz", lambda: https_ok(port), START_TIMEOUT,
                  explain=lambda: self._check_and_tail("kube-controller-manager"))
 
     def _scheduler(self) -> None:
@@ -147,9 +150,9 @@ class ControlPlane:
             str(self.tools.bin("kube-scheduler")), f"--kubeconfig={kubeconfig}",
             f"--authentication-kubeconfig={kubeconfig}", f"--authorization-kubeconfig={kubeconfig}",
             f"--bind-address={LOCALHOST}", f"--secure-port={port}", f"--cert-dir={self.state / 'scheduler'}",
-            "--leader-elect=false", "--v=1",
+            "--leader-elect=false", "--v=1", *self.extra_args.get("kube-scheduler", []),
         ])
-        wait_for("kube-scheduler /healthz", lambda: _https_ok(port), START_TIMEOUT,
+        wait_for("kube-scheduler /healthz", lambda: https_ok(port), START_TIMEOUT,
                  explain=lambda: self._check_and_tail("kube-scheduler"))
 
     def _kwok(self) -> None:
@@ -161,7 +164,7 @@ class ControlPlane:
             str(self.tools.bin("kwok")), f"--kubeconfig={kubeconfig}", f"--config={config}",
             "--manage-all-nodes=true", f"--node-ip={LOCALHOST}", f"--server-address={LOCALHOST}:{port}",
             f"--node-port={port}", "--node-lease-duration-seconds=40",
-            *(["--enable-crds=Logs"] if self.serve_logs else []),
+            *(["--enable-crds=Logs"] if self.serve_logs else []), *self.extra_args.get("kwok", []),
         ], env={"HOME": str(self.state)})  # kwok reads ~/.kwok/kwok.yaml first: keep the user's out
 
     def _check_and_tail(self, name: str) -> str:
@@ -177,7 +180,7 @@ def _http_ok(url: str) -> bool:
         return False
 
 
-def _https_ok(port: int) -> bool:
+def https_ok(port: int) -> bool:
     # The component serves a self-signed certificate of its own (--cert-dir); /healthz is
     # one of its --authorization-always-allow-paths.
     context = ssl.create_default_context()

@@ -178,7 +178,7 @@ def _with_metrics_certs(cp: ControlPlane, argv: list[str], cert_dir: Path) -> li
     return ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", script, *argv]
 
 
-def _healthy(port: int) -> bool:
+def manager_ready(port: int) -> bool:
     try:
         with urllib.request.urlopen(f"http://{LOCALHOST}:{port}/readyz", timeout=5) as resp:
             return resp.status == 200
@@ -190,6 +190,7 @@ def install(cp: ControlPlane, kube: Kube, release_inputs: dict) -> Release:
     """Render, apply and run one controller release; return once its webhooks answer and it's Available."""
     release = render(cp, release_inputs)
     ports = {"webhook": free_port(), "health": free_port()}
+    cp.ports[f"{MANAGERS[release.chart]}-health"] = ports["health"]  # awaited after a restart (faults.py)
     cert, _ = cp.pki.serving_pair(f"{release.chart}-webhook")
     ca_bundle = base64.b64encode(cp.pki.ca_cert.read_bytes()).decode()
     if release_inputs.get("createNamespace"):
@@ -208,7 +209,7 @@ def install(cp: ControlPlane, kube: Kube, release_inputs: dict) -> Release:
     if release.chart == "kueue":
         argv = _with_metrics_certs(cp, argv, cert.parent)
     cp.supervisor.start(f"{release.chart}-manager", argv, env={"POD_NAMESPACE": release.namespace})
-    wait_for(f"{release.chart} manager /readyz", lambda: _healthy(ports["health"]), READY_TIMEOUT,
+    wait_for(f"{release.chart} manager /readyz", lambda: manager_ready(ports["health"]), READY_TIMEOUT,
              explain=lambda: _tail(cp, f"{release.chart}-manager"))
     name, ns = deployment["metadata"]["name"], release.namespace
     wait_for(f"Deployment {ns}/{name} Available", lambda: _available(kube, name, ns), READY_TIMEOUT)

@@ -91,6 +91,7 @@ class Supervisor:
         self.logs = state / "logs"
         self.logs.mkdir(parents=True, exist_ok=True)
         self.children: dict[str, subprocess.Popen] = {}
+        self._launch: dict[str, tuple[list[str], dict[str, str] | None, Path | None]] = {}
         self._stopped = False
 
     def install_handlers(self) -> None:
@@ -118,7 +119,21 @@ class Supervisor:
         with open(self.state / "pids", "a") as pids:
             pids.write(f"{process.pid} {started} {name}\n")
         self.children[name] = process
+        self._launch[name] = (argv, env, cwd)
         return process
+
+    def kill(self, name: str) -> None:
+        """End one program's process group at once (SIGKILL: a crash, no clean shutdown), and wait for it."""
+        process = self.children[name]
+        entry = Recorded(process.pid, start_time(process.pid) or "", name)
+        if entry.start_time:
+            _signal_group(entry, signal.SIGKILL)
+        process.wait(timeout=STOP_GRACE_SECONDS)
+
+    def restart(self, name: str) -> subprocess.Popen:
+        """Start a program again exactly as it was started (same arguments, ports, environment)."""
+        argv, env, cwd = self._launch[name]
+        return self.start(name, argv, env=env, cwd=cwd)
 
     def check_running(self) -> None:
         """Raise naming any program that exited, with the end of its log."""

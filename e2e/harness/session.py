@@ -18,7 +18,7 @@ from pathlib import Path
 
 from e2e.harness.cluster import ControlPlane
 from e2e.harness.processes import Recorded, Supervisor, alive, start_time, start_watchdog, stop_all
-from e2e.harness.tools import tools
+from e2e.harness.tools import TOOL_DIRS, tools
 
 DEFAULT_STATE = Path(os.environ.get("E2E_STATE", f"/tmp/gke-finetune-e2e-{os.getuid()}"))
 
@@ -40,7 +40,9 @@ def stop(state: Path) -> list[str]:
 
 
 @contextlib.contextmanager
-def control_plane(state: Path, lifetime: int, keep: bool = False, serve_logs: bool = False) -> Iterator[ControlPlane]:
+def control_plane(state: Path, lifetime: int, keep: bool = False, serve_logs: bool = False,
+                  tool_names: tuple[str, ...] = TOOL_DIRS,
+                  extra_args: dict[str, list[str]] | None = None) -> Iterator[ControlPlane]:
     if state.exists():
         stop(state)
         shutil.rmtree(state)
@@ -49,7 +51,7 @@ def control_plane(state: Path, lifetime: int, keep: bool = False, serve_logs: bo
     if not keep:
         supervisor.install_handlers()
     start_watchdog(state, lifetime, None if keep else os.getpid())
-    cp = ControlPlane(state, tools(), supervisor, serve_logs=serve_logs)
+    cp = ControlPlane(state, tools(tool_names), supervisor, serve_logs=serve_logs, extra_args=extra_args or {})
     try:
         cp.start()
         yield cp

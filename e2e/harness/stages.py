@@ -8,6 +8,9 @@ stages, from kwok's kustomize/stage/ directory:
   allocatable are kept as the harness created them (nodes.py).
 - node/heartbeat-with-lease: the node's Lease is renewed, so the node
   lifecycle controller keeps it Ready (kwok --node-lease-duration-seconds).
+- both node stages leave alone a node labelled `KUBELET_STOPPED_LABEL`: its
+  status is then what a test writes (faults.py: a kubelet reporting NotReady),
+  which kwok's node-initialize would otherwise set back to Ready at once.
 - pod/fast pod-ready: a bound pod runs.
 - a deleted pod ends as the kubelet ends it (`pod-terminate`, the harness's
   own stage): the kubelet stops a deleted pod's containers and reports the
@@ -45,6 +48,8 @@ FAIL_LABEL = "pod-container-running-failed.stage.kwok.x-k8s.io"
 FAIL_EXIT_CODE_ANNOTATION = "pod-container-running-failed.stage.kwok.x-k8s.io/exit-code"
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 EXIT_ON_SIGTERM_ANNOTATION = "e2e.gke-finetune/exit-code-on-sigterm"
+KUBELET_STOPPED_LABEL = "e2e.gke-finetune/kubelet-stopped"
+NODE_STAGES = ("node-initialize", "node-heartbeat-with-lease")
 TERMINATED_EXIT_CODE = TERMINATED
 
 STAGE_FILES = (
@@ -119,10 +124,18 @@ def _pod_stage(name: str, match: dict[str, tuple[str, ...]], then: dict) -> dict
                      "selector": {"matchExpressions": expressions}, "next": then}}
 
 
+def _unless_kubelet_stopped(stage: dict) -> dict:
+    stage["spec"]["selector"].setdefault("matchExpressions", []).append(
+        {"key": f'.metadata.labels["{KUBELET_STOPPED_LABEL}"]', "operator": "DoesNotExist"})
+    return stage
+
+
 def kwok_stages(stages_dir: Path) -> list[dict]:
     stages = [_terminate_on_delete(), _remove_when_terminal()]
     for relative in STAGE_FILES:
         stage = _load(stages_dir, relative)
+        if stage["metadata"]["name"] in NODE_STAGES:
+            stage = _unless_kubelet_stopped(stage)
         stages += _narrowed_complete(stage) if stage["metadata"]["name"] == "pod-complete" else [stage]
     return stages
 

@@ -14,6 +14,8 @@ ROOT = Path(__file__).resolve().parents[2]
 BUILD = ROOT / "e2e" / "tools" / "build.sh"
 TOOL_DIRS = ("etcd", "kubernetes", "kwok", "jobset", "kueue", "helm", "fake-gcs",
              "pulumi", "pulumi-language-python", "pulumi-kubernetes", "buildx", "docker-build")
+# What a control plane with the JobSet and Kueue controllers needs (the scale benchmark: no engine).
+CONTROL_PLANE_TOOLS = ("etcd", "kubernetes", "kwok", "jobset", "kueue", "helm")
 # The version the kubernetes tool is built at (e2e/tools/kubernetes/recipe):
 # what helm-render gives charts as .Capabilities.KubeVersion.
 KUBE_VERSION = "v1.35.4"
@@ -58,8 +60,8 @@ class Tools:
 
 
 @functools.cache
-def tools() -> Tools:
-    result = subprocess.run(["bash", str(BUILD), "--where", *TOOL_DIRS], capture_output=True, text=True)
+def tools(names: tuple[str, ...] = TOOL_DIRS) -> Tools:
+    result = subprocess.run(["bash", str(BUILD), "--where", *names], capture_output=True, text=True)
     if result.returncode != 0:
         raise ToolsMissing(result.stderr.strip() or f"e2e: {BUILD} --where failed ({result.returncode})")
     dirs = dict(line.split(" ", 1) for line in result.stdout.splitlines() if line.strip())

@@ -20,6 +20,7 @@ import subprocess
 
 import pytest
 
+from e2e.harness import faults
 from e2e.harness.engine import Engine, copy_program, engine, engine_env, existing_cluster_config
 from e2e.harness.install import install_stack
 from e2e.harness.kube import ApiError, wait_for
@@ -41,6 +42,7 @@ TIMEOUT = 180.0
 ENGINE_REPORT = Report("engine")
 DIFF_REPORT = Report("engine")
 WRONG_REPORT = Report("engine")
+WEBHOOK_REPORT = Report("engine")
 
 
 def _changes(steps: list[dict]) -> list[tuple[str, str, str]]:
@@ -282,3 +284,68 @@ def test_a_wrong_program_fails_preview_with_the_engine_s_own_message(platform_on
     WRONG_REPORT.append(f"== {case}: pulumi preview exited {step.returncode}: "
                         + " | ".join(line.strip() for line in step.output.splitlines()
                                      if re.search(expected, line))[:600])
+
+
+# The API server's words when a webhook with failurePolicy Fail can't be called
+# (k8s.io/apiserver v0.35.4 pkg/admission/plugin/webhook/errors: "failed calling webhook").
+WEBHOOK_DOWN = r'failed calling webhook "[^"]*jobset[^"]*"'
+
+
+def _state_resources(made: Engine) -> tuple[list[dict], list]:
+    """The resources in the stack's state, and its pending operations (what an interrupted update leaves)."""
+    exported = json.loads(made.run("stack", "export").stdout)["deployment"]
+    return exported.get("resources") or [], exported.get("pending_operations") or []
+
+
+def _missing_from_cluster(kube, resources: list[dict]) -> list[str]:
+    """The Kubernetes objects the state holds that the cluster doesn't."""
+    missing = []
+    for r in resources:
+        kind = r["type"].split(":")
+        if len(kind) != 3 or kind[0] != "kubernetes" or kind[1].startswith(("helm.sh", "providers")):
+            continue
+        group_version, name = kind[1].replace("core/", ""), r.get("outputs", {}).get("metadata", {})
+        if kube.find(group_version, kind[2], name.get("name", ""), name.get("namespace")) is None:
+            missing.append(r["urn"])
+    return missing
+
+
+def test_up_with_the_jobset_webhook_down_fails_clearly_and_a_retry_applies_the_rest(platform_only, state_root):
+    """The JobSet manager (its webhooks) down while `pulumi up` applies a run: up fails naming the
+    webhook, nothing is left half-applied (no JobSet in the cluster or the state, no pending
+    operation, everything else both in the cluster and in the state), and once the manager is back
+    a second up creates the run and nothing else, after which a preview changes nothing."""
+    stack, shipped, cp = platform_only
+    kube = cp.client()
+    made = engine(cp.tools, state_root / "engine-webhook", f"existing-{stack}", cp.kubeconfig)
+    made.write_stack(existing_cluster_config(stack, str(cp.kubeconfig)))
+    if needs_hf_token(shipped.config.runs, shipped.config.datasets):
+        made.set_secret("gke-finetune:hfToken", "e2e-not-a-token")
+    faults.kill(cp, "jobset-manager")
+    try:
+        failed = made.run("up", "--yes", "--skip-preview", check=False)
+    finally:
+        faults.start(cp, "jobset-manager")
+    assert failed.returncode != 0, failed.output[-3000:]
+    said = [line.strip() for line in failed.output.splitlines() if re.search(WEBHOOK_DOWN, line)]
+    assert said, failed.output[-3000:]
+    resources, pending = _state_resources(made)
+    assert pending == [], pending
+    assert not [r["urn"] for r in resources if r["type"] == JOBSET], "a JobSet in the state"
+    assert not kube.list("jobset.x-k8s.io/v1alpha2", "JobSet"), "a JobSet was created after all"
+    assert _missing_from_cluster(kube, resources) == []
+    in_state = [r for r in resources if r["type"].startswith("kubernetes:") and "providers" not in r["type"]]
+    left = _left_by_pulumi(kube)
+    assert left, "up applied nothing before the JobSet"
+    retried = made.preview_steps()
+    creates = _changes(retried)
+    assert creates and {op for op, _, _ in creates} == {"create"}, creates
+    assert {t for _, t, _ in creates} == {JOBSET}, f"only the runs are left to create: {creates}"
+    made.run("up", "--yes", "--skip-preview")
+    for jobset in shipped.manifests("JobSet"):
+        assert wait_bound(kube, jobset, TIMEOUT), jobset["metadata"]["name"]
+    assert _changes(made.preview_steps()) == []
+    WEBHOOK_REPORT.append(f"== {stack}: pulumi up with the JobSet manager down exited {failed.returncode}: "
+                          + " | ".join(said)[:600])
+    WEBHOOK_REPORT.append(f"   left in the state and the cluster after it: {len(in_state)} resources, "
+                          f"{len(left)} objects; the retry created {[n for _, _, n in creates]}")

@@ -1,0 +1,51 @@
+"""The scale benchmark's table (bench/scale.py): one line per case, then per-pod cost against the smallest."""
+
+from __future__ import annotations
+
+COMPONENTS = (("kube-apiserver", "apiserver"), ("etcd", "etcd"), ("kube-scheduler", "scheduler"),
+              ("kube-controller-manager", "kcm"), ("jobset-manager", "jobset"), ("kueue-manager", "kueue"),
+              ("kwok", "kwok"))
+
+
+def _fmt(value, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def table(rows: list[dict]) -> list[str]:
+    head = (f"{'slices':>6} {'nodes':>5} {'pods':>5} {'strategy':<13} {'queue':<6} {'bound s':>7} "
+            f"{'running s':>9} {'exclusive':<9} {'load':>5} {'ms/pod':>6}  "
+            + " ".join(f"{short + ' cores/MiB':>17}" for _, short in COMPONENTS))
+    lines = [head]
+    failed = [r for r in rows if "error" in r]
+    rows = [r for r in rows if "error" not in r]
+    for r in rows:
+        parts = []
+        for name, _ in COMPONENTS:
+            u = r["components"].get(name)
+            parts.append(f"{(str(u['peak_cores']) + '/' + str(u['peak_rss_mib'])) if u else '-':>17}")
+        lines.append(f"{r['slices']:>6} {r['nodes']:>5} {r['pods']:>5} {r['strategy']:<13} "
+                     f"{'kueue' if r['kueue'] else 'none':<6} {_fmt(r['bound_s'], '.1f'):>7} "
+                     f"{_fmt(r['running_s'], '.1f'):>9} {r['exclusive'][:9]:<9} {r['load_before'][0]:>5} "
+                     f"{r['net_cpu_ms_per_pod']:>6.1f}  " + " ".join(parts))
+    lines += growth(rows)
+    lines += [f"{r['slices']} slices {r['strategy']} {'kueue' if r['kueue'] else 'none'}: {r['error'][:300]}"
+              for r in failed]
+    return lines
+
+
+def growth(rows: list[dict]) -> list[str]:
+    """Per strategy and queue: seconds to bound per pod and CPU per pod at the largest size against the
+    smallest (1.0: linear growth of the total; above: faster than linear)."""
+    out = []
+    keys = sorted({(r["strategy"], r["kueue"]) for r in rows})
+    for strategy, kueue in keys:
+        mine = sorted((r for r in rows if (r["strategy"], r["kueue"]) == (strategy, kueue) and r["bound_s"]),
+                      key=lambda r: r["slices"])
+        if len(mine) < 2 or mine[0]["slices"] == mine[-1]["slices"]:
+            continue
+        small, large = mine[0], mine[-1]
+        time_ratio = (large["bound_s"] / large["pods"]) / (small["bound_s"] / small["pods"])
+        cpu_ratio = large["net_cpu_ms_per_pod"] / small["net_cpu_ms_per_pod"] if small["net_cpu_ms_per_pod"] else None
+        out.append(f"{strategy} {'kueue' if kueue else 'none'}: per pod at {large['slices']} slices against "
+                   f"{small['slices']}: time to bound x{time_ratio:.2f}, CPU x{_fmt(cpu_ratio, '.2f')}")
+    return out
