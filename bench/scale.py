@@ -20,7 +20,7 @@ Exclusive placement is JobSet's (`alpha.jobset.sigs.k8s.io/exclusive-topology`);
 sets how: `affinity` is what the program declares, JobSet's pod affinity and anti-affinity (its pod
 webhook); `node-selector` is JobSet's node-selector strategy, the node pools labelled and tainted
 per slice and the run annotated (bench/scale_placement.py). The figures decided that the program
-keeps pod affinity (README.md, "Performance at scale").
+keeps pod affinity (docs/benchmarks.md, "Performance at scale").
 
 Cases alternate strategies within a size and sizes run small to large; `--reps` repeats the lot.
 The load average before each case is recorded with it: the machine is shared, and figures

@@ -124,7 +124,7 @@ def load() -> StackConfig:
     """Read and validate the current stack's config; raise ConfigError on any problem.
 
     A preview plans an unset token as set: a pull request's preview job holds no token
-    (README, "Continuous delivery"), and `up` still refuses a stack that needs it and lacks it.
+    (docs/ci.md), and `up` still refuses a stack that needs it and lacks it.
     """
     merged = {**runtime_config.get_config_env(), **runtime_config.CONFIG.get()}
     values = model_values(merged, pulumi.get_stack())

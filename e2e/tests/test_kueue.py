@@ -57,7 +57,7 @@ def _fill(kube, runs, submitted, ns: str, count: int, priority: str = "low") -> 
 
 
 def test_the_ladder_falls_to_the_next_rung_when_the_one_before_is_full(queued, submitted):
-    """README "Capacity": Kueue tries the rungs in order and takes the next one when the quota of
+    """docs/capacity.md: Kueue tries the rungs in order and takes the next one when the quota of
     the one before is used up; the queued rung, last, is reached once every other is full."""
     _, kube, runs = queued
     flavors, rung = _ladder(queued)

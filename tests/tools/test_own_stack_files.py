@@ -2,7 +2,7 @@
 
 The repository ships the stacks of tools/stacks.py `SHIPPED`: the tests, the
 goldens, the e2e and the scan take those and no others. Every other
-`Pulumi.<name>.yaml` of a checkout is a user's own (README, "Adding a stack"),
+`Pulumi.<name>.yaml` of a checkout is a user's own (README, "Your stack file"),
 and each is checked here the way the platform tests check a shipped stack:
 the stack file validates, the program declares it (under mocks, as `up` and
 as `preview`), every manifest it applies passes the schemas and the syntax

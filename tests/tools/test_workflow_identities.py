@@ -1,11 +1,11 @@
-"""Who may change the project: the workflows' identities and secrets, the README's setup, actionlint.
+"""Who may change the project: the workflows' identities and secrets, the setup in docs/ci.md, actionlint.
 
 A pull request's jobs run the pull request's code, so they must hold nothing
 that can change the project: not the deployer's identity, no secret but the
 previewer's (the state passphrase, in the `preview` environment), no Hugging
 Face token. The deployer runs only in a stack's environment on main; its
 Workload Identity pool refuses any other token, whatever a workflow file says
-(README, "Continuous delivery", whose setup commands are checked here too).
+(docs/ci.md, whose setup commands are checked here too).
 """
 
 from __future__ import annotations
@@ -124,14 +124,13 @@ def test_the_deploy_identity_runs_only_in_a_stacks_environment_on_main():
     assert ("deploy", "up") in holders and ("destroy", "destroy") in holders
 
 
-# --- the README's one-time setup --------------------------------------------------------
+# --- the one-time setup (docs/ci.md) ------------------------------------------------------
 
 
 def _setup_commands() -> str:
-    text = (ROOT / "README.md").read_text()
-    section = text[text.index("## Continuous delivery"):]
+    section = (ROOT / "docs" / "ci.md").read_text()
     block = re.search(r"One-time setup.*?```sh\n(.*?)```", section, re.S)
-    assert block, "no setup commands in README's Continuous delivery section"
+    assert block, "no setup commands in docs/ci.md"
     return block.group(1).replace("\\\n", " ")
 
 
@@ -148,7 +147,7 @@ def _granted(commands: str, account: str) -> set[str]:
     return roles
 
 
-def test_the_readme_grants_the_previewer_read_only_roles_and_binds_each_identity_to_its_own_pool():
+def test_the_setup_grants_the_previewer_read_only_roles_and_binds_each_identity_to_its_own_pool():
     commands = _setup_commands()
     preview = _granted(commands, "pulumi-preview")
     assert preview == READ_ONLY_ROLES | {"roles/iam.workloadIdentityUser"}
@@ -168,9 +167,8 @@ def test_the_readme_grants_the_previewer_read_only_roles_and_binds_each_identity
                                            "assertion.sub=='repo:$REPO:environment:preview'"
 
 
-def test_the_readme_names_the_variables_and_secrets_the_workflows_read():
-    text = (ROOT / "README.md").read_text()
-    section = text[text.index("## Continuous delivery"):text.index("## Benchmarks")]
+def test_the_ci_docs_name_the_variables_and_secrets_the_workflows_read():
+    section = (ROOT / "docs" / "ci.md").read_text()
     named = set()
     for path in WORKFLOWS.values():
         named |= _named("vars", path.read_text()) | _named("secrets", path.read_text())
