@@ -20,9 +20,8 @@ removes and modifies, input by input: the offline counterpart of
 
 The modules: collect.py runs the program and collects the plan as JSON-ready
 data; show.py renders it (with tree.py, the resource tree; cost.py, the cost
-and fit tables; hbm.py, the accelerator memory; memory.py, each run's
-model on its pool's chips; google_api.py, each Google
-Cloud request judged by Google's API definitions) and writes the manifests;
-ref.py plans another git ref; diff.py compares two plans; __main__.py is the
-command line.
+and fit tables; hbm.py, the accelerator memory; memory.py, each run's model on
+its pool's chips; google_api.py, each Google Cloud request judged by Google's
+API definitions) and writes the manifests; ref.py plans another git ref;
+diff.py compares two plans; __main__.py is the command line.
 """
