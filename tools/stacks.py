@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DEPLOYED_FILE = "deploy/stacks.txt"
 _STACK_FILE = re.compile(r"^Pulumi\.(?P<stack>[^/]+)\.yaml$")
 # Paths that cannot change what any stack declares.
-_INERT = re.compile(r"^(tests/|\.github/|deploy/|\.ci/|tools/|[^/]+\.md$|\.gitignore$|pyproject\.toml$|Makefile$|LICENSE)")
+_INERT = re.compile(r"^(tests/|\.github/|deploy/|\.ci/|docs/|tools/|[^/]+\.md$|\.gitignore$|pyproject\.toml$|Makefile$|LICENSE)")
 
 
 # The stack files this repository ships, by stack name.

@@ -178,6 +178,7 @@ def test_destroy_workflow_is_manual_for_one_confirmed_stack():
         (["Pulumi.dev.yaml"], ["dev"]),
         (["Pulumi.dev.yaml", "Pulumi.a4.yaml", "README.md"], ["a4", "dev"]),
         (["README.md", "tests/stack/test_x.py", ".github/workflows/x.yml", "tools/plan/collect.py"], []),
+        (["docs/capacity.md", "docs/own-data.md"], []),  # the documentation declares nothing
         (["components/node_pools.py"], sorted(SHIPPED_STACKS)), (["core/catalog.py"], sorted(SHIPPED_STACKS)),
         (["trainers/trl_gpu/sft.py"], sorted(SHIPPED_STACKS)),  # a new image and replaced runs
         (["docker/gemma-jax/Dockerfile", "Pulumi.dev.yaml"], sorted(SHIPPED_STACKS)),
