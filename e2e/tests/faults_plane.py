@@ -85,8 +85,10 @@ class FaultsPlane:
         """`make status --json` of the stack, from the cluster and the progress records (its command
         line, run in this process: an interpreter's start-up per look would add seconds to each test)."""
         out, err = io.StringIO(), io.StringIO()
+        # The control plane's context by name: status never reads a kubeconfig's current context
+        # (tools/status_context.py), and this one's is not named as get-credentials names a GKE cluster's.
         argv = ["show", "--stack", STACK, "--root", str(self.status_root), "--progress-dir", str(self.progress),
-                "--json"]
+                "--context", "e2e", "--json"]
         with mock.patch.dict(os.environ, {"KUBECONFIG": str(self.cp.kubeconfig)}), \
                 contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             code = status_command.main(argv)

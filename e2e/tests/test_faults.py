@@ -70,6 +70,19 @@ def _report(what: str, before: dict, after: dict, runs: tuple[str, ...]) -> None
     FAULT_REPORT.extend(f"   {run}: {cell(before[run])} -> {cell(after[run])}" for run in runs)
 
 
+def _status_running(plane: FaultsPlane, runs: tuple[str, ...]) -> dict[str, dict]:
+    """`make status` once it shows every one of `runs` running: after a restart JobSet 0.12 keeps its
+    RestartingJobSet condition True for a while after the new pods are Ready (the condition is new in
+    0.12.0, #1225), and status says `restarting` as long as it is."""
+    def shown():
+        now = plane.status()
+        return now if all(now[r]["phase"] == "running" for r in runs) else None
+
+    return wait_for(f"make status to show {', '.join(runs)} running", shown, fp.TIMEOUT,
+                    explain=lambda: str({r: (plane.status()[r]["phase"], fp.jobset(plane, r)["status"].get("conditions"))
+                                         for r in runs}))
+
+
 def _being_admitted(plane: FaultsPlane) -> None:
     """ADMITTING submitted with the provisioner holding: quota reserved on the queued rung, its
     ProvisioningRequest waiting."""
@@ -151,7 +164,7 @@ def test_spot_vms_taken_back_restart_each_run_once_outside_its_budget(plane, ste
         status = fp.jobset(plane, run)["status"]
         assert status["restarts"] == 1 and status.get("restartsCountTowardsMax", 0) == 0, (run, status)
         steady[run] = fp.uids(again)
-    after = plane.status()
+    after = _status_running(plane, (MULTISLICE, LADDER))
     for run in (MULTISLICE, LADDER):
         shown = (after[run]["phase"], after[run]["restarts"], after[run]["restarts_counted"])
         assert shown == ("running", 1, 0), after[run]
@@ -263,7 +276,7 @@ def test_a_node_gone_not_ready_evicts_its_pod_after_the_toleration_and_restarts_
     assert status["restarts"] == restarts + 1 and status.get("restartsCountTowardsMax", 0) == 0, status
     assert set(nodes) <= {p["spec"]["nodeName"] for p in again}
     steady[MULTISLICE] = fp.uids(again)
-    after = plane.status()
+    after = _status_running(plane, (MULTISLICE,))
     assert (after[MULTISLICE]["phase"], after[MULTISLICE]["restarts_counted"]) == ("running", 0), after[MULTISLICE]
     FAULT_REPORT.append(f"   while {nodes} were NotReady, {MULTISLICE}: {during['phase']}: {during['detail']}")
     _report(f"{nodes} NotReady under {MULTISLICE}, one pod's toleration run out, the kubelets back",

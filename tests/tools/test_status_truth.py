@@ -213,3 +213,20 @@ def test_make_status_says_the_tool_s_exit_code_and_the_command_that_keeps_it(tmp
     command = line.split("for the code, run ", 1)[1]
     direct = subprocess.run(command, shell=True, cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
     assert direct.returncode == 78, direct.stderr
+
+
+def test_kubeconfig_is_read_as_it_is_when_status_runs_not_when_the_client_was_imported(tmp_path, monkeypatch):
+    """The Kubernetes client fixes its default kubeconfig (KUBECONFIG or ~/.kube/config) when it is
+    imported; status, run in a process whose KUBECONFIG changed since (a long-lived one, the e2e's), reads
+    the file KUBECONFIG names now."""
+    import kubernetes.config  # noqa: F401  (imported before KUBECONFIG names the file)
+
+    from tools.status_context import check
+    from tools.status_sources import KubeCluster
+
+    api = ApiServer({})
+    env = api.kubeconfig(tmp_path / "kubeconfig", current="someone-elses-cluster")
+    monkeypatch.setenv("KUBECONFIG", env["KUBECONFIG"])
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # no ~/.kube/config to fall back on
+    check("tpu-queued", stack_context(load_files("tpu-queued", ROOT)))  # raises if the context isn't read
+    assert KubeCluster(context=TPU_QUEUED_CONTEXT).client.Configuration.get_default_copy().host == api.url

@@ -115,3 +115,34 @@ def test_missing_local_file_and_unknown_hub_dataset(tmp_path):
         data.load_rows(str(tmp_path / "absent.jsonl"), "train")
     with pytest.raises(ConfigError, match="--dataset_name"):
         data.load_rows("nobody/no-such-dataset", "train")  # offline in the tests
+
+
+# The text-to-SQL recipe as the trainer built it before it took data settings (its data.py and
+# templates.py `split_turn` at 4b21eeb), kept here as the reference the shipped a4 run's settings
+# must reproduce token for token: the same ids and labels give the same loss curve and the same
+# generations, so the run's figures (exec accuracy, loss) are the former recipe's.
+_FORMER_SYSTEM = ("You translate questions written in English into SQL. Answer with a single SQL query that runs "
+                  "against the SCHEMA you are given.")
+_FORMER_USER = ("Write the SQL query that answers <USER_QUERY> against <SCHEMA>, respecting the schema's tables, "
+                "columns and types.\n\n<SCHEMA>\n{context}\n</SCHEMA>\n\n<USER_QUERY>\n{question}\n</USER_QUERY>\n")
+
+
+def _former_recipe(row: dict, tokenizer) -> dict:
+    messages = [{"role": "system", "content": _FORMER_SYSTEM},
+                {"role": "user", "content": _FORMER_USER.format(context=row["sql_context"], question=row["sql_prompt"])}]
+    prompt = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    full = tokenizer.apply_chat_template([*messages, {"role": "assistant", "content": row["sql"]}], tokenize=False)
+    content = row["sql"].strip()
+    start = full.rfind(content)
+    assert start >= 0 and prompt.startswith(full[:start])
+    completion = content + full[start + len(content):].rstrip()
+    prompt_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+    completion_ids = tokenizer(completion, add_special_tokens=False)["input_ids"]
+    return {"input_ids": prompt_ids + completion_ids, "labels": [data.IGNORE_INDEX] * len(prompt_ids) + completion_ids}
+
+
+@pytest.mark.parametrize("style", tiny.STYLES)
+def test_the_shipped_text_to_sql_settings_give_the_former_recipe_s_ids_and_labels(style, request):
+    tokenizer = AutoTokenizer.from_pretrained(request.getfixturevalue(STYLE_FIXTURES[style]))
+    for index, row in enumerate(tiny.sql_rows(16, seed=3)):
+        assert data.tokenize_example(row, tokenizer, SQL, index) == _former_recipe(row, tokenizer), (style, index)

@@ -20,6 +20,7 @@ from trainers.trl_gpu.args import ConfigError, data_spec, parse_args
 from trainers.trl_gpu.training import build, save_final
 
 from . import tiny
+from .test_data import _former_recipe
 
 pytestmark = pytest.mark.slow
 
@@ -57,6 +58,13 @@ def test_answer_only_mask_and_stop_token_on_the_real_tokenizer(gemma3_270m_dir):
     model = SimpleNamespace(generation_config=GenerationConfig.from_pretrained(gemma3_270m_dir))  # all it reads
     stop, _ = evaluation.stopping(tokenizer, model)
     assert end_of_turn in stop["eos_token_id"] and "stop_strings" not in stop
+
+
+def test_the_shipped_text_to_sql_settings_give_the_former_recipe_s_ids_on_the_real_tokenizer(gemma3_270m_dir):
+    """The a4 run's data settings against the recipe the trainer had in code (test_data.py `_former_recipe`)."""
+    tokenizer = model_lib.load_tokenizer(str(gemma3_270m_dir), False, True, chat_template="gemma3")
+    for index, row in enumerate(tiny.sql_rows(16, seed=5)):
+        assert data.tokenize_example(row, tokenizer, tiny.sql_spec(), index) == _former_recipe(row, tokenizer), index
 
 
 def test_short_lora_run_lowers_held_out_loss_and_the_adapter_reloads(gemma3_270m_dir, tmp_path):

@@ -9,6 +9,7 @@ Objects come back as plain dicts with the API's camelCase keys, as `kubectl get 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -59,7 +60,8 @@ class KubeCluster:
             raise ClusterUnreachable("the kubernetes client is not installed (requirements.txt; `make venvs`)") from None
 
         try:
-            config.load_kube_config(config_file=config_file or None, context=context)
+            # KUBECONFIG as it is now, not as it was when the client was imported (status_context.check).
+            config.load_kube_config(config_file=config_file or os.environ.get("KUBECONFIG") or None, context=context)
         except (config.ConfigException, OSError) as err:
             raise ClusterUnreachable(f"no usable kubeconfig (KUBECONFIG or ~/.kube/config): {err}") from None
         self.client = client
