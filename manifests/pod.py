@@ -35,7 +35,7 @@ HF_TOKEN_DIR = "/var/run/secrets/huggingface"
 HF_CACHE_DIR = "/var/cache/huggingface"
 
 
-# The progress record `make status` reads, where a run's container may write it (tools/status_sources.py).
+# The progress record `make status` reads, where a run's container may write it (tools/status/sources.py).
 PROGRESS_FILE = "progress.json"
 
 

@@ -32,7 +32,7 @@ from e2e.harness.stack_objects import StackObjects, stack_objects
 from e2e.harness.tools import ROOT
 from e2e.tests.scenario import JOBSET_API, delete_and_wait
 from e2e.tests.settings import ADMISSION
-from tools import status as status_command
+from tools.status.__main__ import main as status_main
 from trainers.gemma_jax.progress import Progress
 
 STACK = "tpu-queued"
@@ -86,12 +86,12 @@ class FaultsPlane:
         line, run in this process: an interpreter's start-up per look would add seconds to each test)."""
         out, err = io.StringIO(), io.StringIO()
         # The control plane's context by name: status never reads a kubeconfig's current context
-        # (tools/status_context.py), and this one's is not named as get-credentials names a GKE cluster's.
+        # (tools/status/context.py), and this one's is not named as get-credentials names a GKE cluster's.
         argv = ["show", "--stack", STACK, "--root", str(self.status_root), "--progress-dir", str(self.progress),
                 "--context", "e2e", "--json"]
         with mock.patch.dict(os.environ, {"KUBECONFIG": str(self.cp.kubeconfig)}), \
                 contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = status_command.main(argv)
+            code = status_main(argv)
         assert code == 0, err.getvalue()
         return {r["run"]: r for r in json.loads(out.getvalue())}
 

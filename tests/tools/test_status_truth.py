@@ -221,8 +221,8 @@ def test_kubeconfig_is_read_as_it_is_when_status_runs_not_when_the_client_was_im
     the file KUBECONFIG names now."""
     import kubernetes.config  # noqa: F401  (imported before KUBECONFIG names the file)
 
-    from tools.status_context import check
-    from tools.status_sources import KubeCluster
+    from tools.status.context import check
+    from tools.status.sources import KubeCluster
 
     api = ApiServer({})
     env = api.kubeconfig(tmp_path / "kubeconfig", current="someone-elses-cluster")
