@@ -23,8 +23,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
+import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
@@ -140,7 +142,41 @@ def _client_config(state: Path, tools: Tools) -> Path:
     return config
 
 
+def _alive(pid: int) -> bool:
+    """Running (a zombie has ended: only its parent's wait is missing)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def _clear_earlier_engine() -> None:
+    """An engine of an earlier run that is still up (its run killed before its supervisor could stop it)
+    holds the data root; dockerd refuses to start while its pid file is there ("pid file found, ensure
+    docker is not running"). One still running on this data root is stopped as its supervisor would
+    have stopped it; the file of one that is gone is removed."""
+    pidfile = HOME / "dockerd.pid"
+    try:
+        pid = int(pidfile.read_text().strip())
+    except (OSError, ValueError):
+        pidfile.unlink(missing_ok=True)
+        return
+    try:
+        ours = str(HOME / "data") in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+    except OSError:
+        ours = False  # gone
+    if ours:
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + SHUTDOWN_TIMEOUT + 30
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        if _alive(pid):
+            os.kill(pid, signal.SIGKILL)
+    pidfile.unlink(missing_ok=True)
+
+
 def _start_dockerd(supervisor: Supervisor, state: Path) -> Path:
+    _clear_earlier_engine()
     socket = state / "docker.sock"
     daemon_json = state / "daemon.json"
     # Our own settings file, so /etc/docker/daemon.json (if any) is never read.

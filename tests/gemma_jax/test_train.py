@@ -154,3 +154,15 @@ def _assert_export_is_base_plus_adapters(tmp_path, base_dir, tokenizer_file):
     changed = [k for k in expected if not np.array_equal(expected[k], unmerged[k])]
     assert any("q_proj" in k for k in changed) and any("down_proj" in k for k in changed)
     assert os.path.isfile(tmp_path / "export" / "tokenizer.model")
+
+
+def test_a_run_resumed_inside_its_profile_window_traces_nothing_and_trains_on(
+    tmp_path, stories_file, tokenizer_file, four_steps
+):
+    """Restarted from a checkpoint at step 4 of a 4:6 window, the process never runs the window's first
+    step: it must not stop a trace it never started (a crash each restart, until the budget is spent)."""
+    ckpt, logs = tmp_path / "ckpt", tmp_path / "logs"
+    shutil.copytree(four_steps, ckpt)
+    res = run_train(base_args(stories_file, tokenizer_file, ckpt, logs, steps=8, profile_steps="4:6"))
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "[checkpoint] resumed from step 4" in res.stdout and "[xprof]" not in res.stdout

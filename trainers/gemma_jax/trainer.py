@@ -105,6 +105,7 @@ class Loop:
     def __init__(self, cfg, layout, parts, plan, frozen, ckpt, meta, progress):
         self.cfg, self.layout, self.parts, self.plan = cfg, layout, parts, plan
         self.frozen, self.ckpt, self.meta, self.progress = frozen, ckpt, meta, progress
+        self._tracing = False  # a profile trace started by this process (_profile)
         self.bsh = sharding.batch_sharding(layout.mesh)
         self.train_step = steps.make_train_step(
             parts.model, parts.optimizer, parts.lora, parts.state_shardings
@@ -160,12 +161,17 @@ class Loop:
             self.progress.evaluated(step, loss)
 
     def _profile(self, step, state, start: bool):
+        # A run resumed inside the window (a restart after a checkpoint at a step in it) never saw its
+        # first step here: it traces nothing, rather than stopping a trace that was never started
+        # (jax.profiler.stop_trace raises "No profile started").
         prof = self.cfg.profile_steps
         if prof and start and step == prof[0]:
             jax.profiler.start_trace(self.cfg.log_dir)
-        if prof and not start and step == prof[1]:
+            self._tracing = True
+        if prof and not start and step == prof[1] and self._tracing:
             jax.block_until_ready(state)
             jax.profiler.stop_trace()
+            self._tracing = False
             log(f"[xprof] trace of steps {prof[0]}-{prof[1]} in {self.cfg.log_dir}")
 
     def run(self, state, data_iter, start: int, stop: StopSignal) -> int:

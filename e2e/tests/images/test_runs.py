@@ -149,6 +149,8 @@ def test_the_gpu_trainer_s_fsdp_path_runs_inside_its_image(delivery, tmp_path):
     done = delivery.docker.docker(
         "run", "--rm", "--network", "none", *user, "--workdir", "/app", "--env", "PYTHONUNBUFFERED=1",
         "--volume", f"{ROOT / 'tests'}:/app/tests:ro", "--volume", f"{volumes['checkpoints']}:/checkpoints",
+        # The check trains with the shipped text-to-SQL run's data settings, read from its stack file.
+        "--volume", f"{ROOT / 'Pulumi.a4.yaml'}:/app/Pulumi.a4.yaml:ro",
         container.image, "python", "-m", "tests.trl_gpu.fsdp_cpu", "--out", "/checkpoints/fsdp", check=False)
     assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
     summary = json.loads(done.stdout[done.stdout.index("{"):])
