@@ -23,6 +23,7 @@ import pytest
 
 import real_weights
 from gemma_jax_helpers import REPO, base_args, cpu_env, make_story, run_train, write_tinystories
+from tests.support.own_data_rows import conversation, prompt_completion
 from trainers.gemma_jax import hf
 
 pytestmark = pytest.mark.slow
@@ -156,29 +157,9 @@ def test_gemma_tokenizer_on_the_gguf_vocabulary_matches_transformers(real):
 
 # --- your own data on the real weights: a conversational set and a prompt-completion set --------------
 
-CITIES = [("France", "Paris"), ("Japan", "Tokyo"), ("Italy", "Rome"), ("Spain", "Madrid"), ("Egypt", "Cairo"),
-          ("Peru", "Lima"), ("Kenya", "Nairobi"), ("Chile", "Santiago"), ("Greece", "Athens"), ("Cuba", "Havana")]
-
-
-def _conversation(i: int) -> dict:
-    country, city = CITIES[i % len(CITIES)]
-    return {"messages": [
-        {"role": "system", "content": "Answer in one short sentence."},
-        {"role": "user", "content": f"Ticket {i}: what is the capital of {country}?"},
-        {"role": "assistant", "content": f"The capital of {country} is {city}."},
-        {"role": "user", "content": "Thank you."},
-        {"role": "assistant", "content": f"Glad to help with ticket {i}."},
-    ]}  # fmt: skip
-
-
-def _prompt_completion(i: int) -> dict:
-    country, city = CITIES[i % len(CITIES)]
-    return {"question": f"Ticket {i}: capital of {country}?", "answer": f"{city}, ticket {i}."}
-
-
 OWN_DATA = {
-    "conversational": (_conversation, {"data_format": "conversational"}),
-    "prompt-completion": (_prompt_completion, {"data_format": "prompt-completion", "columns": "completion=answer",
+    "conversational": (conversation, {"data_format": "conversational"}),
+    "prompt-completion": (prompt_completion, {"data_format": "prompt-completion", "columns": "completion=answer",
                                                "prompt_template": "{question}"}),
 }
 

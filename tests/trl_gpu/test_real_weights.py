@@ -21,6 +21,7 @@ from trainers.trl_gpu.training import build, save_final
 
 from . import tiny
 from .test_data import _former_recipe
+from tests.support.own_data_rows import conversation, prompt_completion
 
 pytestmark = pytest.mark.slow
 
@@ -107,29 +108,9 @@ def test_short_lora_run_lowers_held_out_loss_and_the_adapter_reloads(gemma3_270m
 
 # --- your own data: a conversational set and a prompt-completion set, made here ---------------------
 
-CITIES = [("France", "Paris"), ("Japan", "Tokyo"), ("Italy", "Rome"), ("Spain", "Madrid"), ("Egypt", "Cairo"),
-          ("Peru", "Lima"), ("Kenya", "Nairobi"), ("Chile", "Santiago"), ("Greece", "Athens"), ("Cuba", "Havana")]
-
-
-def _conversation(i: int) -> dict:
-    country, city = CITIES[i % len(CITIES)]
-    return {"messages": [
-        {"role": "system", "content": "Answer in one short sentence."},
-        {"role": "user", "content": f"Ticket {i}: what is the capital of {country}?"},
-        {"role": "assistant", "content": f"The capital of {country} is {city}."},
-        {"role": "user", "content": "Thank you."},
-        {"role": "assistant", "content": f"Glad to help with ticket {i}."},
-    ]}  # fmt: skip
-
-
-def _prompt_completion(i: int) -> dict:
-    country, city = CITIES[i % len(CITIES)]
-    return {"question": f"Ticket {i}: capital of {country}?", "answer": f"{city}, ticket {i}."}
-
-
 OWN_DATA = {
-    "conversational": (_conversation, ["--data_format", "conversational"], ".jsonl"),
-    "prompt-completion": (_prompt_completion, ["--data_format", "prompt-completion", "--columns",
+    "conversational": (conversation, ["--data_format", "conversational"], ".jsonl"),
+    "prompt-completion": (prompt_completion, ["--data_format", "prompt-completion", "--columns",
                                                "completion=answer", "--prompt_template", "{question}"], ".csv"),
 }  # fmt: skip
 
