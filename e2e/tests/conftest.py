@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import shutil
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,8 +35,13 @@ class StackRun:
 
 
 @pytest.fixture(scope="session")
-def state_root() -> Path:
-    return Path(tempfile.mkdtemp(prefix="gke-finetune-e2e-"))
+def state_root(request) -> Iterator[Path]:
+    root = Path(tempfile.mkdtemp(prefix="gke-finetune-e2e-"))
+    yield root
+    # Kept when a test of this process failed (the programs' logs and state are what one debugs with);
+    # removed otherwise: each control plane's etcd, logs and Pulumi state take hundreds of MB.
+    if request.session.testsfailed == 0:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture(scope="module", params=STACKS)

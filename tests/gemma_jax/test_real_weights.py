@@ -163,6 +163,8 @@ OWN_DATA = {
                                                "prompt_template": "{question}"}),
 }
 
+RESUMED_KIND = "conversational"  # the set the exact resume is shown on
+
 # The GPU trainer's tokenization of the same records (transformers' tokenizer, TRL's Gemma 3 template).
 _GPU_TOKENS = """
 import json, sys
@@ -224,13 +226,17 @@ def test_own_data_masks_loss_resume_and_export_on_real_weights(real, kind, tmp_p
     reference = real_weights.transformers_loss(real["hf"], str(d / "b.npz"))
     assert abs(first - reference["loss"]) <= TOLERANCE, (first, reference)
 
-    half = run_train(_args(real, d / "resumed", steps=3, data_path=data, **kw), timeout=2400)
-    assert half.returncode == 0, half.stdout + half.stderr
-    rest = run_train(_args(real, d / "resumed", steps=6, data_path=data, **kw), timeout=2400)
-    assert rest.returncode == 0 and "resumed from step 3" in rest.stdout, rest.stdout + rest.stderr
-    from gemma_jax_helpers import load_params, max_abs_diff  # pylint: disable=g-import-not-at-top
+    if kind == RESUMED_KIND:
+        # A format only changes how a record becomes ids and a loss mask (checked above, token by token);
+        # the packed examples, their iterator's checkpointed position and the restored state are the same
+        # code for every format, so the exact resume is shown once, on the multi-turn chats.
+        half = run_train(_args(real, d / "resumed", steps=3, data_path=data, **kw), timeout=2400)
+        assert half.returncode == 0, half.stdout + half.stderr
+        rest = run_train(_args(real, d / "resumed", steps=6, data_path=data, **kw), timeout=2400)
+        assert rest.returncode == 0 and "resumed from step 3" in rest.stdout, rest.stdout + rest.stderr
+        from gemma_jax_helpers import load_params, max_abs_diff  # pylint: disable=g-import-not-at-top
 
-    assert max_abs_diff(load_params(str(d / "whole"), 6), load_params(str(d / "resumed"), 6)) == 0
+        assert max_abs_diff(load_params(str(d / "whole"), 6), load_params(str(d / "resumed"), 6)) == 0
 
     # The export: transformers loads it and finds the trainer's own (masked) loss of the trained weights.
     trained = _jax_loss(str(d / "whole"), 6, str(d / "b.npz"))
