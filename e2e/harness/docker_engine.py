@@ -150,11 +150,22 @@ def _alive(pid: int) -> bool:
         return False
 
 
+def _supervisor(pid: int) -> int | None:
+    """The e2e process that started `pid` (the harness's Supervisor, a Python process), if it still runs."""
+    try:
+        parent = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        command = Path(f"/proc/{parent}/cmdline").read_bytes()
+    except (OSError, IndexError, ValueError):
+        return None
+    return parent if parent != 1 and b"python" in command else None
+
+
 def _clear_earlier_engine() -> None:
     """An engine of an earlier run that is still up (its run killed before its supervisor could stop it)
     holds the data root; dockerd refuses to start while its pid file is there ("pid file found, ensure
-    docker is not running"). One still running on this data root is stopped as its supervisor would
-    have stopped it; the file of one that is gone is removed."""
+    docker is not running"). An orphan on this data root (its supervisor gone) is stopped as its
+    supervisor would have stopped it; one whose supervisor still runs belongs to another e2e session and
+    is refused by name; the file of one that is gone is removed."""
     pidfile = HOME / "dockerd.pid"
     try:
         pid = int(pidfile.read_text().strip())
@@ -165,6 +176,9 @@ def _clear_earlier_engine() -> None:
         ours = str(HOME / "data") in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
     except OSError:
         ours = False  # gone
+    if ours and _supervisor(pid) is not None:
+        raise RuntimeError(f"e2e: another session's Docker engine (pid {pid}, started by pid {_supervisor(pid)}) "
+                           f"uses {HOME}: let that session end, or stop it")
     if ours:
         os.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + SHUTDOWN_TIMEOUT + 30

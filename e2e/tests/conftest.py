@@ -100,10 +100,13 @@ def pytest_configure(config):
     start_session()
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items):
     """One worker per test file (its module-scoped control plane is made once), and one for every test
     of the trainer images (they share one Docker engine and registry, e2e/tests/images/conftest.py):
-    `make e2e` distributes the groups (pytest-xdist `--dist loadgroup`)."""
+    `make e2e` distributes the groups (pytest-xdist `--dist loadgroup`). First of the hook's
+    implementations: pytest-xdist's own reads the groups in it (xdist/remote.py, the `@<group>` suffix
+    it gives each test's id), so a mark added after it groups nothing."""
     for item in items:
         group = "images" if item.path.parent.name == "images" else item.path.stem
         item.add_marker(pytest.mark.xdist_group(group))
