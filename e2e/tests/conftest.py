@@ -100,19 +100,5 @@ def pytest_configure(config):
     start_session()
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(items):
-    """Every test of the trainer images in one worker: they share one Docker engine and registry
-    (e2e/tests/images/conftest.py), which one machine can run once. The other tests go to whichever
-    worker is free (`make e2e`: pytest-xdist `--dist loadgroup`), a module's control plane made again in
-    each worker that runs one of its tests: quicker on the whole than a worker per file, whose largest
-    file would run alone. First of the hook's implementations: pytest-xdist's own reads the groups in it
-    (xdist/remote.py, the `@<group>` suffix it gives each test's id), so a mark added after it groups
-    nothing."""
-    for item in items:
-        if item.path.parent.name == "images":
-            item.add_marker(pytest.mark.xdist_group("images"))
-
-
 def pytest_terminal_summary(terminalreporter):
     print_report(terminalreporter)
