@@ -295,16 +295,17 @@ e2e-tools:
 	bash e2e/tools/debian-packages.sh
 	nice -n 10 bash e2e/tools/build.sh
 
-# The tests run in E2E_WORKERS processes at once (pytest-xdist, each test to whichever is free): most
-# of an e2e test's time is the control plane's and the controllers' own waits, not this machine's
-# cores. E2E_WORKERS=0 runs them in turn. The images' tests then run in one process of their own: they
+# The test files run in E2E_WORKERS processes at once (pytest-xdist `--dist loadfile`: a file's tests
+# in one process, in order, its module's control plane made once; some tests go on from what the one
+# before left): most of an e2e test's time is the control plane's and the controllers' own waits, not
+# this machine's cores. E2E_WORKERS=0 runs them in turn. The images' tests then run in one process of their own: they
 # share one Docker engine and registry, which a machine runs once (an xdist group would do it, but
 # pytest-xdist 3.8.0 under pytest 9.2 sends a group's tests to several workers). Both always run; make
 # fails if either did.
 E2E_WORKERS ?= 3
 e2e: $(VENV)/.installed e2e-tools
 	@E2E_STACKS=$(E2E_STACKS) E2E_ADMISSION=$(ADMISSION) E2E_LIFETIME=$(E2E_LIFETIME) \
-	  $(VENV)/bin/python -m pytest e2e/tests --ignore=e2e/tests/images -n $(E2E_WORKERS) $(PYTEST_ARGS); \
+	  $(VENV)/bin/python -m pytest e2e/tests --ignore=e2e/tests/images -n $(E2E_WORKERS) --dist loadfile $(PYTEST_ARGS); \
 	  code=$$?; E2E_LIFETIME=$(E2E_LIFETIME) $(VENV)/bin/python -m pytest e2e/tests/images $(PYTEST_ARGS) && exit $$code
 
 # The trainer images through the real docker-build provider: built, pushed to a registry on

@@ -31,10 +31,12 @@ from e2e.harness.tools import ROOT
 
 IN_IMAGE = ROOT / "e2e" / "harness" / "in_image"
 SIGTERM_AFTER = 9
-JAX_STEPS = 24
+# Enough steps after the one the SIGTERM follows that the run is still training when the signal lands
+# (a tiny step takes about 10 ms on a quiet machine: 24 steps were over before `docker kill` arrived).
+JAX_STEPS = 400
 EXIT_TERMINATED = 143
 TINY_JAX = ["--model", "tiny", "--pretrained", "none", "--tokenizer", "/data/e2e/tok.model",
-            "--data_path", "/data/e2e/stories.txt", "--datacount", "1200", "--eval_stories", "64",
+            "--data_path", "/data/e2e/stories.txt", "--datacount", "2800", "--eval_stories", "64",
             "--maxlen", "64", "--batch_size", "8", "--steps", str(JAX_STEPS), "--learning_rate", "3e-3",
             "--param_dtype", "float32", "--save_every", "1000", "--eval_every", "0", "--log_every", "1",
             "--data_workers", "0", "--sample_tokens", "0", "--export_hf", "/checkpoints/hf"]
