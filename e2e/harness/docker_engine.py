@@ -142,20 +142,27 @@ def _client_config(state: Path, tools: Tools) -> Path:
     return config
 
 
+def _stat(pid: int) -> list[str]:
+    """/proc/<pid>/stat's fields after the command name (state, parent pid, ...); [] when it is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return []
+
+
 def _alive(pid: int) -> bool:
     """Running (a zombie has ended: only its parent's wait is missing)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
+    fields = _stat(pid)
+    return bool(fields) and fields[0] != "Z"
 
 
 def _supervisor(pid: int) -> int | None:
     """The e2e process that started `pid` (the harness's Supervisor, a Python process), if it still runs."""
+    fields = _stat(pid)
     try:
-        parent = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        parent = int(fields[1])
         command = Path(f"/proc/{parent}/cmdline").read_bytes()
-    except (OSError, IndexError, ValueError):
+    except (IndexError, ValueError, OSError):
         return None
     return parent if parent != 1 and b"python" in command else None
 

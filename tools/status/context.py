@@ -23,7 +23,7 @@ from pathlib import Path
 
 import yaml
 
-from tools.status.sources import ClusterUnreachable
+from tools.status.sources import ClusterUnreachable, kubeconfig_file
 
 
 class ContextMissing(Exception):
@@ -86,10 +86,7 @@ def check(stack: str, ctx: StackContext) -> None:
     names: set[str] = set()
     if any(Path(f).is_file() for f in files):
         try:
-            # KUBECONFIG as it is now: the client reads it once, when it is imported (its
-            # KUBE_CONFIG_DEFAULT_LOCATION); a path list is merged as kubectl merges it (KubeConfigMerger).
-            contexts, _ = kube_config.list_kube_config_contexts(
-                config_file=ctx.kubeconfig or os.environ.get("KUBECONFIG") or None)
+            contexts, _ = kube_config.list_kube_config_contexts(config_file=kubeconfig_file(ctx.kubeconfig))
         except (kube_config.ConfigException, OSError, ValueError, yaml.YAMLError) as err:
             raise ClusterUnreachable(f"no usable kubeconfig ({', '.join(files)}): {err}") from None
         names = {c["name"] for c in contexts or ()}

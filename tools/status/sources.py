@@ -50,6 +50,13 @@ def from_dump(path: str) -> dict[str, list]:
     return out
 
 
+
+def kubeconfig_file(explicit: str) -> str | None:
+    """The kubeconfig file (or KUBECONFIG's path list, which the client merges as kubectl does:
+    KubeConfigMerger) to hand the Kubernetes client: KUBECONFIG as it is now, since the client reads
+    its own default (KUBE_CONFIG_DEFAULT_LOCATION) once, when it is imported."""
+    return explicit or os.environ.get("KUBECONFIG") or None
+
 class KubeCluster:
     """The namespace's objects through the Kubernetes API."""
 
@@ -60,8 +67,7 @@ class KubeCluster:
             raise ClusterUnreachable("the kubernetes client is not installed (requirements.txt; `make venvs`)") from None
 
         try:
-            # KUBECONFIG as it is now, not as it was when the client was imported (status_context.check).
-            config.load_kube_config(config_file=config_file or os.environ.get("KUBECONFIG") or None, context=context)
+            config.load_kube_config(config_file=kubeconfig_file(config_file), context=context)
         except (config.ConfigException, OSError) as err:
             raise ClusterUnreachable(f"no usable kubeconfig (KUBECONFIG or ~/.kube/config): {err}") from None
         self.client = client
