@@ -12,13 +12,44 @@ from pathlib import Path
 import pytest
 
 from stack.reader import load_files
+from tests.support import google_answers as google
 from tests.support.pulumi_harness import ROOT
-from tools.doctor import checks
+from tools.doctor import checks, quotas
 from tools.doctor.__main__ import main, report
 from tools.doctor.answers import Got, Live, Ran, Recorded
 from tools.doctor.stack_checks import all_findings, hub_models, needed_quota
 
 HERE = Path(__file__).parent / "doctor"
+ON_DEMAND, PREEMPTIBLE = "TPUS-PER-TPU-FAMILY-per-project-region", "PREEMPTIBLE-TPU-V6E-per-project-region"
+CT6E = {"tpu_family": "CT6E"}
+OTHER_REGIONS = ["europe-west4", "us-east5", "asia-northeast1"]
+
+
+def _quotas(on_demand: int, preemptible: int) -> dict:
+    """The doctor stack's two TPU quotas as Cloud Quotas answers: the region's value, then the default
+    that applies everywhere else."""
+    return {
+        quotas.info_url(google.PROJECT, ON_DEMAND): (200, google.quota_info(ON_DEMAND, ["region", "tpu_family"], [
+            ({"region": google.REGION, **CT6E}, on_demand, [google.REGION]), ({}, 0, OTHER_REGIONS)])),
+        quotas.info_url(google.PROJECT, PREEMPTIBLE): (200, google.quota_info(PREEMPTIBLE, ["region"], [
+            ({"region": google.REGION}, preemptible, [google.REGION]), ({}, 0, OTHER_REGIONS)])),
+    }
+
+
+# The Google answers of each recorded scenario, built from Google's definitions (tests/support/google_answers.py).
+SCENARIOS = {
+    "ready": _quotas(on_demand=16, preemptible=64),
+    "project-not-ready": {
+        **_quotas(on_demand=0, preemptible=4),
+        quotas.pending_url(google.PROJECT): (200, google.quota_preferences(
+            (PREEMPTIBLE, {"region": google.REGION}, 8))),
+    },
+    "nothing-set-up": {},
+}
+
+
+def scenario(name: str, target_dir: Path, **extra) -> Path:
+    return google.answers(name, target_dir / f"{name}.json", {**SCENARIOS[name], **extra})
 
 
 @pytest.fixture
@@ -29,9 +60,13 @@ def root(tmp_path, monkeypatch):
     return tmp_path
 
 
+def findings(root: Path, answers: str, **extra) -> dict[str, checks.Finding]:
+    found = all_findings(Recorded(scenario(answers, root, **extra)), load_files("doctor", root))
+    return {f.check: f for f in found}
+
+
 def statuses(root: Path, answers: str) -> dict[str, str]:
-    found = all_findings(Recorded(HERE / f"{answers}.json"), load_files("doctor", root))
-    return {f.check: f.status for f in found}
+    return {check: f.status for check, f in findings(root, answers).items()}
 
 
 def test_every_check_passes_on_a_ready_machine_and_project(root):
@@ -58,18 +93,21 @@ def test_every_machine_check_fails_on_a_machine_with_nothing_set_up(root):
 
 
 def test_the_report_says_each_fix_and_the_exit_code_says_whether_to_fix(root, capsys):
-    assert main(["--stack", "doctor", "--root", str(root), "--answers", str(HERE / "ready.json")]) == 0
+    assert main(["--stack", "doctor", "--root", str(root), "--answers", str(scenario("ready", root))]) == 0
     assert capsys.readouterr().out.splitlines()[-1] == "all 11 checks pass or do not apply"
-    assert main(["--stack", "doctor", "--root", str(root), "--answers", str(HERE / "project-not-ready.json")]) == 1
+    assert main(["--stack", "doctor", "--root", str(root), "--answers", str(scenario("project-not-ready", root))]) == 1
     out = capsys.readouterr().out
-    assert "fix: request 8 in us-central1: Console, IAM & Admin > Quotas, filter `PREEMPTIBLE-TPU-V6E" in out
+    assert ("fix: `gcloud quotas preferences create --service=compute.googleapis.com --project=ml-team-prod "
+            f"--quota-id={ON_DEMAND} --preferred-value=2 --dimensions=region=us-central1,tpu_family=CT6E "
+            "--email=<your email>`") in out
+    assert f"{PREEMPTIBLE}: 4 in us-central1, the pools can scale to 8; a request for 8 is pending" in out
     assert "fix: accept its licence at https://huggingface.co/google/gemma-4-31B-it" in out
     assert out.splitlines()[-1] == "5 of 11 checks need you"
 
 
 def test_an_invalid_stack_exits_78(root, capsys):
     (root / "Pulumi.doctor.yaml").write_text("config:\n  gcp:project: x\n")
-    assert main(["--stack", "doctor", "--root", str(root), "--answers", str(HERE / "ready.json")]) == 78
+    assert main(["--stack", "doctor", "--root", str(root), "--answers", str(scenario("ready", root))]) == 78
 
 
 def test_what_the_stack_needs():
@@ -94,25 +132,94 @@ def test_the_placeholder_project_is_a_miss():
     assert checks.project_id("ml-team-prod", "my-project-id").status == "ok"
 
 
-def quota_answer(value: str, region: str = "us-central1", dims: dict | None = None) -> Got:
-    return Got(200, {"quotaId": "Q", "dimensionsInfos": [
-        {"dimensions": {"region": region, **(dims or {})}, "details": {"value": value}, "applicableLocations": [region]}]})
+def quota_answer(value: int, region: str = "us-central1", dims: dict | None = None, **eligibility) -> Got:
+    return Got(200, google.quota_info("Q", ["region", *(dims or {})], [
+        ({"region": region, **(dims or {})}, value, [region])], **eligibility))
 
 
 FAMILY = {"tpu_family": "CT6E"}
+NEED = quotas.Need("tpu-v6e on-demand", "Q", (("tpu_family", "CT6E"),), 16)
+
+
+class Answers:
+    """Answers by URL, for one check at a time; records what was asked with which user project."""
+
+    def __init__(self, by_url: dict[str, Got]):
+        self.by_url, self.asked = by_url, []
+
+    def get(self, url: str, token: str = "", user_project: str = "") -> Got:
+        self.asked.append((url, user_project))
+        return self.by_url.get(url, Got(0, None, "no answer"))
+
+
+def quota_check(answer: Got, need: quotas.Need = NEED, preferences: Got | None = None) -> checks.Finding:
+    answers = Answers({quotas.info_url("p", need.quota_id): answer,
+                       **({quotas.pending_url("p"): preferences} if preferences else {})})
+    [found] = quotas.quota_findings(answers, "p", "us-central1", [need], "token")
+    assert {project for _, project in answers.asked} == {"p"}, "every Cloud Quotas call names the user project"
+    return found
 
 
 @pytest.mark.parametrize("answer,needed,status", [
-    (quota_answer("16", dims=FAMILY), 16, "ok"),
-    (quota_answer("15", dims=FAMILY), 16, "MISS"),
-    (quota_answer("-1", dims=FAMILY), 512, "ok"),  # unlimited
-    (quota_answer("64", region="europe-west4", dims=FAMILY), 8, "MISS"),  # another region's
-    (quota_answer("64", dims={"tpu_family": "CT5LP"}), 8, "MISS"),  # another family's
-    (Got(404, {"error": {"message": "no such quota id"}}), 8, "warn"),
-    (Got(403, {"error": {"message": "denied"}}), 8, "MISS"),
+    (quota_answer(16, dims=FAMILY), 16, "ok"),
+    (quota_answer(15, dims=FAMILY), 16, "MISS"),
+    (quota_answer(-1, dims=FAMILY), 512, "ok"),  # unlimited
+    (quota_answer(64, region="europe-west4", dims=FAMILY), 8, "MISS"),  # another region's
+    (quota_answer(64, dims={"tpu_family": "CT5LP"}), 8, "MISS"),  # another family's
+    (Got(*google.google_error("NOT_FOUND", "no such quota id")), 8, "warn"),
+    (Got(*google.google_error("PERMISSION_DENIED", "denied", "IAM_PERMISSION_DENIED")), 8, "MISS"),
 ])  # fmt: skip
 def test_the_quota_for_the_region_and_the_family(answer, needed, status):
-    assert checks.quota("tpu-v6e on-demand", needed, "us-central1", answer, "Q", FAMILY).status == status
+    assert quota_check(answer, quotas.Need("tpu-v6e on-demand", "Q", (("tpu_family", "CT6E"),), needed)).status == status
+
+
+def test_a_default_entry_applies_to_the_values_no_other_entry_names():
+    """Google orders dimensionsInfos from the most specific; one without `tpu_family` is every other family's."""
+    answer = Got(200, google.quota_info("Q", ["region", "tpu_family"], [
+        ({"region": "us-central1", "tpu_family": "CT5LP"}, 0, ["us-central1"]),
+        ({"region": "us-central1"}, 32, ["us-central1"])]))
+    assert quota_check(answer).detail == "Q: 32 in us-central1 for 16"
+
+
+def test_when_the_cloud_quotas_api_is_off_the_fix_is_to_enable_it_not_to_ask_for_quota(root):
+    off = google.service_disabled("cloudquotas.googleapis.com", "Cloud Quotas API")
+    found = findings(root, "ready", **{quotas.info_url(google.PROJECT, q): off for q in (ON_DEMAND, PREEMPTIBLE)})
+    assert "quota tpu-v6e on-demand" not in found, "one finding for the API, not one per quota"
+    assert found["quota"].status == "MISS" and "SERVICE_DISABLED" in found["quota"].detail
+    assert found["quota"].fix.startswith("`gcloud services enable cloudquotas.googleapis.com --project=ml-team-prod`")
+    assert "quotas preferences" not in found["quota"].fix
+
+
+def test_a_403_that_is_not_the_api_being_off_names_the_permission():
+    denied = quota_check(Got(*google.google_error("PERMISSION_DENIED", "Permission denied", "IAM_PERMISSION_DENIED")))
+    assert denied.status == "MISS" and "roles/cloudquotas.viewer" in denied.fix
+    user_project = quota_check(Got(*google.google_error("PERMISSION_DENIED", "Caller does not have required "
+                                                        "permission to use project p", "USER_PROJECT_DENIED")))
+    assert "roles/serviceusage.serviceUsageConsumer on p" in user_project.fix
+
+
+def test_a_quota_google_takes_no_request_for_says_why():
+    found = quota_check(quota_answer(0, dims=FAMILY, eligible=False, reason="NO_VALID_BILLING_ACCOUNT"))
+    assert "NO_VALID_BILLING_ACCOUNT" in found.detail and found.fix == "link a billing account to the project"
+
+
+def test_a_pending_request_for_less_than_needed_is_not_enough():
+    asked_less = Got(200, google.quota_preferences(("Q", {"region": "us-central1", **FAMILY}, 8)))
+    found = quota_check(quota_answer(0, dims=FAMILY), preferences=asked_less)
+    assert "pending" not in found.detail and "--preferred-value=16" in found.fix
+
+
+def test_the_quota_answers_parse_strictly_as_googles_messages():
+    """The bodies the tests use are instances of the API's messages: a strict parse accepts them, and
+    refuses a body with a field Google doesn't define."""
+    from google.cloud.cloudquotas_v1 import types as cq
+    import json as json_
+
+    body = google.quota_info("Q", ["region"], [({"region": "us-central1"}, 16, ["us-central1"])])
+    cq.QuotaInfo.from_json(json_.dumps(body), ignore_unknown_fields=False)
+    body["dimensionsInfos"][0]["detail"] = {"value": "16"}  # misspelt
+    with pytest.raises(Exception, match="detail"):
+        cq.QuotaInfo.from_json(json_.dumps(body), ignore_unknown_fields=False)
 
 
 def reservation_answer(count="2", used="0", machine="a4-highgpu-8g", state="READY") -> Got:
@@ -146,7 +253,7 @@ def test_cloud_build_needs_no_docker():
 
 
 def test_an_existing_cluster_stack_checks_no_quota_and_no_api(root):
-    found = {f.check: f for f in all_findings(Recorded(HERE / "ready.json"), load_files("existing-dev", ROOT))}
+    found = {f.check: f for f in all_findings(Recorded(scenario("ready", root)), load_files("existing-dev", ROOT))}
     assert found["quota"].status == "skip" and found["project APIs"].status in ("skip", "MISS")
 
 
@@ -184,7 +291,30 @@ def test_the_report_lists_each_check_and_the_fix_only_for_what_is_not_ok():
 
 def test_make_doctor_runs_the_tool(root):
     done = subprocess.run(["make", "-s", "-o", ".venv/.installed", "doctor", "STACK=doctor",
-                           f"DOCTOR_ARGS=--root {root} --answers {HERE / 'ready.json'}"], cwd=ROOT,
+                           f"DOCTOR_ARGS=--root {root} --answers {scenario('ready', root)}"], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1] == "all 11 checks pass or do not apply"
+
+
+def test_live_names_the_user_project_and_posts_only_to_methods_that_read(monkeypatch):
+    import requests
+
+    sent = []
+
+    class Resp:
+        status_code = 200
+        text = "{}"
+
+        def json(self):
+            return {}
+
+    monkeypatch.setattr(requests, "get", lambda url, headers=None, timeout=None: sent.append(headers) or Resp())
+    monkeypatch.setattr(requests, "post", lambda url, json=None, headers=None, timeout=None: sent.append(headers) or Resp())
+    live = Live()
+    live.get(quotas.info_url("p", "Q"), token="t", user_project="p")
+    assert sent[-1] == {"Authorization": "Bearer t", "x-goog-user-project": "p"}
+    live.post("https://cloudresourcemanager.googleapis.com/v1/projects/p:testIamPermissions", {"permissions": []}, "t")
+    with pytest.raises(ValueError, match="only reads"):
+        live.post("https://cloudresourcemanager.googleapis.com/v1/projects/p:setIamPolicy", {}, "t")
+    assert len(sent) == 2

@@ -5,9 +5,7 @@ The APIs read (GET only), with the Application Default Credentials' access token
 use (`gcloud auth application-default print-access-token`):
 - Service Usage `projects/<p>/services?filter=state:ENABLED`
   (https://cloud.google.com/service-usage/docs/reference/rest/v1/services/list);
-- Cloud Quotas `projects/<p>/locations/global/services/compute.googleapis.com/quotaInfos/<quota id>`, a
-  QuotaInfo whose `dimensionsInfos[]` hold `dimensions`, `details.value` and `applicableLocations`
-  (https://cloud.google.com/docs/quotas/reference/rest/v1/projects.locations.services.quotaInfos);
+- Cloud Quotas, the accelerator quotas (quotas.py);
 - Compute Engine `projects/<p>/zones/<zone>/reservations/<name>`, its `specificReservation.count`,
   `inUseCount` and `instanceProperties.machineType`, and `status`
   (https://cloud.google.com/compute/docs/reference/rest/v1/reservations/get);
@@ -28,7 +26,6 @@ OK, MISS, SKIP, WARN = "ok", "MISS", "skip", "warn"
 # `Pulumi.yaml` types its structured keys as `object` and arrays of objects, which older CLIs refuse (README).
 MIN_PULUMI = (3, 187, 0)
 SERVICE_USAGE = "https://serviceusage.googleapis.com/v1"
-CLOUD_QUOTAS = "https://cloudquotas.googleapis.com/v1"
 COMPUTE = "https://compute.googleapis.com/compute/v1"
 HUB = "https://huggingface.co"
 
@@ -141,33 +138,6 @@ def project_apis(project: str, required: tuple[str, ...], got: Got) -> Finding:
         return Finding(name, OK, f"{len(required) - len(missing)} of {len(required)} enabled; `pulumi up` enables "
                        f"{', '.join(missing)} (it needs roles/serviceusage.serviceUsageAdmin)")
     return Finding(name, OK, f"all {len(required)} enabled")
-
-
-def quota_limit(got: Got, region: str, dimensions: dict[str, str]) -> int | None:
-    """The quota's value for the region and dimensions (-1: unlimited); None where none applies."""
-    if got.status != 200 or not isinstance(got.body, dict):
-        return None
-    for info in got.body.get("dimensionsInfos", []):
-        dims = info.get("dimensions", {})
-        places = info.get("applicableLocations") or ([dims["region"]] if "region" in dims else [])
-        if region in places and all(dims.get(k) == v for k, v in dimensions.items()):
-            return int((info.get("details") or {}).get("value", 0))
-    return 0 if got.body.get("quotaId") else None
-
-
-def quota(what: str, needed: int, region: str, got: Got, quota_id: str, dimensions: dict[str, str]) -> Finding:
-    name = f"quota {what}"
-    fix = (f"request {needed} in {region}: Console, IAM & Admin > Quotas, filter `{quota_id}`"
-           + "".join(f" {k}={v}" for k, v in dimensions.items()))
-    if got.status != 200:
-        status = WARN if got.status == 404 else MISS
-        return Finding(name, status, _http_problem(got, quota_id), fix if status == MISS else
-                       "the quota id may have changed: check the Console's Quotas page")
-    limit = quota_limit(got, region, dimensions)
-    if limit is None or (limit != -1 and limit < needed):
-        return Finding(name, MISS, f"{quota_id}: {0 if limit is None else limit} in {region}, the pools can scale to "
-                       f"{needed}", fix)
-    return Finding(name, OK, f"{quota_id}: {'unlimited' if limit == -1 else limit} in {region} for {needed}")
 
 
 def reservation(pool: str, name_: str, zone: str, machine_type: str, vms: int, got: Got) -> Finding:

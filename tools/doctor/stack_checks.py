@@ -20,8 +20,8 @@ from stack.config import StackConfig
 from stack.images import trainers_to_build
 from stack.rules import PLACEHOLDER_PROJECT
 from stack.secrets import needs_hf_token
-from tools.doctor import checks
-from tools.doctor.checks import CLOUD_QUOTAS, COMPUTE, HUB, SERVICE_USAGE, Finding
+from tools.doctor import checks, quotas
+from tools.doctor.checks import COMPUTE, HUB, SERVICE_USAGE, Finding
 
 PREEMPTIBLE = ("spot", "flex-start", "queued")
 QUOTAS: dict[tuple[str, bool], tuple[str, dict[str, str]]] = {
@@ -92,11 +92,9 @@ def quota_findings(answers, config: StackConfig, token: str) -> list[Finding]:
         return [Finding("quota", checks.SKIP, "an existing cluster's node pools are the platform team's")]
     if not token:
         return [Finding("quota", checks.SKIP, "no access token (Application Default Credentials, above)")]
-    out = []
-    for (quota_id, dims), (what, chips) in sorted(needed_quota(config).items()):
-        url = f"{CLOUD_QUOTAS}/projects/{config.project}/locations/global/services/compute.googleapis.com/quotaInfos/{quota_id}"
-        out.append(checks.quota(what, chips, config.region, answers.get(url, token), quota_id, dict(dims)))
-    return out
+    needs = [quotas.Need(what, quota_id, dims, chips)
+             for (quota_id, dims), (what, chips) in sorted(needed_quota(config).items())]
+    return quotas.quota_findings(answers, config.project, config.region, needs, token)
 
 
 def reservation_findings(answers, config: StackConfig, token: str) -> list[Finding]:
