@@ -14,10 +14,13 @@ import pytest
 from stack.reader import load_files
 from tests.support import google_answers as google
 from tests.support.pulumi_harness import ROOT
+from admission.google_api import validate
 from tools.doctor import checks, quotas
+from tools.doctor import permissions as deploy
+from tools.doctor.answers import post_key
 from tools.doctor.__main__ import main, report
 from tools.doctor.answers import Got, Live, Ran, Recorded
-from tools.doctor.stack_checks import all_findings, hub_models, needed_quota
+from tools.doctor.stack_checks import all_findings, hub_models, needed_quota, stack_requests
 
 HERE = Path(__file__).parent / "doctor"
 ON_DEMAND, PREEMPTIBLE = "TPUS-PER-TPU-FAMILY-per-project-region", "PREEMPTIBLE-TPU-V6E-per-project-region"
@@ -36,6 +39,20 @@ def _quotas(on_demand: int, preemptible: int) -> dict:
     }
 
 
+def _held(root_of_files: Path, lacking: tuple[str, ...] = ()) -> dict:
+    """Resource Manager's answer to the doctor's testIamPermissions: every permission the doctor stack
+    needs but `lacking`, the request and the answer both checked against cloudresourcemanager's
+    discovery document."""
+    needs = sorted(deploy.project_needs(stack_requests(load_files("doctor", root_of_files), root_of_files)))
+    body = {"permissions": needs}
+    assert validate.body_violations(deploy.API, deploy.METHOD, body) == []
+    answer = google.response(deploy.API, deploy.METHOD, {"permissions": [p for p in needs if p not in lacking]})
+    return {post_key(deploy.url(google.PROJECT), body): (200, answer)}
+
+
+# What the project-not-ready identity lacks: the Compute roles a network and a firewall rule need.
+LACKING = ("compute.firewalls.create", "compute.networks.updatePolicy", "compute.routers.create")
+
 # The Google answers of each recorded scenario, built from Google's definitions (tests/support/google_answers.py).
 SCENARIOS = {
     "ready": _quotas(on_demand=16, preemptible=64),
@@ -49,7 +66,8 @@ SCENARIOS = {
 
 
 def scenario(name: str, target_dir: Path, **extra) -> Path:
-    return google.answers(name, target_dir / f"{name}.json", {**SCENARIOS[name], **extra})
+    held = {} if name == "nothing-set-up" else _held(target_dir, LACKING if name == "project-not-ready" else ())
+    return google.answers(name, target_dir / f"{name}.json", {**SCENARIOS[name], **held, **extra})
 
 
 @pytest.fixture
@@ -61,7 +79,7 @@ def root(tmp_path, monkeypatch):
 
 
 def findings(root: Path, answers: str, **extra) -> dict[str, checks.Finding]:
-    found = all_findings(Recorded(scenario(answers, root, **extra)), load_files("doctor", root))
+    found = all_findings(Recorded(scenario(answers, root, **extra)), load_files("doctor", root), root)
     return {f.check: f for f in found}
 
 
@@ -73,14 +91,15 @@ def test_every_check_passes_on_a_ready_machine_and_project(root):
     found = statuses(root, "ready")
     assert set(found.values()) == {"ok"}, found
     assert set(found) == {"project", "Pulumi CLI", "gcloud credentials", "Application Default Credentials",
-                          "gke-gcloud-auth-plugin", "image builder", "project APIs", "quota tpu-v6e preemptible",
+                          "gke-gcloud-auth-plugin", "image builder", "project APIs", "deploy permissions",
+                          "quota tpu-v6e preemptible",
                           "quota tpu-v6e on-demand", "reservation a4-reservation", "Hugging Face google/gemma-4-31B-it"}
 
 
 def test_every_project_check_fails_on_a_project_not_ready(root):
     found = statuses(root, "project-not-ready")
     assert {c for c, s in found.items() if s == "MISS"} == {
-        "project APIs", "quota tpu-v6e preemptible", "quota tpu-v6e on-demand", "reservation a4-reservation",
+        "project APIs", "deploy permissions", "quota tpu-v6e preemptible", "quota tpu-v6e on-demand", "reservation a4-reservation",
         "Hugging Face google/gemma-4-31B-it"}
 
 
@@ -94,7 +113,7 @@ def test_every_machine_check_fails_on_a_machine_with_nothing_set_up(root):
 
 def test_the_report_says_each_fix_and_the_exit_code_says_whether_to_fix(root, capsys):
     assert main(["--stack", "doctor", "--root", str(root), "--answers", str(scenario("ready", root))]) == 0
-    assert capsys.readouterr().out.splitlines()[-1] == "all 11 checks pass or do not apply"
+    assert capsys.readouterr().out.splitlines()[-1] == "all 12 checks pass or do not apply"
     assert main(["--stack", "doctor", "--root", str(root), "--answers", str(scenario("project-not-ready", root))]) == 1
     out = capsys.readouterr().out
     assert ("fix: `gcloud quotas preferences create --service=compute.googleapis.com --project=ml-team-prod "
@@ -102,12 +121,18 @@ def test_the_report_says_each_fix_and_the_exit_code_says_whether_to_fix(root, ca
             "--email=<your email>`") in out
     assert f"{PREEMPTIBLE}: 4 in us-central1, the pools can scale to 8; a request for 8 is pending" in out
     assert "fix: accept its licence at https://huggingface.co/google/gemma-4-31B-it" in out
-    assert out.splitlines()[-1] == "5 of 11 checks need you"
+    assert ("3 of 51 missing on ml-team-prod: roles/compute.networkAdmin (compute.routers.create); "
+            "roles/compute.securityAdmin (compute.firewalls.create, compute.networks.updatePolicy)") in out
+    assert ("fix: `gcloud projects add-iam-policy-binding ml-team-prod --role=roles/compute.networkAdmin "
+            "--member=user:ana@example.com && gcloud projects add-iam-policy-binding ml-team-prod "
+            "--role=roles/compute.securityAdmin --member=user:ana@example.com`") in out
+    assert out.splitlines()[-1] == "6 of 12 checks need you"
 
 
 def test_an_invalid_stack_exits_78(root, capsys):
+    answers = scenario("ready", root)
     (root / "Pulumi.doctor.yaml").write_text("config:\n  gcp:project: x\n")
-    assert main(["--stack", "doctor", "--root", str(root), "--answers", str(scenario("ready", root))]) == 78
+    assert main(["--stack", "doctor", "--root", str(root), "--answers", str(answers)]) == 78
 
 
 def test_what_the_stack_needs():
@@ -294,7 +319,7 @@ def test_make_doctor_runs_the_tool(root):
                            f"DOCTOR_ARGS=--root {root} --answers {scenario('ready', root)}"], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines()[-1] == "all 11 checks pass or do not apply"
+    assert done.stdout.splitlines()[-1] == "all 12 checks pass or do not apply"
 
 
 def test_live_names_the_user_project_and_posts_only_to_methods_that_read(monkeypatch):
@@ -318,3 +343,19 @@ def test_live_names_the_user_project_and_posts_only_to_methods_that_read(monkeyp
     with pytest.raises(ValueError, match="only reads"):
         live.post("https://cloudresourcemanager.googleapis.com/v1/projects/p:setIamPolicy", {}, "t")
     assert len(sent) == 2
+
+
+def test_the_deploy_permissions_name_each_missing_role_once_and_the_api_when_it_is_off():
+    needs = {"compute.firewalls.create": "roles/compute.securityAdmin", "compute.networks.create":
+             "roles/compute.networkAdmin", "container.clusters.create": "roles/container.admin"}
+    held = Got(200, google.response(deploy.API, deploy.METHOD, {"permissions": ["container.clusters.create"]}))
+    found = deploy.finding("p", needs, held, "user:ana@example.com")
+    assert found.status == "MISS" and found.detail == ("2 of 3 missing on p: roles/compute.networkAdmin "
+                                                       "(compute.networks.create); roles/compute.securityAdmin "
+                                                       "(compute.firewalls.create)")
+    everything = Got(200, google.response(deploy.API, deploy.METHOD, {"permissions": sorted(needs)}))
+    assert deploy.finding("p", needs, everything, "").status == "ok"
+    off = Got(*google.service_disabled("cloudresourcemanager.googleapis.com", "Cloud Resource Manager API"))
+    found = deploy.finding("p", needs, off, "")
+    assert "SERVICE_DISABLED" in found.detail and "gcloud services enable cloudresourcemanager.googleapis.com" in found.fix
+    assert deploy.url("p") == "https://cloudresourcemanager.googleapis.com/v1/projects/p:testIamPermissions"

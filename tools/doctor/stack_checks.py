@@ -12,6 +12,9 @@ when it was made: its check is the reservation's own (exists, in the pool's zone
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
+from pathlib import Path
 from urllib.parse import quote
 
 from core.names import PROJECT
@@ -20,9 +23,12 @@ from stack.config import StackConfig
 from stack.images import trainers_to_build
 from stack.rules import PLACEHOLDER_PROJECT
 from stack.secrets import needs_hf_token
+from admission.google_api import permissions as requests_table
 from tools.doctor import checks, quotas
+from tools.doctor.permissions import member, permission_findings
 from tools.doctor.checks import COMPUTE, HUB, SERVICE_USAGE, Finding
 
+PROGRAM = Path(__file__).resolve().parents[2]
 PREEMPTIBLE = ("spot", "flex-start", "queued")
 QUOTAS: dict[tuple[str, bool], tuple[str, dict[str, str]]] = {
     ("tpu-v6e", False): ("TPUS-PER-TPU-FAMILY-per-project-region", {"tpu_family": "CT6E"}),
@@ -146,9 +152,30 @@ def hub_findings(answers, config: StackConfig) -> list[Finding]:
                             if readable and model else None, where) for model in hub_models(config) or [""]]
 
 
-def all_findings(answers, config: StackConfig) -> list[Finding]:
+def stack_requests(config: StackConfig, root: Path | None) -> list[str] | None:
+    """The Google API requests the stack's `pulumi up` makes, from what the program declares offline."""
+    from tools.offline import run_stack  # pylint: disable=import-outside-toplevel (the program, under mocks)
+
+    if root is None:
+        return None
+    with tempfile.TemporaryDirectory(prefix="doctor-plan-") as where:
+        # The program beside this stack's files, wherever they are (--root).
+        (Path(where) / "__main__.py").symlink_to(PROGRAM / "__main__.py")
+        for name in ("Pulumi.yaml", f"Pulumi.{config.stack}.yaml"):
+            shutil.copy(root / name, Path(where) / name)
+        try:
+            resources = run_stack(config.stack, root=Path(where)).resources
+        except Exception:  # noqa: BLE001 (an invalid stack: `make plan` says why; this check is skipped)
+            return None
+    return requests_table.requests([(r.type, r.name, r.inputs) for r in resources])
+
+
+def all_findings(answers, config: StackConfig, root: Path | None = None) -> list[Finding]:
     found, token = tool_findings(answers, config)
     found += api_findings(answers, config, token)
+    if token:
+        who = member(answers.run(COMMANDS["gcloud"]).stdout)
+        found += permission_findings(answers, config.project, stack_requests(config, root), token, who)
     found += quota_findings(answers, config, token)
     found += reservation_findings(answers, config, token)
     found += hub_findings(answers, config)
