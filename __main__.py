@@ -120,6 +120,7 @@ else:
     images = trainer_images(cfg, registry.url, after_apis)
     footing = Footing(
         provider=kube.provider, images=images, contracts=pools.contracts, stager_member=identity.stager_member,
+        trainer_member=identity.trainer_member,
         controller_nodes=system_nodes, cluster=[cluster.cluster], bucket=[storage.bucket, *storage.grants],
         opts=after_apis,
     )

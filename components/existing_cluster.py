@@ -32,7 +32,7 @@ def existing_cluster(cfg: StackConfig) -> Footing:
             checked=lambda kubeconfig: preflight.checked_kubeconfig(cfg, kubeconfig))
         pulumi.export("clusterName", existing.name)
         pulumi.export("clusterLocation", existing.location)
-    grants, stager = [], None
+    grants, stager, trainer = [], None, None
     if cfg.project_number:
         # The principals the bucket grants name, declared here or by the platform team.
         trainer = kubernetes_service_account_principal(cfg.project_number, cfg.project, cfg.runs_namespace,
@@ -46,5 +46,6 @@ def existing_cluster(cfg: StackConfig) -> Footing:
                                                        runs=[run.name for run in cfg.runs])).grants
     pulumi.export("bucketUrl", f"gs://{cfg.data_bucket}")
     return Footing(provider=access.provider, images=trainer_images(cfg, None), contracts=cfg.contracts(),
-                   stager_member=stager, bucket=grants, install_controllers=existing.controllers == "install",
+                   stager_member=stager, trainer_member=trainer, bucket=grants,
+                   install_controllers=existing.controllers == "install",
                    staging_grants=existing.bucket_grants)

@@ -9,8 +9,10 @@ PROJECT = "gke-finetune"
 # holds the stack's service accounts, the Hugging Face token Secret and every run.
 # A stack sets another with `namespace` (an existing cluster's stack must).
 RUNS_NAMESPACE = "finetune"
-# Kubernetes Secret holding the Hugging Face token, and its key.
+# The Hugging Face token: the Secret Manager secret that holds it by default (`hfTokenSecret`), the
+# SecretProviderClass in the runs' namespace that mounts it, and the file it is mounted as.
 HF_TOKEN_SECRET = "hf-token"
+HF_TOKEN_PROVIDER_CLASS = "hf-token"
 HF_TOKEN_KEY = "token"
 
 # Bucket layout. Runs read `datasets/` and write only below their own

@@ -14,11 +14,12 @@ import math
 from core import quantity
 from core.allocatable import MEMORY_MODEL_MARGIN
 from core.contract import SchedulingContract
-from core.names import HF_TOKEN_KEY, HF_TOKEN_SECRET, RUN_ENV
+from core.names import RUN_ENV
 from core.trainers import (CHECKPOINTS_ENV, CONTAINER, DATA_ENV, PROFILES_ENV, PROGRESS_ENV, WORKDIR,
                            Trainer)
 from manifests import storage
 from manifests.storage import CHECKPOINT_DIR, DATA_DIR, PROFILE_DIR, Owner
+from manifests.token import HF_TOKEN_FILE, token_mount, token_volume
 from stack.runs import RunConfig
 
 __all__ = ["CONTAINER", "WORKDIR"]
@@ -26,7 +27,6 @@ __all__ = ["CONTAINER", "WORKDIR"]
 # Where the platform-set path flags point, by mount (manifests/storage.py).
 MOUNT_DIRS = {"data": DATA_DIR, "checkpoints": CHECKPOINT_DIR, "profiles": PROFILE_DIR}
 
-HF_TOKEN_DIR = "/var/run/secrets/huggingface"
 # The Hugging Face cache (HF_HOME: Hub model and dataset downloads) in an
 # emptyDir rather than the image's home directory. The requested size makes
 # the scheduler place the pod on a node with that much ephemeral storage,
@@ -140,8 +140,8 @@ def env(run: RunConfig, row: Trainer, data_path: str | None = None) -> list[dict
     if run.trainer is None:
         variables += mount_env(data_path)
     if row.hf_token:
-        # The token is a file from the Secret, never a literal in the manifest.
-        variables.append({"name": "HF_TOKEN_PATH", "value": f"{HF_TOKEN_DIR}/{HF_TOKEN_KEY}"})
+        # The token is a file mounted from Secret Manager (manifests/token.py), never a literal here.
+        variables.append({"name": "HF_TOKEN_PATH", "value": HF_TOKEN_FILE})
     if row.hf_cache_size:
         # Replaces the image's HF_HOME (the user's home, in the container's writable layer).
         variables.append({"name": "HF_HOME", "value": HF_CACHE_DIR})
@@ -158,15 +158,8 @@ def extra_volumes(row: Trainer) -> tuple[list[dict], list[dict]]:
         volumes.append({"name": "hf-cache", "emptyDir": {"sizeLimit": row.hf_cache_size}})
         mounts.append({"name": "hf-cache", "mountPath": HF_CACHE_DIR})
     if row.hf_token:
-        volumes.append({
-            "name": "hf-token",
-            "secret": {
-                "secretName": HF_TOKEN_SECRET,
-                "items": [{"key": HF_TOKEN_KEY, "path": HF_TOKEN_KEY}],
-                "defaultMode": 0o400,
-            },
-        })
-        mounts.append({"name": "hf-token", "mountPath": HF_TOKEN_DIR, "readOnly": True})
+        volumes.append(token_volume())
+        mounts.append(token_mount())
     return volumes, mounts
 
 

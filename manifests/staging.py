@@ -16,12 +16,11 @@ import json
 from collections.abc import Mapping
 
 from core.catalog import NODEPOOL_LABEL
-from core.names import (
-    APP_LABEL, DATASET_LABEL, DATA_PREFIX, HF_TOKEN_KEY, HF_TOKEN_SECRET, PROJECT,
-)  # fmt: skip
+from core.names import APP_LABEL, DATASET_LABEL, DATA_PREFIX, PROJECT
 from core.trainers import CONFIG_ERROR, STAGING_MODULE, TRAINERS, WORKDIR, Trainer
 from manifests import pod
 from manifests.storage import CSI_DRIVER, SIDECAR_PREFIX, WRITE_OPTIONS, Owner
+from manifests.token import HF_TOKEN_FILE, token_mount, token_volume
 from stack.config import StackConfig
 from stack.datasets import TOKENS_DIR, DatasetConfig
 
@@ -120,8 +119,8 @@ def _stage_container(dataset: DatasetConfig, image: str) -> dict:
     if dataset.gcs:
         mounts.append({"name": "source", "mountPath": SOURCE_DIR, "readOnly": True})
     if dataset.hub and dataset.hub.token:
-        command += ["--token-file", f"{pod.HF_TOKEN_DIR}/{HF_TOKEN_KEY}"]
-        mounts.append({"name": "hf-token", "mountPath": pod.HF_TOKEN_DIR, "readOnly": True})
+        command += ["--token-file", HF_TOKEN_FILE]
+        mounts.append(token_mount())
     return _container("stage", image, command, _STAGE, mounts)
 
 
@@ -150,7 +149,5 @@ def _volumes(dataset: DatasetConfig, bucket: str, trainer: Trainer) -> list[dict
         volumes.append({"name": "source", "csi": {"driver": CSI_DRIVER, "readOnly": True, "volumeAttributes": {
             "bucketName": dataset.gcs_bucket, "mountOptions": source}}})
     if dataset.hub and dataset.hub.token:
-        volumes.append({"name": "hf-token", "secret": {
-            "secretName": HF_TOKEN_SECRET, "items": [{"key": HF_TOKEN_KEY, "path": HF_TOKEN_KEY}],
-            "defaultMode": 0o400}})
+        volumes.append(token_volume())
     return volumes

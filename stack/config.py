@@ -17,7 +17,7 @@ from pydantic import Field, ValidationError, ValidationInfo, field_validator, mo
 from core.contract import SchedulingContract
 from core.dockerfile import IMAGE_BUILDERS, ImageBuilder
 from core.ids import default_bucket_name, default_cluster_name, default_registry_id
-from core.names import RUNS_NAMESPACE, stager_service_account, trainer_service_account
+from core.names import HF_TOKEN_SECRET, RUNS_NAMESPACE, stager_service_account, trainer_service_account
 from core.syntax import DNS_1035_LABEL, or_empty, PROJECT_ID, REGION
 from core.trainers import TRAINERS
 from stack.contracts import derive_contracts
@@ -31,6 +31,7 @@ from stack.problems import MISSING, ConfigError, Problem, from_validation_error,
 from stack.rules import (bucket_problems, dataset_stack_problems, mode_problems, namespace_problems,
                          offering_problems, unique_name_problems, zone_problems)
 from stack.runs import RunConfig, run_problems
+from stack.secrets import needs_hf_token, secret_name, secret_problems, secret_version
 
 
 class StackConfig(StackModel):
@@ -74,6 +75,9 @@ class StackConfig(StackModel):
     )
     datasets: tuple[DatasetConfig, ...] = ()
     runs: tuple[RunConfig, ...] = ()
+    # The Secret Manager secret holding the Hugging Face token (stack/secrets.py), mounted into the pods
+    # that read the Hub by GKE's Secret Manager add-on; never a Pulumi value.
+    hf_token_secret: str = Field(default=HF_TOKEN_SECRET, description="a Secret Manager secret")
 
     # Where built trainer images are pushed and how they are built (stack/image_build.py).
     image_build: ImageBuild = ImageBuild()
@@ -85,6 +89,12 @@ class StackConfig(StackModel):
             raise_problems([Problem("", value, "is not a project id",
                                     "6-30 lowercase letters, digits or hyphens, starting with a letter, "
                                     "not ending with a hyphen")])
+        return value
+
+    @field_validator("hf_token_secret")
+    @classmethod
+    def _hf_token_secret(cls, value: str) -> str:
+        raise_problems(secret_problems(value))
         return value
 
     @field_validator("namespace")
@@ -226,6 +236,21 @@ class StackConfig(StackModel):
     def creates_namespace(self) -> bool:
         """Whether the stack declares its namespace: always on its own cluster, on request on an existing one."""
         return self.existing is None or self.create_namespace
+
+    @property
+    def reads_hub(self) -> bool:
+        """Whether a run or a staging Job of the stack mounts the Hugging Face token."""
+        return needs_hf_token(self.runs, self.datasets)
+
+    @property
+    def hf_token_version(self) -> str:
+        """The token's version the pods mount: `projects/<p>/secrets/<s>/versions/<v>`."""
+        return secret_version(self.hf_token_secret, self.project)
+
+    @property
+    def hf_token_secret_name(self) -> str:
+        """The token's secret, `projects/<p>/secrets/<s>`: its readers' grants are on it."""
+        return secret_name(self.hf_token_secret, self.project)
 
     @property
     def trainer_account(self) -> str:

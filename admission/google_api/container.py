@@ -85,6 +85,8 @@ CLUSTER = ResourceMapping(
         "removeDefaultNodePool": NotSent("the provider deletes the default pool once the cluster exists"),
         "initialNodeCount": Field("cluster.initialNodeCount"),
         "releaseChannel.channel": Field("cluster.releaseChannel.channel"),
+        # expandSecretManagerConfig: the block as the API's SecretManagerConfig.
+        "secretManagerConfig.enabled": Field("cluster.secretManagerConfig.enabled"),
         # ParseNetworkFieldValue(...).RelativeLink(); the subnetwork through ParseRegionalFieldValue
         # with the cluster's location as its region.
         "network": Field("cluster.network", global_link("networks"), _CLUSTER_CREATE),

@@ -51,7 +51,7 @@ VARIANTS = {
 @functools.cache
 def declared(stack: str, variant: str = "") -> tuple[tuple[str, str, dict], ...]:
     overrides = VARIANTS[variant][1] if variant else None
-    resources = run_stack(stack, overrides=overrides, secrets={f"{P}hfToken": "hf_test"}).resources
+    resources = run_stack(stack, overrides=overrides).resources
     return tuple((r.type, r.name, r.inputs) for r in resources)
 
 

@@ -4,8 +4,7 @@ import functools
 
 import pytest
 
-from stack.problems import ConfigError
-from tests.support.pulumi_harness import SHIPPED_STACKS, declared_before_error, run_stack
+from tests.support.pulumi_harness import SHIPPED_STACKS, run_stack
 
 JOB = "kubernetes:batch/v1:Job"
 JOBSET = "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"
@@ -68,18 +67,18 @@ def test_a_gcs_source_s_bucket_is_readable_by_the_stager():
                                                  "mountOptions": "implicit-dirs,only-dir=stories/v2"}
 
 
-def test_a_gated_hub_dataset_needs_the_token_and_mounts_it_as_a_file():
+def test_a_gated_hub_dataset_mounts_the_token_from_secret_manager_with_the_stagers_own_grant():
     datasets = [{"name": "gated", "hub": {"id": "org/gated", "token": True}}]
-    overrides = {"gke-finetune:datasets": datasets, "gke-finetune:runs": []}
-    declared, err = declared_before_error("dev", overrides=overrides, secrets={})
-    assert isinstance(err, ConfigError) and declared.resources == []
-    assert any(p.startswith("hfToken: not set, and dataset 'gated' (datasets[0])") for p in err.problems)
-    d = run_stack("dev", overrides=overrides)
+    d = run_stack("dev", overrides={"gke-finetune:datasets": datasets, "gke-finetune:runs": []})
     [job] = d.of_type(JOB)
     spec = job.inputs["spec"]["template"]["spec"]
     [stage] = spec["containers"]
     assert stage["command"][-2:] == ["--token-file", "/var/run/secrets/huggingface/token"]
     assert not [e for e in stage.get("env", []) if "TOKEN" in e["name"] and "value" in e and e["name"] != "HF_TOKEN_PATH"]
-    [secret_volume] = [v for v in spec["volumes"] if "secret" in v]
-    assert secret_volume["secret"]["secretName"] == "hf-token" and secret_volume["secret"]["defaultMode"] == 0o400
-    assert d.of_type("kubernetes:core/v1:Secret")
+    [token] = [v for v in spec["volumes"] if v["name"] == "hf-token"]
+    assert token["csi"] == {"driver": "secrets-store-gke.csi.k8s.io", "readOnly": True,
+                            "volumeAttributes": {"secretProviderClass": "hf-token"}}
+    assert not d.of_type("kubernetes:core/v1:Secret")
+    [grant] = d.of_type("gcp:secretmanager/secretIamMember:SecretIamMember")
+    assert (grant.inputs["secretId"], grant.inputs["member"]) == ("hf-token", stager("dev"))
+    assert grant.urn in job.dependencies, "the Job waits for its grant: the mount reads the secret at start"

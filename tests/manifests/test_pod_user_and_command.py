@@ -10,6 +10,7 @@ from core.dockerfile import REPO_ROOT, TRAINER_IMAGES, parse_dockerfile
 from tests.manifests.test_manifests import CASES, pod, trainer
 from tests.support import examples
 from manifests.run import build_run
+from manifests.storage import CSI_DRIVER
 
 
 def dockerfile_cmd(trainer: str) -> list[str]:
@@ -55,8 +56,13 @@ def fuse_owner_options(manifest: dict) -> set[tuple[str, ...]]:
     return {
         tuple(o for o in v["csi"]["volumeAttributes"]["mountOptions"].split(",") if o.startswith(("uid=", "gid=")))
         for v in pod(manifest)["spec"]["volumes"]
-        if "csi" in v
+        if is_fuse(v)
     }
+
+
+def is_fuse(volume: dict) -> bool:
+    """A Cloud Storage FUSE volume (not the token's, manifests/token.py)."""
+    return (volume.get("csi") or {}).get("driver") == CSI_DRIVER
 
 
 @pytest.mark.parametrize("stack,run,contract,manifest", CASES)
@@ -78,7 +84,7 @@ def test_a_non_root_gpu_run_has_the_same_uid_in_its_pod_and_its_mounts():
     spec = pod(manifest)["spec"]
     assert spec["securityContext"]["runAsUser"] == 1000 and spec["securityContext"]["runAsNonRoot"] is True
     assert spec["securityContext"]["fsGroup"] == 1000
-    for volume in (v for v in spec["volumes"] if "csi" in v):
+    for volume in (v for v in spec["volumes"] if is_fuse(v)):
         options = volume["csi"]["volumeAttributes"]["mountOptions"].split(",")
         assert "uid=1000" in options and "gid=1000" in options, volume["name"]
 
@@ -89,7 +95,7 @@ def test_a_root_tpu_run_is_not_forced_non_root():
     spec = pod(build_run(single, examples.CONTRACTS[single.pool], examples.FACTS))["spec"]
     assert spec["securityContext"] == {"seccompProfile": {"type": "RuntimeDefault"}}
     assert "runAsUser" not in spec["containers"][0]["securityContext"]
-    assert not any("uid=" in v["csi"]["volumeAttributes"]["mountOptions"] for v in spec["volumes"] if "csi" in v)
+    assert not any("uid=" in v["csi"]["volumeAttributes"]["mountOptions"] for v in spec["volumes"] if is_fuse(v))
 
 
 @pytest.mark.parametrize("stack,run,contract,manifest", CASES)

@@ -48,7 +48,7 @@ def test_every_name_the_program_gives_a_google_cloud_resource_is_a_claimed_one(s
 
 def test_the_shipped_stacks_claim_no_name_twice():
     for stack in (*SHIPPED_STACKS, *EXISTING_CLUSTER_STACKS):
-        collecting.collect(stack, secrets=("hfToken",))  # raises PlanError on a collision
+        collecting.collect(stack)  # raises PlanError on a collision
 
 
 def test_a_copied_stack_file_that_keeps_a_name_is_refused_naming_both_files(tmp_path):

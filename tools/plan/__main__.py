@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import os
 import sys
@@ -29,7 +28,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m tools.plan", description=DESCRIPTION)
     sub = parser.add_subparsers(dest="command", required=True)
     secret = {"action": "append", "default": [], "metavar": "KEY",
-              "help": "plan as if this secret key were set (e.g. hfToken); repeatable"}
+              "help": "plan as if this secret key of the project were set; repeatable"}
     show = sub.add_parser("show", help="print the plan of a stack and write its run manifests")
     show.add_argument("--stack", required=True)
     show.add_argument("--secret", **secret)
@@ -62,30 +61,9 @@ def main(argv: list[str] | None = None) -> int:
     return _diff(args)
 
 
-def unset_secrets(stack: str, root: Path, given: tuple[str, ...]) -> tuple[str, ...]:
-    """The secret keys the stack needs but neither holds (`secure:` in its file) nor was given (--secret):
-    planned as set, as `pulumi preview` plans them (stack/reader.py `hf_token_planned_only`)."""
-    reader = importlib.import_module("stack.reader")
-    secrets = importlib.import_module("stack.secrets")
-    try:
-        config = reader.load_files(stack, root)
-        project = importlib.import_module("core.names").PROJECT
-        held = reader.file_values(stack, root).get(f"{project}:{secrets.HF_TOKEN_KEY}")
-    except Exception:  # noqa: BLE001 (an invalid stack: collect says what is wrong with it)
-        return ()
-    needed = secrets.needs_hf_token(config.runs, config.datasets)
-    if not needed or secrets.HF_TOKEN_KEY in given or (isinstance(held, dict) and "secure" in held):
-        return ()
-    return (secrets.HF_TOKEN_KEY,)
-
-
 def _show(args: argparse.Namespace) -> int:
-    planned_as_set = unset_secrets(args.stack, ROOT, tuple(args.secret))
-    for key in planned_as_set:
-        print(f"{key}: not set; planned as set, as `pulumi preview` plans it (`pulumi up` needs it: "
-              f"pulumi config set --secret {key} <value>)\n")
     try:
-        plan = collect(args.stack, ROOT, tuple(args.secret) + planned_as_set)
+        plan = collect(args.stack, ROOT, tuple(args.secret))
     except PlanError as err:
         if err.unreadable:
             print(f"{err.problems[0]} (stack {args.stack}: nothing planned)", file=sys.stderr)
