@@ -59,6 +59,7 @@ help:
 	@echo ""
 	@echo "Google Cloud (the Pulumi CLI, gcloud credentials):"
 	@echo "  make doctor STACK=dev          what the first pulumi up needs, and what to do for each miss (reads only)"
+	@echo "  make backend PROJECT=<id> LOCATION=<region>  the team's gs:// state backend: prints the gcloud commands; APPLY=1 runs them"
 	@echo "  make preview STACK=dev         pulumi preview --diff"
 	@echo "  make up STACK=dev              pulumi up: the platform, the trainer images, the runs (local state in .pulumi-state/)"
 	@echo "  make destroy STACK=dev         pulumi destroy (the data bucket is kept)"
@@ -178,7 +179,7 @@ define keep_code
 @$(1) || { code=$$?; echo "make $@: exit code $$code (make itself exits 2): for the code, run $(strip $(1))" >&2; exit $$code; }
 endef
 RUN_ARGS = --stack $(STACK) $(if $(RUN),--run $(RUN))
-.PHONY: logs cancel resume inspect doctor
+.PHONY: logs cancel resume inspect doctor backend
 
 # make logs STACK= RUN= [FOLLOW=1] [POD=<index>|all]: the trainer's log (process 0 by default), across restarts.
 logs: $(VENV)/.installed
@@ -197,6 +198,12 @@ inspect: $(VENV)/.installed
 DOCTOR_ARGS ?=
 doctor: $(VENV)/.installed
 	$(call keep_code,$(VENV)/bin/python -m tools.doctor --stack $(STACK) $(DOCTOR_ARGS))
+
+# make backend PROJECT= LOCATION= [BUCKET=] [TEAM=<member>] [APPLY=1]: the team's shared gs:// state backend
+# (tools/backend.py): its own bucket, versioned, uniform access, the deploy and preview identities' rights.
+# A dry run that prints the gcloud commands unless APPLY=1.
+backend: $(VENV)/.installed
+	$(call keep_code,$(VENV)/bin/python -m tools.backend setup --project $(PROJECT) --location $(LOCATION) $(if $(BUCKET),--bucket $(BUCKET)) $(if $(TEAM),--team $(TEAM)) $(if $(APPLY),--apply))
 
 # make status ... WAIT=1 [WAIT_TIMEOUT=<seconds>]: wait until the run (every run without RUN) ends, printing
 # each change of phase (tools/runs/wait.py: 0 succeeded, 3 failed, 4 suspended, 66, 69 and 78 as status,

@@ -52,7 +52,7 @@ class RunConfig(BaseModel):
     args: tuple[str, ...] = Field(default=(), description="trainer flags (or the command's arguments), verbatim")
     # A run of one's own container (stack/own_container.py).
     command: tuple[str, ...] = Field(default=(), description="your own container's command (a run without trainer)")
-    hf_token: bool = Field(default=False, description="your own container: the stack's hfToken as a file")
+    hf_token: bool = Field(default=False, description="your own container: the Hugging Face token (hfTokenSecret) as a file")
     run_as: RunAs | None = Field(default=None, description="your own container: its uid and gid (default: the image's)")
     # The data settings, passed to the trainer as flags (stack/run_data.py).
     format: str | None = Field(default=None, description="text | conversational | prompt-completion")

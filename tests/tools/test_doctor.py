@@ -3,6 +3,7 @@ the report for a stack with every check failing and with every check passing, an
 
 from __future__ import annotations
 
+import base64
 import json
 import shutil
 import subprocess
@@ -17,6 +18,7 @@ from tests.support.pulumi_harness import ROOT
 from admission.google_api import validate
 from tools.doctor import checks, quotas
 from tools.doctor import permissions as deploy
+from tools.doctor import token_secret
 from tools.doctor.answers import post_key
 from tools.doctor.__main__ import main, report
 from tools.doctor.answers import Got, Live, Ran, Recorded
@@ -53,11 +55,22 @@ def _held(root_of_files: Path, lacking: tuple[str, ...] = ()) -> dict:
 # What the project-not-ready identity lacks: the Compute roles a network and a firewall rule need.
 LACKING = ("compute.firewalls.create", "compute.networks.updatePolicy", "compute.routers.create")
 
+TOKEN_VERSION = "projects/ml-team-prod/secrets/hf-token/versions/latest"
+ACCESS_METHOD = "secretmanager.projects.secrets.versions.access"
+
+
+def _token_secret(token: str = "hf_" + "x" * 34) -> dict:
+    """The stack's token secret's latest version, as Secret Manager's `access` returns it."""
+    body = {"name": TOKEN_VERSION.replace("latest", "1").replace("ml-team-prod", google.PROJECT_NUMBER),
+            "payload": {"data": base64.b64encode(token.encode()).decode(), "dataCrc32c": "1234567"}}
+    return {token_secret.access_url(TOKEN_VERSION): (200, google.response("secretmanager.v1", ACCESS_METHOD, body))}
+
+
 # The Google answers of each recorded scenario, built from Google's definitions (tests/support/google_answers.py).
 SCENARIOS = {
-    "ready": _quotas(on_demand=16, preemptible=64),
+    "ready": {**_quotas(on_demand=16, preemptible=64), **_token_secret()},
     "project-not-ready": {
-        **_quotas(on_demand=0, preemptible=4),
+        **_quotas(on_demand=0, preemptible=4), **_token_secret(),
         quotas.pending_url(google.PROJECT): (200, google.quota_preferences(
             (PREEMPTIBLE, {"region": google.REGION}, 8))),
     },
@@ -266,7 +279,7 @@ def test_the_reservation_exists_in_the_zone_with_free_vms_of_the_pools_machine(a
 
 def test_the_hub_token():
     assert checks.hf_token("m", Got(401, {"error": "Invalid"}), None, "HF_TOKEN").status == "MISS"
-    assert checks.hf_token("m", None, None, "the stack's hfToken").detail == "no token (the stack's hfToken)"
+    assert checks.hf_token("m", None, None, "HF_TOKEN unset").detail == "no token (HF_TOKEN unset)"
     assert checks.hf_token("", Got(200, {"name": "ana"}), None, "x").status == "ok"  # a gated dataset's token
     assert checks.hf_token("m", Got(200, {"name": "ana"}), Got(401, "restricted"), "x").status == "MISS"
 
@@ -359,3 +372,47 @@ def test_the_deploy_permissions_name_each_missing_role_once_and_the_api_when_it_
     found = deploy.finding("p", needs, off, "")
     assert "SERVICE_DISABLED" in found.detail and "gcloud services enable cloudresourcemanager.googleapis.com" in found.fix
     assert deploy.url("p") == "https://cloudresourcemanager.googleapis.com/v1/projects/p:testIamPermissions"
+
+
+@pytest.mark.parametrize("answer, status, words", [
+    (google.google_error("NOT_FOUND", "Secret [hf-token] not found"), "MISS", "no secret projects/ml-team-prod/"),
+    (google.service_disabled("secretmanager.googleapis.com", "Secret Manager API"), "MISS", "SERVICE_DISABLED"),
+    (google.google_error("PERMISSION_DENIED", "Permission denied", "IAM_PERMISSION_DENIED"), "warn",
+     "the runs read it with their own identity"),
+])  # fmt: skip
+def test_the_token_secret_answers_say_what_to_do(root, answer, status, words):
+    found = findings(root, "ready", **{token_secret.access_url(TOKEN_VERSION): answer})
+    [token] = [f for c, f in found.items() if c.startswith("Hugging Face")]
+    assert token.status == status and words in token.detail, token
+    if status == "MISS":
+        assert "gcloud secrets create hf-token --project=ml-team-prod --data-file=-" in token.fix
+
+
+def test_a_recording_never_holds_the_token_nor_its_base64(tmp_path, monkeypatch):
+    import requests
+
+    token = "hf_" + "s" * 34
+    encoded = base64.b64encode(token.encode()).decode()
+
+    class Resp:
+        status_code = 200
+        text = ""
+
+        def __init__(self, body):
+            self.body = body
+
+        def json(self):
+            return self.body
+
+    monkeypatch.setattr(requests, "get", lambda url, headers=None, timeout=None: Resp(
+        {"payload": {"data": encoded}} if ":access" in url else {"name": "ana"}))
+    live = Live()
+    got = live.get(token_secret.access_url(TOKEN_VERSION), "ya29.t")
+    token_secret.hide_payload(live, got)
+    found, problem = token_secret.token_from(got, TOKEN_VERSION, "Hugging Face token")
+    assert (found, problem) == (token, None)
+    live.hide(found)
+    live.get("https://huggingface.co/api/whoami-v2", found)
+    live.record(tmp_path / "answers.json")
+    text = (tmp_path / "answers.json").read_text()
+    assert token not in text and encoded not in text and "ya29.t" not in text

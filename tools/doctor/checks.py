@@ -165,7 +165,8 @@ def reservation(pool: str, name_: str, zone: str, machine_type: str, vms: int, g
 def hf_token(model: str, whoami: Got | None, access: Got | None, where: str) -> Finding:
     """The token reads `model` (or, with model '', is valid: a gated dataset's token)."""
     name = f"Hugging Face {model or 'token'}"
-    set_it = "`pulumi config set --secret hfToken <token>` (a read token: https://huggingface.co/settings/tokens)"
+    set_it = ("the token in the stack's Secret Manager secret (hfTokenSecret): `printf %s \"$HF_TOKEN\" | gcloud secrets "
+              "create hf-token --data-file=-` (a read token: https://huggingface.co/settings/tokens)")
     if whoami is None:
         return Finding(name, MISS, f"no token ({where})", set_it)
     if whoami.status == 401:

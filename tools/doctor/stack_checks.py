@@ -17,14 +17,12 @@ import tempfile
 from pathlib import Path
 from urllib.parse import quote
 
-from core.names import PROJECT
 from stack.apis import required_apis
 from stack.config import StackConfig
 from stack.images import trainers_to_build
 from stack.rules import PLACEHOLDER_PROJECT
-from stack.secrets import needs_hf_token
 from admission.google_api import permissions as requests_table
-from tools.doctor import checks, quotas
+from tools.doctor import checks, quotas, token_secret
 from tools.doctor.permissions import member, permission_findings
 from tools.doctor.checks import COMPUTE, HUB, SERVICE_USAGE, Finding
 
@@ -137,18 +135,27 @@ def hub_models(config: StackConfig) -> list[str]:
     return models
 
 
-def hub_findings(answers, config: StackConfig) -> list[Finding]:
-    if not needs_hf_token(config.runs, config.datasets):
+def hub_findings(answers, config: StackConfig, token: str = "") -> list[Finding]:
+    """The token: $HF_TOKEN, else the stack's Secret Manager secret; valid, and allowed to read the gated models."""
+    if not config.reads_hub:
         return [Finding("Hugging Face token", checks.SKIP, "no run or dataset reads the Hub with it")]
-    token, where = os.environ.get("HF_TOKEN", ""), "HF_TOKEN"
-    if not token:
-        ran = answers.run(["pulumi", "config", "get", f"{PROJECT}:hfToken", "--stack", config.stack])
-        token, where = (ran.stdout.strip() if ran.code == 0 else ""), "the stack's hfToken"
+    name = f"Hugging Face {(hub_models(config) or [''])[0] or 'token'}"
+    hf, where = os.environ.get("HF_TOKEN", ""), "HF_TOKEN"
+    if not hf:
+        if not token:
+            return [checks.hf_token(model, None, None, f"HF_TOKEN unset; {config.hf_token_version} not read without "
+                                    "credentials") for model in hub_models(config) or [""]]
+        got = answers.get(token_secret.access_url(config.hf_token_version), token)
+        token_secret.hide_payload(answers, got)
+        hf, problem = token_secret.token_from(got, config.hf_token_version, name)
+        if problem is not None:
+            return [problem]
+        where = config.hf_token_version
     if hasattr(answers, "hide"):
-        answers.hide(token)
-    whoami = answers.get(f"{HUB}/api/whoami-v2", token) if token else None
-    readable = whoami is not None and whoami.status == 200
-    return [checks.hf_token(model, whoami, answers.get(f"{HUB}/{quote(model)}/resolve/main/config.json", token)
+        answers.hide(hf)
+    whoami = answers.get(f"{HUB}/api/whoami-v2", hf)
+    readable = whoami.status == 200
+    return [checks.hf_token(model, whoami, answers.get(f"{HUB}/{quote(model)}/resolve/main/config.json", hf)
                             if readable and model else None, where) for model in hub_models(config) or [""]]
 
 
@@ -178,5 +185,5 @@ def all_findings(answers, config: StackConfig, root: Path | None = None) -> list
         found += permission_findings(answers, config.project, stack_requests(config, root), token, who)
     found += quota_findings(answers, config, token)
     found += reservation_findings(answers, config, token)
-    found += hub_findings(answers, config)
+    found += hub_findings(answers, config, token)
     return found

@@ -8,6 +8,7 @@ import os
 import sys
 from pathlib import Path
 
+from tools.backend import deployed_from_local
 from tools.plan.collect import ROOT, PlanError, collect
 from tools.plan.diff import diff, render_diff
 from tools.plan.ref import plan_json, plan_ref
@@ -62,6 +63,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
+    warning = deployed_from_local(args.stack, ROOT)
+    if warning:
+        print(f"{warning}\n")
     try:
         plan = collect(args.stack, ROOT, tuple(args.secret))
     except PlanError as err:
