@@ -43,6 +43,7 @@ SERVICE_ACCOUNT = ResourceMapping(
         "accountId": Field("accountId"),
         "displayName": Field("serviceAccount.displayName",
                              source="resource_google_service_account.go resourceGoogleServiceAccountCreate"),
+        "disabled": NotSent("no effect during creation (its docstring)"),
     },
 )
 

@@ -149,10 +149,17 @@ def test_a_cluster_is_sent_as_the_provider_sends_it():
     assert request.body == {"cluster": {
         "name": "c", "ipAllocationPolicy": {"useIpAliases": True}, "network": "projects/p/global/networks/vpc",
         "subnetwork": "projects/p/regions/us-east5/subnetworks/nodes",
-        "networkConfig": {"defaultEnablePrivateNodes": True},
+        "networkConfig": request.body["cluster"]["networkConfig"],
         "controlPlaneEndpointsConfig": {"ipEndpointsConfig": {
             "enablePublicEndpoint": True,
-            "authorizedNetworksConfig": {"enabled": True, "gcpPublicCidrsAccessEnabled": False}}}}}
+            "authorizedNetworksConfig": {"enabled": True, "gcpPublicCidrsAccessEnabled": False}}},
+        # What the cluster leaves unset, with the defaults pulumi-gcp documents (defaults.py).
+        "autopilot": {"enabled": False, "workloadPolicyConfig": {"allowNetAdmin": False}},
+        "shieldedNodes": {"enabled": True}, "legacyAbac": {"enabled": False},
+        "loggingService": "logging.googleapis.com/kubernetes",
+        "monitoringService": "monitoring.googleapis.com/kubernetes"}}
+    assert request.body["cluster"]["networkConfig"] == {"defaultEnablePrivateNodes": True,
+                                                        "enableCiliumClusterwideNetworkPolicy": False}
     assert request.not_sent == ["deletionProtection"]
 
 

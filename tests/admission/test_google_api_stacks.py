@@ -125,3 +125,39 @@ def test_a_new_type_or_a_new_input_is_a_gap():
 def test_the_coverage_table_in_the_readme_is_current():
     readme = (ROOT / "admission" / "google_api" / "README.md").read_text()
     assert coverage.markdown(coverage.table(every_declaration())) in readme
+
+
+def test_every_documented_default_no_request_carries_is_named_in_the_readme():
+    readme = " ".join((ROOT / "admission" / "google_api" / "README.md").read_text().split())
+    for type_token, paths in coverage.unjudged(every_declaration()).items():
+        for path in paths:
+            assert f"`{path}`" in readme, (type_token, path)
+
+
+def test_a_documented_default_is_judged_as_if_the_program_set_it(monkeypatch):
+    """Left unset, `enableShieldedNodes` is judged with its documented default; a wrong one is found, named."""
+    from admission.google_api import defaults, request
+
+    cluster = next(i for t, _, i in declared("dev") if t == "gcp:container/cluster:Cluster")
+    built = request.build(MAPPINGS["gcp:container/cluster:Cluster"], "c",
+                          {k: v for k, v in cluster.items() if k != "enableShieldedNodes"})
+    assert built.body["cluster"]["shieldedNodes"] == {"enabled": True}
+    assert built.defaults["enableShieldedNodes"] == "cluster.shieldedNodes.enabled"
+    wrong = {**defaults.documented("gcp:container/cluster:Cluster"), "loggingService": 7}
+    monkeypatch.setattr(request, "documented", lambda type_token: wrong)
+    found = resource_findings("gcp:container/cluster:Cluster", "c", cluster)
+    assert [(f.input_path, f.api_field) for f in found] == [
+        ("loggingService (documented default)", "cluster.loggingService")], [str(f) for f in found]
+
+
+def test_the_documented_defaults_are_read_from_the_sdk():
+    from admission.google_api.defaults import documented
+
+    cluster = documented("gcp:container/cluster:Cluster")
+    assert cluster["enableShieldedNodes"] is True and cluster["enableAutopilot"] is False
+    assert cluster["nodeConfig.machineType"] == "e2-medium"  # a block's Args class (_inputs.py)
+    assert "nodeConfig.guestAccelerators" not in " ".join(cluster)  # lists of blocks get none
+    assert documented("gcp:storage/bucket:Bucket")["publicAccessPrevention"] == "inherited"
+    assert "minPortsPerVm" in documented("gcp:compute/routerNat:RouterNat")
+    # "Defaults to 30s if not set." on an integer input: no literal of its type, no default.
+    assert "icmpIdleTimeoutSec" not in documented("gcp:compute/routerNat:RouterNat")
