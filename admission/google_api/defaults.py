@@ -8,7 +8,8 @@ with its value converted to the input's type; a docstring whose default is not o
 ("Defaults to 64 for static port allocation and 32 ...", "Defaults to the provider project") gives none.
 `request.build` adds each to the request where the program leaves the input unset and sets its block, if
 the mapping has a rule for it; the others are listed as documented but not judged (`unjudged`).
-Inputs inside lists of blocks are left out: their defaults would need one copy per item.
+Inputs inside lists of blocks are left out: their defaults would need one copy per item. The policy
+pack's environment (policy/requirements.txt) has no pulumi-gcp SDK: there, only what is set is judged.
 """
 
 from __future__ import annotations
@@ -47,7 +48,10 @@ def _literal(kind: str, raw: str) -> Any:
 
 def _args_class(type_token: str):
     module, _, name = type_token.partition(":")[2].partition(":")
-    return getattr(importlib.import_module(f"pulumi_gcp.{module.split('/')[0]}"), f"{name}Args", None)
+    try:
+        return getattr(importlib.import_module(f"pulumi_gcp.{module.split('/')[0]}"), f"{name}Args", None)
+    except ModuleNotFoundError:  # the policy pack's environment: no SDK, so only what is set is judged there
+        return None
 
 
 def _block_class(owner, param: str):

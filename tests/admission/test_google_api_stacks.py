@@ -161,3 +161,21 @@ def test_the_documented_defaults_are_read_from_the_sdk():
     assert "minPortsPerVm" in documented("gcp:compute/routerNat:RouterNat")
     # "Defaults to 30s if not set." on an integer input: no literal of its type, no default.
     assert "icmpIdleTimeoutSec" not in documented("gcp:compute/routerNat:RouterNat")
+
+
+def test_without_the_sdk_no_default_is_added_and_nothing_fails(monkeypatch):
+    """The policy pack's environment has no pulumi-gcp: it judges what is set."""
+    import builtins
+
+    from admission.google_api import defaults
+
+    real = builtins.__import__
+
+    def no_sdk(name, *args, **kwargs):
+        if name.startswith("pulumi_gcp"):
+            raise ModuleNotFoundError(name)
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_sdk)
+    monkeypatch.setattr(defaults.importlib, "import_module", lambda name: no_sdk(name))
+    assert defaults.documented.__wrapped__("gcp:container/cluster:Cluster") == {}
