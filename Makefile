@@ -30,7 +30,7 @@ help:
 	@echo ""
 	@echo "Offline, no cloud account:"
 	@echo "  make plan STACK=dev            what pulumi up would declare, its cost and fit; run manifests in plan/<stack>/"
-	@echo "                                 SECRETS=hfToken: plan as if that secret were set"
+	@echo "                                 SECRETS=<key>: plan as if that secret key of the project were set"
 	@echo "  make plan-diff BASE=origin/main STACK=dev   what a change adds, removes and modifies against a git ref"
 	@echo "  make test                      create the environments and run every test (test-infra, test-jax, test-gpu, scan)"
 	@echo "  make test-infra                the platform's tests and import contracts (.venv)"
@@ -146,7 +146,7 @@ destroy: _stack
 
 # --- Offline plan (no CLI, no credentials: the program under the mocks the tests use) ---
 BASE ?= origin/main
-# Secret keys to plan as set (e.g. SECRETS=hfToken); a stack file's `secure:` values always are.
+# Secret keys of the project to plan as set; a stack file's `secure:` values always are (the shipped stacks hold none).
 SECRETS ?=
 PLAN_SECRETS := $(foreach key,$(SECRETS),--secret $(key))
 .PHONY: plan plan-diff golden status
