@@ -214,7 +214,7 @@ def container(run: RunConfig, contract: SchedulingContract, facts: PlatformFacts
         "env": env,
         "resources": {"limits": accelerators, "requests": {**accelerators, **pod.resource_requests(row, contract)}},
         "volumeMounts": mounts,
-        "securityContext": pod.container_security_context(row),
+        "securityContext": pod.container_security_context(),
     }
     ports = pod.ports(run, row, contract)
     if ports:

@@ -68,7 +68,7 @@ def staging_job(
         "serviceAccountName": service_account,
         "automountServiceAccountToken": False,
         "restartPolicy": "Never",
-        "securityContext": pod.SECCOMP | _owner_context(trainer),
+        "securityContext": pod.owner_security_context(staging_owner(trainer)),
         "containers": [main],
         "volumes": _volumes(dataset, bucket, trainer),
     }
@@ -109,7 +109,7 @@ def _container(name: str, image: str, command: list[str], resources: dict, mount
         "env": [{"name": "PYTHONUNBUFFERED", "value": "1"}],
         "resources": {"requests": dict(resources), "limits": dict(resources)},
         "volumeMounts": mounts,
-        "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
+        "securityContext": pod.container_security_context(),
     }
 
 
@@ -132,16 +132,21 @@ def _tokenize_container(dataset: DatasetConfig, image: str, trainer: Trainer) ->
     return _container("tokenize", image, command, _TOKENIZE, [{"name": "dataset", "mountPath": root}])
 
 
-def _owner_context(trainer: Trainer) -> dict:
-    image = trainer.image
-    if not image.non_root:
-        return {}
-    return {"runAsUser": image.user, "runAsGroup": image.group, "fsGroup": image.group, "runAsNonRoot": True}
+def staging_owner(trainer: Trainer) -> Owner:
+    """Who a staging Job runs as: its image's non-root account, whatever the trainer runs as.
+
+    Staging reads and writes files and the network and tokenizes on the CPU; it
+    touches no accelerator, so even in the root TPU trainer's image it runs as
+    the account the image creates for such work (core/trainers.py `jobs_user`),
+    and its pod meets the restricted Pod Security Standard.
+    """
+    if trainer.image.jobs_user is None:
+        raise ValueError(f"trainer {trainer.name}: its image has no non-root account for staging Jobs (jobs_user)")
+    return Owner(trainer.image.jobs_user, trainer.image.jobs_user)
 
 
 def _volumes(dataset: DatasetConfig, bucket: str, trainer: Trainer) -> list[dict]:
-    owner = Owner(trainer.image.user, trainer.image.group) if trainer.image.non_root else None
-    ids = owner.mount_options if owner else ()
+    ids = staging_owner(trainer).mount_options
     options = ",".join((*WRITE_OPTIONS, *ids, f"only-dir={DATA_PREFIX}/{dataset.name}"))
     volumes = [{"name": "dataset", "csi": {"driver": CSI_DRIVER, "readOnly": False,
                                           "volumeAttributes": {"bucketName": bucket, "mountOptions": options}}}]
