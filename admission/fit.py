@@ -10,9 +10,13 @@ annotated `gke-gcsfuse/volumes: "true"`, with the requests the
 `gke-gcsfuse/*-request` annotations give (the driver's defaults otherwise).
 https://cloud.google.com/kubernetes-engine/docs/how-to/cloud-storage-fuse-csi-driver-sidecar#configure-sidecar-resources
 Memory-backed emptyDirs (/dev/shm, an in-memory cache) take node memory
-that no request reserves; they are counted with the memory at their
-`sizeLimit`, and one without a limit is a finding (it may grow to the
-node's memory).
+charged to the container that writes them (a tmpfs page belongs to the
+memory cgroup that first touched it:
+https://docs.kernel.org/admin-guide/cgroup-v2.html#memory-ownership). When
+every container of the pod, the FUSE sidecar included, has a memory limit,
+that is within the limits, which the requests equal here; otherwise they
+take memory no request reserves and are counted at their `sizeLimit`. One
+without a `sizeLimit` is a finding (it may grow to the node's memory).
 """
 
 from __future__ import annotations
@@ -68,6 +72,25 @@ def fuse_sidecar_requests(annotations: Mapping[str, str]) -> dict[str, float]:
     }
 
 
+def fuse_sidecar_limits(annotations: Mapping[str, str]) -> dict[str, float]:
+    """The injected sidecar's limits (the driver's rule: a limit unset is its request; 0 is none, left out)."""
+    if annotations.get(FUSE_ANNOTATION) != "true":
+        return {}
+    requests = fuse_sidecar_requests(annotations)
+    limits = {r: float(quantity.parse(annotations[f"gke-gcsfuse/{r}-limit"])) if f"gke-gcsfuse/{r}-limit" in
+              annotations else (requests[r] if f"gke-gcsfuse/{r}-request" in annotations else 0.0) for r in RESOURCES}
+    return {r: v for r, v in limits.items() if v}
+
+
+def _memory_bounded(pod: Mapping) -> bool:
+    """Every container of the pod (the injected FUSE sidecar included) has a memory limit."""
+    spec = pod.get("spec") or {}
+    containers = [*(spec.get("initContainers") or ()), *(spec.get("containers") or ())]
+    annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    sidecar = annotations.get(FUSE_ANNOTATION) != "true" or "memory" in fuse_sidecar_limits(annotations)
+    return sidecar and all("memory" in ((c.get("resources") or {}).get("limits") or {}) for c in containers)
+
+
 def memory_volume_bytes(spec: Mapping) -> float:
     return sum(
         float(quantity.parse(v["emptyDir"].get("sizeLimit", "0")))
@@ -77,7 +100,8 @@ def memory_volume_bytes(spec: Mapping) -> float:
 
 
 def pod_requests(pod: Mapping) -> dict[str, float]:
-    """The pod's effective requests (cores, bytes), the injected FUSE sidecar and memory volumes included."""
+    """The pod's effective requests (cores, bytes), the injected FUSE sidecar included, and its memory volumes
+    where no memory limit holds them (module docstring)."""
     spec = pod.get("spec") or {}
     running: dict[str, float] = {}
     for container in spec.get("containers") or []:
@@ -92,7 +116,8 @@ def pod_requests(pod: Mapping) -> dict[str, float]:
                 peak_init[resource] = max(peak_init.get(resource, 0.0), value + sidecars.get(resource, 0.0))
     _add(running, sidecars)
     effective = {r: max(running.get(r, 0.0), peak_init.get(r, 0.0)) for r in RESOURCES}
-    effective["memory"] += memory_volume_bytes(spec)
+    if not _memory_bounded(pod):
+        effective["memory"] += memory_volume_bytes(spec)
     return effective
 
 

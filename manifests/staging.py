@@ -21,7 +21,7 @@ from core.names import (
 )  # fmt: skip
 from core.trainers import CONFIG_ERROR, STAGING_MODULE, TRAINERS, WORKDIR, Trainer
 from manifests import pod
-from manifests.storage import CSI_DRIVER, SIDECAR_PREFIX, WRITE_OPTIONS, Owner
+from manifests.storage import CSI_DRIVER, WRITE_OPTIONS, Owner, fuse_annotations
 from stack.config import StackConfig
 from stack.datasets import TOKENS_DIR, DatasetConfig
 
@@ -86,17 +86,9 @@ def staging_job(
             "podFailurePolicy": {"rules": [
                 {"action": "FailJob", "onExitCodes": {"operator": "In", "values": [CONFIG_ERROR]}},
             ]},
-            "template": {"metadata": {"labels": labels, "annotations": _sidecar(autopilot)}, "spec": spec},
+            "template": {"metadata": {"labels": labels, "annotations": fuse_annotations(_SIDECAR)}, "spec": spec},
         },
     }
-
-
-def _sidecar(autopilot: bool) -> dict:
-    annotations = {"gke-gcsfuse/volumes": "true"}
-    for name, value in _SIDECAR.items():
-        annotations[f"{SIDECAR_PREFIX}{name}-limit"] = value if autopilot else "0"
-    annotations.update({f"{SIDECAR_PREFIX}{name}-request": value for name, value in _SIDECAR.items()})
-    return annotations
 
 
 def _container(name: str, image: str, command: list[str], resources: dict, mounts: list[dict]) -> dict:
