@@ -53,8 +53,8 @@ class FitLine:
         return f"{self.resource}: {self.shown(self.requested)} requested of {self.shown(self.allocatable)} allocatable"
 
 
-def _requests(container: Mapping) -> dict[str, float]:
-    asked = (container.get("resources") or {}).get("requests") or {}
+def _requests(container: Mapping, field: str = "requests") -> dict[str, float]:
+    asked = (container.get("resources") or {}).get(field) or {}
     return {r: float(quantity.parse(asked[r])) for r in RESOURCES if r in asked}
 
 
@@ -99,26 +99,34 @@ def memory_volume_bytes(spec: Mapping) -> float:
     )
 
 
-def pod_requests(pod: Mapping) -> dict[str, float]:
-    """The pod's effective requests (cores, bytes), the injected FUSE sidecar included, and its memory volumes
-    where no memory limit holds them (module docstring)."""
-    spec = pod.get("spec") or {}
+def effective(pod: Mapping, field: str = "requests") -> dict[str, float]:
+    """The pod's effective `field` (requests or limits: cores, bytes) as the scheduler and the quota count them,
+    the injected FUSE sidecar included: its containers and native sidecars together, or its largest plain
+    init container with the sidecars started before it, whichever is more (component-helpers
+    resource.PodRequests / PodLimits)."""
+    spec, annotations = pod.get("spec") or {}, (pod.get("metadata") or {}).get("annotations") or {}
     running: dict[str, float] = {}
     for container in spec.get("containers") or []:
-        _add(running, _requests(container))
-    sidecars: dict[str, float] = dict(fuse_sidecar_requests((pod.get("metadata") or {}).get("annotations") or {}))
+        _add(running, _requests(container, field))
+    sidecars = dict(fuse_sidecar_requests(annotations) if field == "requests" else fuse_sidecar_limits(annotations))
     peak_init: dict[str, float] = {}
     for init in spec.get("initContainers") or []:
         if init.get("restartPolicy") == "Always":
-            _add(sidecars, _requests(init))
+            _add(sidecars, _requests(init, field))
         else:
-            for resource, value in _requests(init).items():
+            for resource, value in _requests(init, field).items():
                 peak_init[resource] = max(peak_init.get(resource, 0.0), value + sidecars.get(resource, 0.0))
     _add(running, sidecars)
-    effective = {r: max(running.get(r, 0.0), peak_init.get(r, 0.0)) for r in RESOURCES}
+    return {r: max(running.get(r, 0.0), peak_init.get(r, 0.0)) for r in RESOURCES}
+
+
+def pod_requests(pod: Mapping) -> dict[str, float]:
+    """The pod's effective requests (cores, bytes), the injected FUSE sidecar included, and its memory volumes
+    where no memory limit holds them (module docstring)."""
+    requests = effective(pod)
     if not _memory_bounded(pod):
-        effective["memory"] += memory_volume_bytes(spec)
-    return effective
+        requests["memory"] += memory_volume_bytes(pod.get("spec") or {})
+    return requests
 
 
 def fit_lines(pod: Mapping, node: Allocatable) -> list[FitLine]:

@@ -103,7 +103,8 @@ def _host_ports(spec: Mapping) -> str | None:
     def host_port(port: Mapping) -> int:
         return port.get("hostPort") or (port.get("containerPort", 0) if spec.get("hostNetwork") else 0)
     bad = [c["name"] for c in _containers(spec) if any(host_port(p) for p in c.get("ports") or ())]
-    return f"{_names(bad)} use hostPorts" if bad else None
+    ports = sorted({host_port(p) for c in _containers(spec) for p in c.get("ports") or () if host_port(p)})
+    return f"{_names(bad)} {'uses' if len(bad) == 1 else 'use'} hostPorts {ports}" if bad else None
 
 
 def _profile_types(spec: Mapping, field: str) -> Iterator[tuple[str, str]]:
