@@ -59,6 +59,8 @@ help:
 	@echo ""
 	@echo "Google Cloud (the Pulumi CLI, gcloud credentials):"
 	@echo "  make doctor STACK=dev          what the first pulumi up needs, and what to do for each miss (reads only)"
+	@echo "  make handoff STACK=existing-dev   an existing cluster's stack: the RBAC, IAM and firewall rule the platform team applies"
+	@echo "                                 HANDOFF_ARGS='--user <account> --out <dir>': who deploys; also write rbac.yaml, gcloud.sh"
 	@echo "  make preview STACK=dev         pulumi preview --diff"
 	@echo "  make up STACK=dev              pulumi up: the platform, the trainer images, the runs (local state in .pulumi-state/)"
 	@echo "  make destroy STACK=dev         pulumi destroy (the data bucket is kept)"
@@ -178,7 +180,7 @@ define keep_code
 @$(1) || { code=$$?; echo "make $@: exit code $$code (make itself exits 2): for the code, run $(strip $(1))" >&2; exit $$code; }
 endef
 RUN_ARGS = --stack $(STACK) $(if $(RUN),--run $(RUN))
-.PHONY: logs cancel resume inspect doctor
+.PHONY: logs cancel resume inspect doctor handoff
 
 # make logs STACK= RUN= [FOLLOW=1] [POD=<index>|all]: the trainer's log (process 0 by default), across restarts.
 logs: $(VENV)/.installed
@@ -197,6 +199,13 @@ inspect: $(VENV)/.installed
 DOCTOR_ARGS ?=
 doctor: $(VENV)/.installed
 	$(call keep_code,$(VENV)/bin/python -m tools.doctor --stack $(STACK) $(DOCTOR_ARGS))
+
+# make handoff STACK=: for a stack on an existing cluster, what the platform team applies (tools/plan/handoff.py):
+# the Kubernetes RBAC its pulumi preview, up and destroy need, the IAM bindings as gcloud commands, the webhooks'
+# firewall rule. HANDOFF_ARGS: --user/--group/--service-account <who deploys>, --out <dir>. Exit 78: not such a stack.
+HANDOFF_ARGS ?=
+handoff: $(VENV)/.installed
+	$(call keep_code,$(VENV)/bin/python -m tools.plan handoff --stack $(STACK) $(HANDOFF_ARGS))
 
 # make status ... WAIT=1 [WAIT_TIMEOUT=<seconds>]: wait until the run (every run without RUN) ends, printing
 # each change of phase (tools/runs/wait.py: 0 succeeded, 3 failed, 4 suspended, 66, 69 and 78 as status,
