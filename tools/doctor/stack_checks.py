@@ -12,6 +12,7 @@ when it was made: its check is the reservation's own (exists, in the pool's zone
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from urllib.parse import quote
 
 from core.names import PROJECT
@@ -21,8 +22,10 @@ from stack.images import trainers_to_build
 from stack.rules import PLACEHOLDER_PROJECT
 from stack.secrets import needs_hf_token
 from tools.doctor import checks
+from tools.doctor.cluster_checks import cluster_findings
 from tools.doctor.checks import CLOUD_QUOTAS, COMPUTE, HUB, SERVICE_USAGE, Finding
 
+ROOT = Path(__file__).resolve().parents[2]
 PREEMPTIBLE = ("spot", "flex-start", "queued")
 QUOTAS: dict[tuple[str, bool], tuple[str, dict[str, str]]] = {
     ("tpu-v6e", False): ("TPUS-PER-TPU-FAMILY-per-project-region", {"tpu_family": "CT6E"}),
@@ -61,7 +64,7 @@ def api_findings(answers, config: StackConfig, token: str) -> list[Finding]:
     enabled = checks.enabled_services(services) if services is not None else None
     if config.image_builder == "docker" and to_build:
         builder = checks.image_builder("docker", to_build, answers.run(COMMANDS["buildx"]), answers.run(COMMANDS["engine"]),
-                                       enabled)
+                                       enabled, existing=config.existing is not None)
     else:
         builder = checks.image_builder(config.image_builder, to_build, checks.Ran(0), checks.Ran(0), enabled)
     if not token:
@@ -148,10 +151,11 @@ def hub_findings(answers, config: StackConfig) -> list[Finding]:
                             if readable and model else None, where) for model in hub_models(config) or [""]]
 
 
-def all_findings(answers, config: StackConfig) -> list[Finding]:
+def all_findings(answers, config: StackConfig, root: Path = ROOT) -> list[Finding]:
     found, token = tool_findings(answers, config)
     found += api_findings(answers, config, token)
     found += quota_findings(answers, config, token)
     found += reservation_findings(answers, config, token)
     found += hub_findings(answers, config)
+    found += cluster_findings(answers, config, root)
     return found
