@@ -231,7 +231,7 @@ CHECKS: tuple[tuple[str, str, Check], ...] = (
     (BASELINE, "hostPath volumes", _host_path),
     (BASELINE, "hostPort", _host_ports),
     (BASELINE, "seccompProfile", _unconfined("seccompProfile")),
-    (BASELINE, "appArmorProfile", _unconfined("appArmorProfile")),
+    (BASELINE, "forbidden AppArmor profile", _unconfined("appArmorProfile")),
     (BASELINE, "seLinuxOptions", _selinux),
     (BASELINE, "procMount", _proc_mount),
     (BASELINE, "forbidden sysctls", _sysctls),
