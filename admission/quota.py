@@ -19,7 +19,8 @@ pod's sums. https://kubernetes.io/docs/concepts/policy/limit-range/
 
 A run must fit a quota's `hard` on its own: its pods start together, and a
 quota that can't hold them never will. What other pods already use
-(`status.used`) passes or waits: `quota_shortfalls` says so, without refusing.
+(`status.used`, the stack's own running pods among them) is not judged: the
+Job controller creates a refused pod again once the quota has room.
 """
 
 from __future__ import annotations
@@ -131,22 +132,6 @@ def quota_problems(namespace: str, quotas: Iterable[Mapping], sets: list[PodSet]
                         f"the platform team raises the quota's spec.hard.{resource} to at least "
                         f"{_shown(resource, need)}, or the stack runs {pods.what} on fewer or smaller nodes"))
     return problems
-
-
-def quota_shortfalls(namespace: str, quotas: Iterable[Mapping], sets: list[PodSet]) -> list[str]:
-    """What other pods already use leaves too little for a pod set now: it waits (a warning, not a refusal)."""
-    lines = []
-    for quota in (q for q in quotas if applies(q)):
-        hard, used = (quota.get("spec") or {}).get("hard") or {}, (quota.get("status") or {}).get("used") or {}
-        for pods in sets:
-            usage = pod_set_usage(pods)
-            for resource, limit in hard.items():
-                left = _parse(limit) - _parse(used.get(resource, 0))
-                if resource in usage and usage[resource] <= _parse(limit) and usage[resource] > left:
-                    lines.append(f"{pods.what} needs {resource} {_shown(resource, usage[resource])}; ResourceQuota "
-                                 f"{quota['metadata']['name']!r} of namespace {namespace!r} has "
-                                 f"{_shown(resource, left)} left: its pods wait until the namespace's others end")
-    return lines
 
 
 def _limit_checks(item: Mapping, what: str, requests: Mapping[str, float], limits: Mapping[str, float]) -> list[str]:

@@ -78,14 +78,13 @@ def namespace_problems(cfg: StackConfig, facts: NamespaceFacts) -> tuple[list[Pr
         problems += pod_security_problems(namespace, facts.labels, level_needs(sets))
     if facts.quotas:
         problems += quota.quota_problems(namespace, facts.quotas, sets)
-        warnings += quota.quota_shortfalls(namespace, facts.quotas, sets)
     if facts.limit_ranges:
         problems += quota.limit_range_problems(namespace, facts.limit_ranges, sets)
     return problems, warnings
 
 
 def check(cfg: StackConfig, api: k8s_client.ApiClient) -> None:
-    """Raise ConfigError on what the namespace would refuse; say what was not checked, and what must wait."""
+    """Raise ConfigError on what the namespace would refuse; say what was not checked."""
     problems, warnings = namespace_problems(cfg, read_namespace(api, cfg.runs_namespace))
     for line in warnings:
         pulumi.log.warn(line)
