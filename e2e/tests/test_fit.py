@@ -65,11 +65,13 @@ def _sidecar_over_disk(jobset: dict, node: Allocatable) -> None:
     annotations = pod["metadata"]["annotations"]
     sidecar = fit.fuse_sidecar_requests(annotations)["ephemeral-storage"]
     others = fit.pod_requests(pod)["ephemeral-storage"] - sidecar
-    annotations["gke-gcsfuse/ephemeral-storage-request"] = str(int(node.ephemeral_storage - others + 2**30))
+    over = str(int(node.ephemeral_storage - others + 2**30))  # request and limit: a limit under its request is invalid
+    annotations["gke-gcsfuse/ephemeral-storage-request"] = annotations["gke-gcsfuse/ephemeral-storage-limit"] = over
 
 
 def _cpu_over(jobset: dict, node: Allocatable) -> None:
-    pod_spec(jobset)["containers"][0]["resources"]["requests"]["cpu"] = f"{int(node.cpu * 1000)}m"
+    resources = pod_spec(jobset)["containers"][0]["resources"]
+    resources["requests"]["cpu"] = resources["limits"]["cpu"] = f"{int(node.cpu * 1000)}m"
 
 
 def _memory_in_margin(jobset: dict, node: Allocatable) -> None:
