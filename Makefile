@@ -60,6 +60,8 @@ help:
 	@echo "Google Cloud (the Pulumi CLI, gcloud credentials):"
 	@echo "  make doctor STACK=dev          what the first pulumi up needs, and what to do for each miss (reads only)"
 	@echo "  make backend PROJECT=<id> LOCATION=<region>  the team's gs:// state backend: prints the gcloud commands; APPLY=1 runs them"
+	@echo "  make handoff STACK=existing-dev   an existing cluster's stack: the RBAC, IAM and firewall rule the platform team applies"
+	@echo "                                 HANDOFF_ARGS='--user <account> --out <dir>': who deploys; also write rbac.yaml, gcloud.sh"
 	@echo "  make preview STACK=dev         pulumi preview --diff"
 	@echo "  make up STACK=dev              pulumi up: the platform, the trainer images, the runs (local state in .pulumi-state/)"
 	@echo "  make destroy STACK=dev         pulumi destroy (the data bucket is kept)"
@@ -179,7 +181,7 @@ define keep_code
 @$(1) || { code=$$?; echo "make $@: exit code $$code (make itself exits 2): for the code, run $(strip $(1))" >&2; exit $$code; }
 endef
 RUN_ARGS = --stack $(STACK) $(if $(RUN),--run $(RUN))
-.PHONY: logs cancel resume inspect doctor backend
+.PHONY: logs cancel resume inspect doctor backend handoff
 
 # make logs STACK= RUN= [FOLLOW=1] [POD=<index>|all]: the trainer's log (process 0 by default), across restarts.
 logs: $(VENV)/.installed
@@ -204,6 +206,13 @@ doctor: $(VENV)/.installed
 # A dry run that prints the gcloud commands unless APPLY=1.
 backend: $(VENV)/.installed
 	$(call keep_code,$(VENV)/bin/python -m tools.backend setup --project $(PROJECT) --location $(LOCATION) $(if $(BUCKET),--bucket $(BUCKET)) $(if $(TEAM),--team $(TEAM)) $(if $(APPLY),--apply))
+
+# make handoff STACK=: for a stack on an existing cluster, what the platform team applies (tools/plan/handoff.py):
+# the Kubernetes RBAC its pulumi preview, up and destroy need, the IAM bindings as gcloud commands, the webhooks'
+# firewall rule. HANDOFF_ARGS: --user/--group/--service-account <who deploys>, --out <dir>. Exit 78: not such a stack.
+HANDOFF_ARGS ?=
+handoff: $(VENV)/.installed
+	$(call keep_code,$(VENV)/bin/python -m tools.plan handoff --stack $(STACK) $(HANDOFF_ARGS))
 
 # make status ... WAIT=1 [WAIT_TIMEOUT=<seconds>]: wait until the run (every run without RUN) ends, printing
 # each change of phase (tools/runs/wait.py: 0 succeeded, 3 failed, 4 suspended, 66, 69 and 78 as status,

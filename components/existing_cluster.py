@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pulumi
 
-from components import preflight
+from components import namespace_policy, preflight
 from components.images import trainer_images
 from components.in_cluster import Footing
 from components.kube import ExistingClusterAccess, KubeconfigAccessArgs, existing_cluster_endpoint
@@ -20,16 +20,19 @@ from stack.config import StackConfig
 def existing_cluster(cfg: StackConfig) -> Footing:
     """A cluster the platform team runs: its provider, and the bucket grants if the stack declares them."""
     existing = cfg.existing
-    # The cluster's own state first: the stack's namespace, and who installed its controllers.
+    # The cluster's own state first: the stack's namespace, who installed its controllers, and what the
+    # namespace's Pod Security level and quotas admit.
     if existing.by_context:
         preflight.check_context(cfg, existing.context, existing.kubeconfig or None)
+        namespace_policy.check_context(cfg, existing.context, existing.kubeconfig or None)
         access = ExistingClusterAccess("gke", KubeconfigAccessArgs(context=existing.context,
                                                                    kubeconfig=existing.kubeconfig or None))
         pulumi.export("context", existing.context)
     else:
         access = ExistingClusterAccess("gke", existing_cluster_endpoint(
             existing.name, existing.location, cfg.project, existing.dns_endpoint),
-            checked=lambda kubeconfig: preflight.checked_kubeconfig(cfg, kubeconfig))
+            checked=lambda kubeconfig: namespace_policy.checked_kubeconfig(
+                cfg, preflight.checked_kubeconfig(cfg, kubeconfig)))
         pulumi.export("clusterName", existing.name)
         pulumi.export("clusterLocation", existing.location)
     grants, stager, trainer = [], None, None

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_kubernetes as k8s
 
+from admission.namespace_needs import needed_level
 from admission.shared_cluster import owner_values
 from components.compute_classes import ComputeClasses, ComputeClassesArgs
 from components.datasets import DatasetStaging, DatasetStagingArgs
@@ -50,7 +51,7 @@ def in_cluster(cfg: StackConfig, at: Footing) -> None:
     workspace = RunsWorkspace("runs-workspace", RunsWorkspaceArgs(
         provider=at.provider, namespace=cfg.runs_namespace, stack=cfg.stack, service_account=cfg.trainer_account,
         create_namespace=cfg.creates_namespace, hf_token_version=cfg.hf_token_version if cfg.reads_hub else None,
-        depends_on=at.cluster), at.opts)
+        depends_on=at.cluster, pod_security=needed_level(cfg)), at.opts)
     token_grants = token_access(cfg, at)
     controllers = []
     owner = owner_values(cfg.runs_namespace, cfg.stack)

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_kubernetes as k8s
 
+from admission.pod_security import ENFORCE_LABEL
 from core.names import STACK_LABEL, stack_label_value
 from manifests.token import secret_provider_class
 
@@ -25,6 +26,9 @@ class RunsWorkspaceArgs:
     # or staging Job of the stack reads the Hub (nothing of the token then).
     hf_token_version: str | None
     depends_on: list[pulumi.Resource] = field(default_factory=list)
+    # The Pod Security level a namespace the stack declares enforces: the least strict its pods need
+    # (admission/namespace_needs.py), so that nothing laxer runs there.
+    pod_security: str | None = None
 
 
 class RunsWorkspace(pulumi.ComponentResource):
@@ -40,8 +44,11 @@ class RunsWorkspace(pulumi.ComponentResource):
     def __init__(self, name: str, args: RunsWorkspaceArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gke-finetune:platform:RunsWorkspace", name, None, opts)
         k8s_opts = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=args.depends_on)
+        labels = {STACK_LABEL: stack_label_value(args.stack)}
+        if args.pod_security:
+            labels[ENFORCE_LABEL] = args.pod_security
         self.namespace = k8s.core.v1.Namespace(
-            f"{name}-ns", metadata={"name": args.namespace, "labels": {STACK_LABEL: stack_label_value(args.stack)}}, opts=k8s_opts
+            f"{name}-ns", metadata={"name": args.namespace, "labels": labels}, opts=k8s_opts
         ) if args.create_namespace else None
         in_ns = pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=self.namespaced))
         self.service_account = k8s.core.v1.ServiceAccount(

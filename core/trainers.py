@@ -72,6 +72,9 @@ class TrainerImage:
     command: tuple[str, ...]  # the image's default command (its CMD)
     user: int  # the uid the trainer runs as in the image (0: root)
     group: int  # its primary gid (the Dockerfile's `USER <uid>:<gid>`)
+    # The image's non-root account (`useradd --uid <uid> --user-group`) its Jobs that use no accelerator
+    # (dataset staging) run as, whatever the trainer runs as; None: the image has none.
+    jobs_user: int | None = None
     # The launcher flag that sets the number of processes per host (inserted
     # before the trainer's `-m <module>`), or None when the command has none.
     processes_flag: str | None = None
@@ -229,9 +232,10 @@ _ROWS = (
             package="trainers.gemma_jax",
             entry_module="trainers.gemma_jax.train",
             command=("python", "-m", "trainers.gemma_jax.train"),
-            # Root: GKE documents TPU device access (/dev/vfio) for root only.
+            # Root: GKE documents TPU device access (/dev/vfio) for root only (manifests/pod.py).
             user=0,
             group=0,
+            jobs_user=1000,
         ),
         # GKE gives Spot VMs about 30 s of notice whatever this says, but
         # maintenance and `kubectl delete` honour it.
@@ -263,6 +267,7 @@ _ROWS = (
             ),  # fmt: skip
             user=1000,
             group=1000,
+            jobs_user=1000,
             # Overrides the accelerate config file's 8 when a run uses fewer GPUs.
             processes_flag="--num_processes",
         ),
@@ -292,6 +297,10 @@ OWN_CONTAINER = "container"
 OWN_CONTAINER_GRACE_SECONDS = 300
 # Its /dev/shm on GPU nodes, as the GPU trainer's (NCCL's shared-memory buffers between the 8 GPUs).
 OWN_CONTAINER_GPU_SHM = "64Gi"
+# The uid and gid it runs as on GPU nodes unless the run says `runAs`: the GPU trainer's, since a container
+# needs no root to reach the NVIDIA devices (docker/trl-gpu/Dockerfile), so its pods meet the Pod Security
+# Standards' restricted profile. On TPU nodes it runs as its image's user (manifests/pod.py says why).
+OWN_CONTAINER_GPU_ACCOUNT = (1000, 1000)
 
 
 def own_container_row(family: Family, hf_token: bool = False, user: int = 0, group: int = 0) -> Trainer:

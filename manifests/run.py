@@ -197,7 +197,6 @@ def node_selector(contract: SchedulingContract) -> dict[str, str]:
 
 def container(run: RunConfig, contract: SchedulingContract, facts: PlatformFacts, mounts: list[dict]) -> dict:
     chips = run.chips_per_host or contract.chips_per_host
-    accelerators = {contract.resource_name: str(chips)}
     row, data_path = run.row_on(contract.family), facts.data_paths.get(run.name, run.data)
     env = pod.env(run, row, data_path)
     if contract.multislice:
@@ -212,9 +211,9 @@ def container(run: RunConfig, contract: SchedulingContract, facts: PlatformFacts
         "command": pod.command(run, row, chips),
         "args": pod.platform_args(run, row, contract, data_path) + list(run.args),
         "env": env,
-        "resources": {"limits": accelerators, "requests": {**accelerators, **pod.resource_requests(row, contract)}},
+        "resources": pod.resources(row, contract, chips),
         "volumeMounts": mounts,
-        "securityContext": pod.container_security_context(row),
+        "securityContext": pod.container_security_context(),
     }
     ports = pod.ports(run, row, contract)
     if ports:

@@ -19,7 +19,7 @@ from core.catalog import NODEPOOL_LABEL
 from core.names import APP_LABEL, DATASET_LABEL, DATA_PREFIX, PROJECT
 from core.trainers import CONFIG_ERROR, STAGING_MODULE, TRAINERS, WORKDIR, Trainer
 from manifests import pod
-from manifests.storage import CSI_DRIVER, SIDECAR_PREFIX, WRITE_OPTIONS, Owner
+from manifests.storage import CSI_DRIVER, WRITE_OPTIONS, Owner, fuse_annotations
 from manifests.token import HF_TOKEN_FILE, token_mount, token_volume
 from stack.config import StackConfig
 from stack.datasets import TOKENS_DIR, DatasetConfig
@@ -67,7 +67,7 @@ def staging_job(
         "serviceAccountName": service_account,
         "automountServiceAccountToken": False,
         "restartPolicy": "Never",
-        "securityContext": pod.SECCOMP | _owner_context(trainer),
+        "securityContext": pod.owner_security_context(staging_owner(trainer)),
         "containers": [main],
         "volumes": _volumes(dataset, bucket, trainer),
     }
@@ -85,17 +85,9 @@ def staging_job(
             "podFailurePolicy": {"rules": [
                 {"action": "FailJob", "onExitCodes": {"operator": "In", "values": [CONFIG_ERROR]}},
             ]},
-            "template": {"metadata": {"labels": labels, "annotations": _sidecar(autopilot)}, "spec": spec},
+            "template": {"metadata": {"labels": labels, "annotations": fuse_annotations(_SIDECAR)}, "spec": spec},
         },
     }
-
-
-def _sidecar(autopilot: bool) -> dict:
-    annotations = {"gke-gcsfuse/volumes": "true"}
-    for name, value in _SIDECAR.items():
-        annotations[f"{SIDECAR_PREFIX}{name}-limit"] = value if autopilot else "0"
-    annotations.update({f"{SIDECAR_PREFIX}{name}-request": value for name, value in _SIDECAR.items()})
-    return annotations
 
 
 def _container(name: str, image: str, command: list[str], resources: dict, mounts: list[dict]) -> dict:
@@ -108,7 +100,7 @@ def _container(name: str, image: str, command: list[str], resources: dict, mount
         "env": [{"name": "PYTHONUNBUFFERED", "value": "1"}],
         "resources": {"requests": dict(resources), "limits": dict(resources)},
         "volumeMounts": mounts,
-        "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
+        "securityContext": pod.container_security_context(),
     }
 
 
@@ -131,16 +123,21 @@ def _tokenize_container(dataset: DatasetConfig, image: str, trainer: Trainer) ->
     return _container("tokenize", image, command, _TOKENIZE, [{"name": "dataset", "mountPath": root}])
 
 
-def _owner_context(trainer: Trainer) -> dict:
-    image = trainer.image
-    if not image.non_root:
-        return {}
-    return {"runAsUser": image.user, "runAsGroup": image.group, "fsGroup": image.group, "runAsNonRoot": True}
+def staging_owner(trainer: Trainer) -> Owner:
+    """Who a staging Job runs as: its image's non-root account, whatever the trainer runs as.
+
+    Staging reads and writes files and the network and tokenizes on the CPU; it
+    touches no accelerator, so even in the root TPU trainer's image it runs as
+    the account the image creates for such work (core/trainers.py `jobs_user`),
+    and its pod meets the restricted Pod Security Standard.
+    """
+    if trainer.image.jobs_user is None:
+        raise ValueError(f"trainer {trainer.name}: its image has no non-root account for staging Jobs (jobs_user)")
+    return Owner(trainer.image.jobs_user, trainer.image.jobs_user)
 
 
 def _volumes(dataset: DatasetConfig, bucket: str, trainer: Trainer) -> list[dict]:
-    owner = Owner(trainer.image.user, trainer.image.group) if trainer.image.non_root else None
-    ids = owner.mount_options if owner else ()
+    ids = staging_owner(trainer).mount_options
     options = ",".join((*WRITE_OPTIONS, *ids, f"only-dir={DATA_PREFIX}/{dataset.name}"))
     volumes = [{"name": "dataset", "csi": {"driver": CSI_DRIVER, "readOnly": False,
                                           "volumeAttributes": {"bucketName": bucket, "mountOptions": options}}}]

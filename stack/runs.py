@@ -23,7 +23,7 @@ from core.images import image_problem
 from core.names import REPLICATED_JOB
 from core.syntax import DNS_LABEL_MAX, ENV_NAME, is_dns_label
 from core.catalog import Family
-from core.trainers import RESERVED_ENV, TRAINERS, Trainer, own_container_row
+from core.trainers import OWN_CONTAINER_GPU_ACCOUNT, RESERVED_ENV, TRAINERS, Trainer, own_container_row
 from stack.models import Count
 from stack.own_container import RunAs, own_container_problems
 from stack.problems import MISSING, Problem
@@ -53,7 +53,7 @@ class RunConfig(BaseModel):
     # A run of one's own container (stack/own_container.py).
     command: tuple[str, ...] = Field(default=(), description="your own container's command (a run without trainer)")
     hf_token: bool = Field(default=False, description="your own container: the Hugging Face token (hfTokenSecret) as a file")
-    run_as: RunAs | None = Field(default=None, description="your own container: its uid and gid (default: the image's)")
+    run_as: RunAs | None = Field(default=None, description="your own container: its uid and gid (default: 1000:1000 on GPU, the image's on TPU)")
     # The data settings, passed to the trainer as flags (stack/run_data.py).
     format: str | None = Field(default=None, description="text | conversational | prompt-completion")
     columns: dict[str, str] = Field(default_factory=dict, description="standard column -> the file's column")
@@ -105,7 +105,11 @@ class RunConfig(BaseModel):
         if self.trainer is not None:
             return TRAINERS[self.trainer]
         who = self.run_as
-        return own_container_row(family, self.hf_token, who.user if who else 0, who.group if who else 0)
+        if who is not None:
+            return own_container_row(family, self.hf_token, who.user, who.group)
+        # Unless `runAs` says otherwise: non-root on GPU nodes, the image's user on TPU nodes.
+        user, group = OWN_CONTAINER_GPU_ACCOUNT if family is Family.GPU else (0, 0)
+        return own_container_row(family, self.hf_token, user, group)
 
     @property
     def label(self) -> str:

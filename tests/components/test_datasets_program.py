@@ -64,7 +64,7 @@ def test_a_gcs_source_s_bucket_is_readable_by_the_stager():
     [job] = d.of_type(JOB)
     [volume] = [v for v in job.inputs["spec"]["template"]["spec"]["volumes"] if v["name"] == "source"]
     assert volume["csi"]["volumeAttributes"] == {"bucketName": "team-corpora",
-                                                 "mountOptions": "implicit-dirs,only-dir=stories/v2"}
+                                                 "mountOptions": "implicit-dirs,uid=1000,gid=1000,only-dir=stories/v2"}
 
 
 def test_a_gated_hub_dataset_mounts_the_token_from_secret_manager_with_the_stagers_own_grant():

@@ -162,6 +162,13 @@ def test_runs_as_the_documented_user(image):
 
 
 @pytest.mark.parametrize("image", IMAGES, ids=ids)
+def test_the_image_has_the_non_root_account_its_staging_jobs_run_as(image):
+    """manifests/staging.py runs a staging Job as `jobs_user`, uid and gid alike (`--user-group`)."""
+    assert image.jobs_user, image.trainer
+    assert f"useradd --uid {image.jobs_user} --user-group" in " ".join(_values(image, "RUN"))
+
+
+@pytest.mark.parametrize("image", IMAGES, ids=ids)
 def test_context_is_only_what_the_image_needs(image):
     """The ignore file lets through exactly the paths the Dockerfile copies."""
     lines = [

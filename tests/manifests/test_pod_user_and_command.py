@@ -6,7 +6,11 @@ import json
 
 import pytest
 
+from admission import pod_security
+from core.catalog import Family
 from core.dockerfile import REPO_ROOT, TRAINER_IMAGES, parse_dockerfile
+from core.trainers import OWN_CONTAINER_GPU_ACCOUNT
+from stack.own_container import RunAs
 from tests.manifests.test_manifests import CASES, pod, trainer
 from tests.support import examples
 from manifests.run import build_run
@@ -100,17 +104,32 @@ def test_a_root_tpu_run_is_not_forced_non_root():
 
 @pytest.mark.parametrize("stack,run,contract,manifest", CASES)
 def test_every_trainer_is_confined_as_far_as_its_accelerator_allows(stack, run, contract, manifest):
-    """No privilege escalation, the default seccomp filter and no API token for every pod.
-
-    The non-root GPU trainer drops every capability; the root TPU trainer
-    drops NET_RAW and keeps the runtime's other defaults (manifests/pod.py).
-    tools/scan_skips.yaml skips checkov's capability check on these grounds.
-    """
+    """No privilege escalation, no capability, the default seccomp filter and no API token for every pod;
+    root only where the accelerator needs it (the TPU trainer, manifests/pod.py), so that every pod meets
+    the restricted Pod Security Standard but the TPU ones (baseline) and multislice's (host network)."""
     spec = pod(manifest)["spec"]
     assert spec["automountServiceAccountToken"] is False
     assert spec["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
     security = trainer(manifest)["securityContext"]
-    assert security["allowPrivilegeEscalation"] is False
-    assert "privileged" not in security and "add" not in security["capabilities"]
-    expected = ["ALL"] if run.row_on(contract.family).image.non_root else ["NET_RAW"]
-    assert security["capabilities"]["drop"] == expected
+    assert security == {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
+    level, refused = pod_security.least_level(pod(manifest))
+    if spec.get("hostNetwork"):
+        assert level == pod_security.PRIVILEGED and {v.reason for v in refused} == {"host namespaces", "hostPort"}
+    elif run.row_on(contract.family).image.non_root:
+        assert level == pod_security.RESTRICTED, refused
+    else:
+        assert contract.family is Family.TPU and level == pod_security.BASELINE
+        assert [v.reason for v in refused] == ["runAsNonRoot != true"], refused
+
+
+def test_a_run_of_ones_own_container_runs_as_non_root_on_gpu_unless_it_says_otherwise():
+    [a4] = [r for r in examples.RUNS if r.trainer == "trl-gpu"]
+    own = a4.model_copy(update={"trainer": None, "image": "us-docker.pkg.dev/p/r/own@sha256:" + "a" * 64,
+                                "command": ("python", "-m", "team.train"), "args": ()})
+    spec = pod(build_run(own, examples.CONTRACTS[a4.pool], examples.FACTS))["spec"]
+    assert (spec["securityContext"]["runAsUser"], spec["securityContext"]["runAsGroup"]) == OWN_CONTAINER_GPU_ACCOUNT
+    assert pod_security.least_level({"spec": spec})[0] == pod_security.RESTRICTED
+    as_root = own.model_copy(update={"run_as": RunAs(user=0, group=0)})
+    spec = pod(build_run(as_root, examples.CONTRACTS[a4.pool], examples.FACTS))["spec"]
+    assert "runAsUser" not in spec["securityContext"]
+    assert pod_security.least_level({"spec": spec})[0] == pod_security.BASELINE

@@ -375,3 +375,15 @@ def test_the_plan_says_what_can_reach_the_control_plane_and_what_it_reaches(plan
     kueue = bool(plans[stack]["kueue"])
     ports = "tcp:8082, tcp:9443" if kueue else "tcp:9443"
     assert f"firewall finetune-{stack}-webhooks: the control plane to nodes tagged finetune-{stack}-nodes on {ports}" in access
+
+
+def test_the_plan_states_the_pod_security_level_each_stack_s_namespace_needs(plans):
+    """Each pod's least strict level and the namespace's (admission/namespace_needs.py), as `make plan` prints it."""
+    multislice = render(plans["tpu-multislice"])
+    assert "Pod Security: namespace finetune must allow level privileged (the stack declares it with that label)" \
+        in multislice
+    assert "  privileged  run 'gemma3-multislice': not stricter, for host namespaces (hostNetwork=true)" in multislice
+    assert "  restricted  dataset 'tinystories' (its staging Job)" in multislice
+    assert plans["a4"]["pod_security"]["level"] == "restricted"
+    namespace = next(r for r in plans["dev"]["resources"] if r["type"] == "kubernetes:core/v1:Namespace")
+    assert namespace["inputs"]["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "baseline"

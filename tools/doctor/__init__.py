@@ -11,7 +11,10 @@ Cloud Build) where a trainer image is built; the project's APIs; the active iden
 every request the stack's `pulumi up` makes (permissions.py); the accelerator quota in the stack's
 region for what its pools can scale to (quotas.py); the reservation a pool names (exists, in its zone, with its
 machine type and free VMs); the Hugging Face token, and that it may read the gated models the runs
-name. `--record` writes every answer to a file (tokens replaced), `--answers` replays one: the tests
+name. A stack on an existing cluster (tools/doctor/cluster_checks.py): its kubeconfig context answers, its
+namespace exists (or the stack declares it), every right `make handoff` lists is the deployer's
+(SelfSubjectAccessReview), the controllers it expects are installed and at which version, and the
+namespace's Pod Security level and quotas admit its pods. `--record` writes every answer to a file (tokens replaced), `--answers` replays one: the tests
 check each check against recorded answers. Exit codes: 0 nothing to fix, 1 something to fix (each
 `MISS` says what), 78 an invalid stack file.
 """

@@ -11,6 +11,8 @@ A request may name a user project (`x-goog-user-project`, Google's system parame
 https://cloud.google.com/apis/docs/system-parameters): client-based APIs such as Cloud Quotas charge
 and authorize the call against that project, which user credentials do not name by themselves
 (https://cloud.google.com/docs/quotas/set-quota-project).
+A Kubernetes API read returns (status, body) too (`kube`, by a key that names the read), and so does a
+SelfSubjectAccessReview (a question to the API server that it answers and stores nowhere).
 """
 
 from __future__ import annotations
@@ -42,6 +44,8 @@ def _headers(token: str, user_project: str) -> dict[str, str]:
 def _read_only(url: str) -> None:
     if not url.endswith(READ_ONLY_POSTS):
         raise ValueError(f"the doctor only reads: no POST to {url}")
+# Seconds to connect to a Kubernetes API server and to read an answer: one that doesn't answer is said soon.
+KUBE_TIMEOUT = (5, 15)
 
 
 @dataclass(frozen=True)
@@ -58,12 +62,27 @@ class Got:
     error: str = ""
 
 
+@dataclass(frozen=True)
+class Asked:
+    """A Kubernetes API read: its HTTP status (0: no answer, or no client for the cluster) and its body."""
+
+    status: int
+    body: object = None
+    error: str = ""
+
+
 class Recorded:
     """Answers from a file written by `--record` (or by hand, as the tests' are)."""
 
     def __init__(self, path: Path):
         data = json.loads(Path(path).read_text())
         self.commands, self.requests = data.get("commands", {}), data.get("requests", {})
+        self.kube_answers = data.get("kubernetes", {})
+
+    def kube(self, key: str, ask, connect=None) -> Asked:  # noqa: ARG002 (Live's signature)
+        if key not in self.kube_answers:
+            return Asked(0, None, f"no answer recorded for {key}")
+        return Asked(**self.kube_answers[key])
 
     def run(self, argv: list[str]) -> Ran:
         key = " ".join(argv)
@@ -90,7 +109,25 @@ class Live:
     def __init__(self):
         self.commands: dict[str, dict] = {}
         self.requests: dict[str, dict] = {}
+        self.kube_answers: dict[str, dict] = {}
         self.secrets: set[str] = set()
+        self._clients: dict[str, object] = {}
+
+    def kube(self, key: str, ask, connect) -> Asked:
+        """`ask(api client)` of the cluster `connect()` gives a client for (built once), recorded under `key`."""
+        from kubernetes.client.rest import ApiException  # pylint: disable=import-outside-toplevel
+
+        try:
+            if "client" not in self._clients:
+                self._clients["client"] = connect()
+            api = self._clients["client"]
+            asked = Asked(200, api.sanitize_for_serialization(ask(api)))
+        except ApiException as err:
+            asked = Asked(err.status or 0, None, f"{err.status} {err.reason}")
+        except Exception as err:  # noqa: BLE001 (no kubeconfig context, no answer: said as the check's detail)
+            asked = Asked(0, None, f"{type(err).__name__}: {err}")
+        self.kube_answers[key] = asdict(asked)
+        return asked
 
     def run(self, argv: list[str]) -> Ran:
         if shutil.which(argv[0]) is None:
@@ -142,7 +179,8 @@ class Live:
         return Got(resp.status_code, body)
 
     def record(self, path: Path) -> None:
-        text = json.dumps({"commands": self.commands, "requests": self.requests}, indent=1, sort_keys=True)
+        text = json.dumps({"commands": self.commands, "requests": self.requests, "kubernetes": self.kube_answers},
+                          indent=1, sort_keys=True)
         for secret in sorted(self.secrets, key=len, reverse=True):
             text = text.replace(secret, HIDDEN)
         Path(path).write_text(text + "\n")

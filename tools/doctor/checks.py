@@ -95,8 +95,13 @@ def auth_plugin(ran: Ran) -> Finding:
     return Finding(name, OK, (ran.stdout.strip().splitlines() or ["installed"])[0])
 
 
-def image_builder(builder: str, to_build: list[str], buildx: Ran, engine: Ran, enabled: set[str] | None) -> Finding:
+def image_builder(builder: str, to_build: list[str], buildx: Ran, engine: Ran, enabled: set[str] | None,
+                  existing: bool = False) -> Finding:
+    """Docker with buildx, or Cloud Build. An existing cluster's stack builds with Docker only (the plan refuses
+    `imageBuilder` there: stack/existing.py), so its way out is pinning the images, never Cloud Build."""
     name = "image builder"
+    other = ("pin the images by digest (`gke-finetune:images`)" if existing
+             else "set `gke-finetune:imageBuilder: cloudbuild`")
     if not to_build:
         return Finding(name, SKIP, "every trainer image is pinned: nothing is built")
     if builder == "cloudbuild":
@@ -106,10 +111,10 @@ def image_builder(builder: str, to_build: list[str], buildx: Ran, engine: Ran, e
         return Finding(name, OK, f"Cloud Build ({state}) builds {', '.join(to_build)}")
     if buildx.code != 0:
         return Finding(name, MISS, f"docker buildx: {_first_line(buildx)}",
-                       "install Docker with the buildx plugin, or set `gke-finetune:imageBuilder: cloudbuild`")
+                       f"install Docker with the buildx plugin, or {other}")
     if engine.code != 0:
         return Finding(name, MISS, f"the Docker engine does not answer: {_first_line(engine)}",
-                       "start the Docker engine (`docker info` must work), or `imageBuilder: cloudbuild`")
+                       f"start the Docker engine (`docker info` must work), or {other}")
     return Finding(name, OK, f"Docker {engine.stdout.strip()} with buildx builds {', '.join(to_build)}")
 
 

@@ -23,6 +23,7 @@ from stack.images import trainers_to_build
 from stack.rules import PLACEHOLDER_PROJECT
 from admission.google_api import permissions as requests_table
 from tools.doctor import checks, quotas, token_secret
+from tools.doctor.cluster_checks import cluster_findings
 from tools.doctor.permissions import member, permission_findings
 from tools.doctor.checks import COMPUTE, HUB, SERVICE_USAGE, Finding
 
@@ -65,7 +66,7 @@ def api_findings(answers, config: StackConfig, token: str) -> list[Finding]:
     enabled = checks.enabled_services(services) if services is not None else None
     if config.image_builder == "docker" and to_build:
         builder = checks.image_builder("docker", to_build, answers.run(COMMANDS["buildx"]), answers.run(COMMANDS["engine"]),
-                                       enabled)
+                                       enabled, existing=config.existing is not None)
     else:
         builder = checks.image_builder(config.image_builder, to_build, checks.Ran(0), checks.Ran(0), enabled)
     if not token:
@@ -186,4 +187,5 @@ def all_findings(answers, config: StackConfig, root: Path | None = None) -> list
     found += quota_findings(answers, config, token)
     found += reservation_findings(answers, config, token)
     found += hub_findings(answers, config, token)
+    found += cluster_findings(answers, config, root or PROGRAM)
     return found

@@ -1,4 +1,4 @@
-"""python -m tools.plan {show,json,diff} --stack <stack> [--secret KEY] ... (tools/plan/__init__.py)."""
+"""python -m tools.plan {show,json,diff,handoff} --stack <stack> [--secret KEY] ... (tools/plan/__init__.py)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from tools.plan.diff import diff, render_diff
 from tools.plan.ref import plan_json, plan_ref
 from tools.plan.show import render, write_manifests
 
+EX_CONFIG = 78  # an invalid stack file, or one that is not for an existing cluster
 DESCRIPTION = "The offline plan: what `pulumi up` would declare for a stack, with no CLI and no credentials."
 
 
@@ -43,6 +44,13 @@ def _parser() -> argparse.ArgumentParser:
     df.add_argument("--stack", required=True)
     df.add_argument("--base", required=True, help="git ref to compare with, e.g. origin/main")
     df.add_argument("--secret", **secret)
+    ho = sub.add_parser("handoff", help="what a platform team applies for an existing-cluster stack: RBAC, IAM, "
+                                         "firewall rule")
+    ho.add_argument("--stack", required=True)
+    ho.add_argument("--user", action="append", default=[], help="a Google account that deploys it; repeatable")
+    ho.add_argument("--group", action="append", default=[], help="a Google group that deploys it; repeatable")
+    ho.add_argument("--service-account", action="append", default=[], help="a service account that deploys it")
+    ho.add_argument("--out", type=Path, help="also write rbac.yaml and gcloud.sh here")
     return parser
 
 
@@ -59,6 +67,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "show":
         return _show(args)
+    if args.command == "handoff":
+        return _handoff(args)
     return _diff(args)
 
 
@@ -83,6 +93,23 @@ def _show(args: argparse.Namespace) -> int:
     print(f"\nRun manifests ({len(written)}) written to {shown}/")
     if args.json:
         args.json.write_text(json.dumps(plan, indent=2, sort_keys=True))
+    return 0
+
+
+def _handoff(args: argparse.Namespace) -> int:
+    from stack.problems import ConfigError  # noqa: PLC0415 (after _use_root, the tree's own)
+    from tools.plan.handoff import PLACEHOLDER, Subjects, handoff, write  # noqa: PLC0415
+
+    given = Subjects(tuple(args.user), tuple(args.group), tuple(args.service_account))
+    try:
+        found = handoff(args.stack, ROOT, given if given != Subjects() else PLACEHOLDER)
+    except (ConfigError, FileNotFoundError) as err:
+        print(f"handoff: stack {args.stack}: {err}", file=sys.stderr)
+        return EX_CONFIG
+    print(found.text())
+    if args.out:
+        for path in write(found, args.out):
+            print(f"# written: {path}", file=sys.stderr)
     return 0
 
 
