@@ -33,8 +33,8 @@ class Footing:
     contracts: dict  # pool -> SchedulingContract
     stager_member: pulumi.Input[str] | None
     # What the controllers wait for (nodes to run on), what every in-cluster object waits for
-    # (the cluster), what pods wait for (the bucket and the trainer's grants on it: a run is deleted, and its
-    # pods' SIGTERM checkpoint written, before `destroy` revokes them).
+    # (the cluster), what pods wait for (the bucket, the trainer's grants on it and the folders of the stack's
+    # prefixes: a run is deleted, and its pods' SIGTERM checkpoint written, before `destroy` revokes the grants).
     controller_nodes: list = field(default_factory=list)
     cluster: list = field(default_factory=list)
     bucket: list = field(default_factory=list)

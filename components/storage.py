@@ -17,12 +17,13 @@ alone.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_gcp as gcp
 
+from components.bucket_folders import declare_folders
 from core.names import BucketLayout
 
 SOFT_DELETE_SECONDS = 7 * 24 * 3600
@@ -36,6 +37,8 @@ class DataBucketArgs:
     trainer_member: pulumi.Input[str]
     runs: Sequence[str]  # the stack's runs, each writing below its own prefixes
     layout: BucketLayout  # where each run's prefixes are (StackConfig.bucket_layout)
+    datasets: Sequence[str] = ()  # the stack's datasets, each in a folder of its own
+    existing_folders: Collection[str] = ()  # folders found in the bucket at preview (components/bucket_preflight.py)
     # The grants name a principal of the cluster's Workload Identity pool,
     # which exists once the cluster does.
     grants_depend_on: list[pulumi.Resource] = field(default_factory=list)
@@ -58,6 +61,7 @@ class DataBucket(pulumi.ComponentResource):
     bucket: gcp.storage.Bucket
     url: pulumi.Output[str]
     grants: list[gcp.storage.BucketIAMMember]  # what the runs write with: they wait for it, destroy revokes it last
+    folders: list[gcp.storage.Folder]  # the folders of the stack's prefixes: the runs and staging Jobs wait for them
 
     def __init__(self, name: str, args: DataBucketArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gke-finetune:platform:DataBucket", name, None, opts)
@@ -83,6 +87,9 @@ class DataBucket(pulumi.ComponentResource):
         )
         self.grants = trainer_grants(name, self.bucket.name, args.name, args.trainer_member, args.runs, args.layout,
                                      child)
+        # Hierarchical namespace: the folders of the stack's prefixes, so that gcsfuse makes none outside a grant.
+        self.folders = declare_folders(name, self.bucket.name, args.name, args.layout.folders(args.runs, args.datasets),
+                                       args.existing_folders, pulumi.ResourceOptions(parent=self))
         self.url = pulumi.Output.concat("gs://", self.bucket.name)
         self.register_outputs({"url": self.url})
 
@@ -120,16 +127,24 @@ class BucketGrantsArgs:
     trainer_member: pulumi.Input[str]
     runs: Sequence[str]  # the stack's runs
     layout: BucketLayout
+    datasets: Sequence[str] = ()
+    # The bucket's folders, where it has hierarchical namespace (read at preview; None: not known, none declared).
+    existing_folders: Collection[str] | None = None
 
 
 class BucketGrants(pulumi.ComponentResource):
-    """The trainer's grants on a bucket the stack doesn't declare (an existing cluster's, `bucketGrants: true`)."""
+    """The trainer's grants on a bucket the stack doesn't declare (an existing cluster's, `bucketGrants: true`), and
+    the folders of the stack's prefixes where it has hierarchical namespace."""
 
     grants: list[gcp.storage.BucketIAMMember]
+    folders: list[gcp.storage.Folder]
 
     def __init__(self, name: str, args: BucketGrantsArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gke-finetune:platform:BucketGrants", name, None, opts)
         self.grants = trainer_grants(name, args.bucket, args.bucket, args.trainer_member, args.runs, args.layout,
                                      pulumi.ResourceOptions(parent=self))
+        self.folders = [] if args.existing_folders is None else declare_folders(
+            name, args.bucket, args.bucket, args.layout.folders(args.runs, args.datasets), args.existing_folders,
+            pulumi.ResourceOptions(parent=self))
         self.url = f"gs://{args.bucket}"
         self.register_outputs({"url": self.url})
