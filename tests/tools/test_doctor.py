@@ -39,14 +39,15 @@ def test_every_check_passes_on_a_ready_machine_and_project(root):
     assert set(found.values()) == {"ok"}, found
     assert set(found) == {"project", "Pulumi CLI", "gcloud credentials", "Application Default Credentials",
                           "gke-gcloud-auth-plugin", "image builder", "project APIs", "quota tpu-v6e preemptible",
-                          "quota tpu-v6e on-demand", "reservation a4-reservation", "Hugging Face google/gemma-4-31B-it"}
+                          "quota tpu-v6e on-demand", "reservation a4-reservation", "bucket",
+                          "Hugging Face google/gemma-4-31B-it"}
 
 
 def test_every_project_check_fails_on_a_project_not_ready(root):
     found = statuses(root, "project-not-ready")
     assert {c for c, s in found.items() if s == "MISS"} == {
         "project APIs", "quota tpu-v6e preemptible", "quota tpu-v6e on-demand", "reservation a4-reservation",
-        "Hugging Face google/gemma-4-31B-it"}
+        "bucket", "Hugging Face google/gemma-4-31B-it"}
 
 
 def test_every_machine_check_fails_on_a_machine_with_nothing_set_up(root):
@@ -54,17 +55,19 @@ def test_every_machine_check_fails_on_a_machine_with_nothing_set_up(root):
     assert {c for c, s in found.items() if s == "MISS"} == {
         "Pulumi CLI", "gcloud credentials", "Application Default Credentials", "gke-gcloud-auth-plugin",
         "image builder", "Hugging Face google/gemma-4-31B-it"}
-    assert {c for c, s in found.items() if s == "skip"} == {"project APIs", "quota", "reservation a4-reservation"}
+    assert {c for c, s in found.items() if s == "skip"} == {"project APIs", "quota", "reservation a4-reservation",
+                                                            "bucket"}
 
 
 def test_the_report_says_each_fix_and_the_exit_code_says_whether_to_fix(root, capsys):
     assert main(["--stack", "doctor", "--root", str(root), "--answers", str(HERE / "ready.json")]) == 0
-    assert capsys.readouterr().out.splitlines()[-1] == "all 11 checks pass or do not apply"
+    assert capsys.readouterr().out.splitlines()[-1] == "all 12 checks pass or do not apply"
     assert main(["--stack", "doctor", "--root", str(root), "--answers", str(HERE / "project-not-ready.json")]) == 1
     out = capsys.readouterr().out
     assert "fix: request 8 in us-central1: Console, IAM & Admin > Quotas, filter `PREEMPTIBLE-TPU-V6E" in out
     assert "fix: accept its licence at https://huggingface.co/google/gemma-4-31B-it" in out
-    assert out.splitlines()[-1] == "5 of 11 checks need you"
+    assert "fix: a name of the stack's own: `gke-finetune:bucketName` in the stack file" in out
+    assert out.splitlines()[-1] == "6 of 12 checks need you"
 
 
 def test_an_invalid_stack_exits_78(root, capsys):
@@ -187,4 +190,4 @@ def test_make_doctor_runs_the_tool(root):
                            f"DOCTOR_ARGS=--root {root} --answers {HERE / 'ready.json'}"], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines()[-1] == "all 11 checks pass or do not apply"
+    assert done.stdout.splitlines()[-1] == "all 12 checks pass or do not apply"

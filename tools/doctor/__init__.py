@@ -8,8 +8,10 @@ The checks (tools/doctor/checks.py): the Pulumi CLI and its version; gcloud's ac
 Application Default Credentials; gke-gcloud-auth-plugin; an image builder (Docker with buildx, or
 Cloud Build) where a trainer image is built; the project's APIs; the accelerator quota in the stack's
 region for what its pools can scale to; the reservation a pool names (exists, in its zone, with its
-machine type and free VMs); the Hugging Face token, and that it may read the gated models the runs
-name. `--record` writes every answer to a file (tokens replaced), `--answers` replays one: the tests
-check each check against recorded answers. Exit codes: 0 nothing to fix, 1 something to fix (each
+machine type and free VMs); the stack's bucket (tools/doctor/bucket.py: an existing one's uniform access,
+public access prevention and location, another stack of the same name, the runs `make migrate` would move;
+the own one's name free); the Hugging Face token, and that it may read the gated models the runs name.
+`--record` writes every answer to a file (tokens replaced), `--answers` replays one: the tests check
+each check against recorded answers. Exit codes: 0 nothing to fix, 1 something to fix (each
 `MISS` says what), 78 an invalid stack file.
 """

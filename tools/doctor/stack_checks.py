@@ -21,6 +21,7 @@ from stack.images import trainers_to_build
 from stack.rules import PLACEHOLDER_PROJECT
 from stack.secrets import needs_hf_token
 from tools.doctor import checks
+from tools.doctor.bucket import bucket_findings
 from tools.doctor.checks import CLOUD_QUOTAS, COMPUTE, HUB, SERVICE_USAGE, Finding
 
 PREEMPTIBLE = ("spot", "flex-start", "queued")
@@ -153,5 +154,6 @@ def all_findings(answers, config: StackConfig) -> list[Finding]:
     found += api_findings(answers, config, token)
     found += quota_findings(answers, config, token)
     found += reservation_findings(answers, config, token)
+    found += bucket_findings(answers, config, token)
     found += hub_findings(answers, config)
     return found
