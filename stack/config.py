@@ -285,7 +285,7 @@ class StackConfig(StackModel):
         return readers[0] if readers else next(iter(TRAINERS))
 
     def data_paths(self) -> dict[str, str]:
-        """Each run's data, below datasets/: the named dataset's file, directory or token shards."""
+        """Each run's data, below datasets/<stack>/: the named dataset's file, directory or token shards."""
         paths = {}
         for run in self.runs:
             if not run.data:
