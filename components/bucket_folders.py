@@ -4,11 +4,14 @@ On such a bucket folders are resources of their own: each `/` of an object name 
 (https://cloud.google.com/storage/docs/folders-overview), and Cloud Storage FUSE makes them as a file system
 makes directories: "Commands like mkdir now directly create folder resources within the bucket"
 (GoogleCloudPlatform/gcsfuse docs/semantics.md, "Using Cloud Storage Buckets with Hierarchical Namespaces
-Enabled"; it needs no `implicit-dirs` there). Creating one takes `storage.folders.create` on its name
+Enabled"; it needs no `implicit-dirs` there). Its mkdir is a Storage Control CreateFolder with `Recursive:
+true` (internal/fs/inode/dir.go `CreateChildDir`, internal/storage/bucket_handle.go `CreateFolder`; below an
+`only-dir` mount the name is prefixed, internal/gcsx/prefix_bucket.go), so it makes every missing parent of
+the folder too. Creating one takes `storage.folders.create` on its name
 (https://cloud.google.com/storage/docs/json_api/v1/folders/insert; roles/storage.objectUser holds it:
 https://cloud.google.com/storage/docs/create-folders), and a run's or staging Job's grant covers only names
-below its own prefixes (components/storage.py `prefix_condition`), so a folder above them — `checkpoints/`,
-`checkpoints/<stack>/` — would be one gcsfuse may not make. The program declares every folder of the stack's
+below its own prefixes (components/storage.py `prefix_condition`): a trainer's first checkpoint directory in a
+fresh bucket would ask for `checkpoints/` and `checkpoints/<stack>/` as well, which its grant refuses. The program declares every folder of the stack's
 layout (core/names.py `BucketLayout.folders`), each after its parent: folders.insert makes no missing parent
 unless asked (`recursive`), and the provider does not ask (terraform-provider-google-beta
 resource_storage_folder.go resourceStorageFolderCreate: POST b/{bucket}/folders with the name only).
