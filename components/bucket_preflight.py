@@ -35,6 +35,7 @@ from admission.shared_bucket import (
 from components.preflight import under_mocks
 from core.ids import workload_identity_pool
 from core.names import CHECKPOINT_PREFIX, PROFILE_PREFIX, legacy_prefix
+from core.syntax import ZONE
 from stack.config import StackConfig
 from stack.problems import ConfigError, Problem
 
@@ -144,8 +145,14 @@ class BucketReader:
                 f"exist; the platform team's grants confine the runs to their own prefixes, so gcsfuse can't make "
                 f"their parents: `gcloud storage folders create --recursive {urls}`")
 
+    def _cluster_region(self) -> str:
+        """The existing cluster's region: its `location` (a region, or a zone of one), else gcp:region."""
+        location = self.cfg.existing.location
+        zone = ZONE.match(location or "")
+        return zone.group("region") if zone else (location or self.cfg.region)
+
     def _settings(self, bucket: dict) -> None:
-        problems, warnings = bucket_problems(bucket, region=self.cfg.region,
+        problems, warnings = bucket_problems(bucket, region=self._cluster_region(),
                                              stack_grants=self.cfg.existing.bucket_grants)
         self.facts.problems += problems
         self.facts.warnings += [str(w) for w in warnings]

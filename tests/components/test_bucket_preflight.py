@@ -217,3 +217,16 @@ def test_missing_folders_of_a_bucket_whose_grants_are_the_platform_team_s_are_na
     assert warning.endswith(
         f"`gcloud storage folders create --recursive gs://{TEAM_BUCKET}/datasets/existing-dev/tinystories/ "
         f"gs://{TEAM_BUCKET}/checkpoints/existing-dev/{RUN}/ gs://{TEAM_BUCKET}/profiles/existing-dev/{RUN}/`")
+
+
+def test_the_location_is_judged_against_an_existing_cluster_s_own_location():
+    cluster = {"name": "team-cluster", "location": "europe-west4-b", "controllers": "install"}
+    cfg = config("existing-dev", existingCluster=cluster)
+    bucket = a.bucket(TEAM_BUCKET, location="EUROPE-WEST4", hierarchical=False)
+    _, facts = bucket_preflight.check(cfg, answers(TEAM_BUCKET, bucket, a.policy()).get)
+    assert facts.warnings == []  # the cluster's zone is in the bucket's region, whatever gcp:region says
+    _, facts = bucket_preflight.check(cfg, answers(TEAM_BUCKET, a.bucket(TEAM_BUCKET, hierarchical=False),
+                                                   a.policy()).get)
+    assert [w.split(" is not")[0] for w in facts.warnings] == [
+        f"location: 'US-EAST5' (region) of gs://{TEAM_BUCKET}"]
+    assert "the cluster's region europe-west4" in facts.warnings[0]
