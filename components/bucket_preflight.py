@@ -209,9 +209,9 @@ class BucketReader:
                 yield run
 
     def _unproven(self, run: str, old: str, new: str) -> None:
-        stack = self.cfg.stack
+        stack, index = self.cfg.stack, [r.name for r in self.cfg.runs].index(run)
         self.facts.problems.append(Problem(
-            f"runs.{run}", run, f"has checkpoints in gs://{self.name}/{old}/ from before each stack's prefixes "
+            f"runs[{index}].name", run, f"has checkpoints in gs://{self.name}/{old}/ from before each stack's prefixes "
             f"carried its name, and the bucket's IAM policy can't be read to tell whether they are this stack's; "
             f"the run would start again in {new}/", f"`make migrate STACK={stack} RUN={run}` if they are "
             "(copies them, verified), or another name for the run if they are not"))

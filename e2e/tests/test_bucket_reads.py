@@ -77,7 +77,7 @@ def test_a_run_deployed_before_is_refused_then_migrated_verified_and_moved(gcs, 
     with pytest.raises(ConfigError) as err:
         bucket_preflight.check(config("dev"), bucket_preflight.live_get())
     [problem] = err.value.problems
-    assert problem.startswith(f"runs.{RUN}: {RUN!r} has checkpoints in gs://{BUCKET}/{OLD}/ from before")
+    assert problem.startswith(f"runs[0].name: {RUN!r} has checkpoints in gs://{BUCKET}/{OLD}/ from before")
     assert f"`make migrate STACK=dev RUN={RUN}`" in problem
 
     done = migrate(env, "--run", RUN)

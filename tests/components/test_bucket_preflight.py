@@ -148,7 +148,7 @@ def test_old_checkpoints_that_nothing_shows_to_be_the_stack_s_are_refused_not_re
     with pytest.raises(ConfigError) as err:
         bucket_preflight.check(config("dev"), get.get)
     assert err.value.problems == [
-        f"runs.{RUN}: {RUN!r} has checkpoints in gs://{DEV_BUCKET}/checkpoints/{RUN}/ from before each stack's "
+        f"runs[0].name: {RUN!r} has checkpoints in gs://{DEV_BUCKET}/checkpoints/{RUN}/ from before each stack's "
         "prefixes carried its name, and the bucket's IAM policy can't be read to tell whether they are this "
         f"stack's; the run would start again in checkpoints/dev/{RUN}/; allowed: `make migrate STACK=dev "
         f"RUN={RUN}` if they are (copies them, verified), or another name for the run if they are not"]
