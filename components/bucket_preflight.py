@@ -62,10 +62,12 @@ def live_get() -> Get:
         credentials, _ = google.auth.default(scopes=[READ_SCOPE])
         session, base = AuthorizedSession(credentials), API
 
+    from google.auth.exceptions import GoogleAuthError  # pylint: disable=import-outside-toplevel
+
     def get(path: str) -> tuple[int, Any]:
         try:
             resp = session.get(f"{base}/{path}", timeout=TIMEOUT_S)
-        except requests.RequestException as err:
+        except (requests.RequestException, GoogleAuthError) as err:  # no route, or credentials that can't refresh
             return 0, f"{type(err).__name__}: {err}"
         try:
             return resp.status_code, resp.json()

@@ -230,3 +230,12 @@ def test_the_location_is_judged_against_an_existing_cluster_s_own_location():
     assert [w.split(" is not")[0] for w in facts.warnings] == [
         f"location: 'US-EAST5' (region) of gs://{TEAM_BUCKET}"]
     assert "the cluster's region europe-west4" in facts.warnings[0]
+
+
+def test_an_api_that_does_not_answer_is_not_checked_and_said_so(monkeypatch):
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", "http://127.0.0.1:9")  # nothing listens there
+    cfg, facts = bucket_preflight.check(existing(), bucket_preflight.live_get())
+    [warning] = facts.warnings
+    assert warning.startswith(f"gs://{TEAM_BUCKET}: its settings, the runs' prefixes and folders not checked: "
+                              "no answer: ConnectionError")
+    assert facts.problems == [] and cfg.bucket_layout.legacy_runs == frozenset()
