@@ -68,7 +68,7 @@ def live_get() -> Get:
         try:
             resp = session.get(f"{base}/{path}", timeout=TIMEOUT_S)
         except (requests.RequestException, GoogleAuthError) as err:  # no route, or credentials that can't refresh
-            return 0, f"{type(err).__name__}: {err}"
+            return 0, f"{type(err).__name__}: {str(err)[:160]}"
         try:
             return resp.status_code, resp.json()
         except ValueError:
