@@ -73,6 +73,8 @@ help:
 	@echo "  make cancel STACK=dev RUN=<run>    stop it, checkpoints kept (suspend: true in the stack file, applied)"
 	@echo "  make resume STACK=dev RUN=<run>    start it again from its checkpoints"
 	@echo "  make inspect STACK=dev RUN=<run>   one folder (OUT=<dir>, default inspect/) with what debugging it needs"
+	@echo "  make migrate STACK=dev [RUN=<run>] copy what a run deployed before prefixes carried the stack to its new ones,"
+	@echo "                                 verified (DELETE_SOURCE=1: delete the old objects once all are verified)"
 	@echo ""
 	@echo "  make help                      this list"
 
@@ -181,7 +183,7 @@ define keep_code
 @$(1) || { code=$$?; echo "make $@: exit code $$code (make itself exits 2): for the code, run $(strip $(1))" >&2; exit $$code; }
 endef
 RUN_ARGS = --stack $(STACK) $(if $(RUN),--run $(RUN))
-.PHONY: logs cancel resume inspect doctor backend handoff
+.PHONY: logs cancel resume inspect doctor backend handoff migrate
 
 # make logs STACK= RUN= [FOLLOW=1] [POD=<index>|all]: the trainer's log (process 0 by default), across restarts.
 logs: $(VENV)/.installed
@@ -194,6 +196,11 @@ cancel resume: $(VENV)/.installed
 # make inspect STACK= RUN= [OUT=<dir>]: one folder (default inspect/) with the run's objects, events, nodes, logs.
 inspect: $(VENV)/.installed
 	$(call keep_code,$(VENV)/bin/python -m tools.runs inspect $(RUN_ARGS) $(if $(OUT),--out $(OUT)))
+
+# make migrate STACK= [RUN=]: checkpoints/<run>/ and profiles/<run>/ (and, without RUN, datasets/<name>/) copied to
+# the prefixes that carry the stack, each object verified; the source deleted only with DELETE_SOURCE=1 (tools/migrate/).
+migrate: $(VENV)/.installed
+	$(call keep_code,$(VENV)/bin/python -m tools.migrate $(RUN_ARGS) $(if $(DELETE_SOURCE),--delete-source))
 
 # make doctor STACK=: what the stack's first `pulumi up` needs, and what to do for each miss (tools/doctor/);
 # it only reads. DOCTOR_ARGS=--record <file> keeps the answers (tokens replaced).

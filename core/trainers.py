@@ -169,7 +169,7 @@ class Trainer:
     # Flags the platform passes, in order, each pointing below one of the run's mounts.
     # A "data" flag is passed only when the run names `data`.
     path_flags: tuple[tuple[str, MountName], ...]
-    # Whether a run must name `data` (a file below datasets/); else the trainer has a default source.
+    # Whether a run must name `data` (a file below datasets/<stack>/); else the trainer has a default source.
     data_required: bool
     # The trainer's stdlib-only module declaring its flags, with
     # `argument_problems(argv) -> list[str]`; a run's `args` are checked with it

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from core.catalog import Family
 from core.contract import SchedulingContract
 from core.images import require_digest
-from core.names import APP_LABEL, POOL_LABEL, PROJECT, RUN_LABEL
+from core.names import APP_LABEL, POOL_LABEL, PROJECT, RUN_LABEL, BucketLayout, RunPrefixes
 from manifests import jobset, kueue, pod, storage
 from stack.queueing import run_contract, rungs
 from stack.config import StackConfig
@@ -37,15 +37,23 @@ class PlatformFacts:
     namespace: str  # the stack's (StackConfig.runs_namespace)
     service_account: str  # the stack's trainer account (StackConfig.trainer_account)
     extra_labels: Mapping[str, str] = field(default_factory=dict)
-    # run -> the path below datasets/ its trainer reads (stack/datasets.py); a run
+    # run -> the path below the stack's datasets/<stack>/ its trainer reads (stack/datasets.py); a run
     # not listed reads its `data` as a path.
     data_paths: Mapping[str, str] = field(default_factory=dict)
+    # Where in the bucket each run's prefixes are (core/names.py); the stack's name is in them.
+    layout: BucketLayout | None = None
+
+    def prefixes(self, run: str) -> RunPrefixes:
+        if self.layout is None:
+            raise ValueError("PlatformFacts.layout is needed to mount a run's prefixes")
+        return self.layout.run(run)
 
 
 def platform_facts(config: StackConfig, images: Mapping[str, str]) -> PlatformFacts:
     """What the platform of `config`'s stack provides its runs, with these trainer images."""
     return PlatformFacts(bucket=config.data_bucket, images=images, namespace=config.runs_namespace,
-                         service_account=config.trainer_account, data_paths=config.data_paths())
+                         service_account=config.trainer_account, data_paths=config.data_paths(),
+                         layout=config.bucket_layout)
 
 
 def build_runs(
@@ -130,7 +138,7 @@ def pod_spec(run: RunConfig, contract: SchedulingContract, facts: PlatformFacts)
     # it the pod network's overlay, as GKE's multislice guide does.
     # https://cloud.google.com/kubernetes-engine/docs/how-to/tpu-multislice
     host_network = contract.multislice
-    mounts = storage.run_mounts(run.name)
+    mounts = storage.run_mounts(facts.prefixes(run.name))
     row = run.row_on(contract.family)
     extra_volumes, extra_mounts = pod.extra_volumes(row)
     owner = pod.owner(row)

@@ -63,10 +63,11 @@ class RunConfig(BaseModel):
     # The model, by name (stack/run_model.py).
     model: str | None = Field(default=None, description="a Gemma model by name (core/models.py)")
     revision: str | None = Field(default=None, description="the Hub revision of the model's checkpoint (a trainer that reads the Hub)")
-    weights: str | None = Field(default=None, description="a Hugging Face model directory below datasets/")
+    weights: str | None = Field(default=None,
+                                description="a Hugging Face model directory below datasets/<stack>/")
     data: str | None = Field(
         default=None,
-        description="file or directory below the bucket's datasets/ prefix the trainer reads "
+        description="file or directory below the bucket's datasets/<stack>/ prefix the trainer reads "
         "(required by trainers that have no default source)",
     )
     profile: bool = Field(
@@ -180,7 +181,7 @@ def _trainer_image_and_data_problems(run: RunConfig, where: str) -> list[Problem
                                 "<registry>/<repository>@sha256:<64 hex digits>, not a tag"))
     if run.row.data_required and run.data is None:  # blank: _data_problems
         problems.append(Problem("data", MISSING, f"{where}: trainer {run.trainer} needs `data`",
-                                "a file below the bucket's datasets/"))
+                                "a file below the bucket's datasets/<stack>/"))
     return problems
 
 
@@ -273,17 +274,17 @@ def _env_problems(run: RunConfig, where: str) -> list[Problem]:
 
 
 def _data_problems(run: RunConfig, where: str) -> list[Problem]:
-    """`data` is a path below the bucket's datasets/ prefix: relative, not blank, not climbing out."""
+    """`data` is a path below the stack's datasets/<stack>/ prefix: relative, not blank, not climbing out."""
     data = run.data
     if data is None:
         return []
-    allowed = "a path below the bucket's datasets/, e.g. 'TinyStories-train.txt' or 'sql/train.jsonl'"
+    allowed = "a path below the bucket's datasets/<stack>/, e.g. 'TinyStories-train.txt' or 'sql/train.jsonl'"
     if not data.strip():
         return [Problem("data", data, f"{where} is blank", allowed)]
     if data.startswith("/") or "://" in data:
-        return [Problem("data", data, f"{where} is absolute; it is read below the bucket's datasets/", allowed)]
+        return [Problem("data", data, f"{where} is absolute; it is read below the bucket's datasets/<stack>/", allowed)]
     if posixpath.normpath(data).split("/")[0] == "..":
-        return [Problem("data", data, f"{where} climbs out of datasets/ with '..'", allowed)]
+        return [Problem("data", data, f"{where} climbs out of datasets/<stack>/ with '..'", allowed)]
     return []
 
 

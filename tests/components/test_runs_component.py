@@ -50,6 +50,7 @@ def declare(runs, images=None):
             namespace=examples.FACTS.namespace,
             service_account=examples.FACTS.service_account,
             depends_on=[release],
+            layout=examples.FACTS.layout,
         )
         component = Runs("runs", args)
         return pulumi.Output.all(*[j.urn for j in component.jobsets.values()])

@@ -189,17 +189,20 @@ def test_read_write_mounts_only_where_the_trainer_writes(stack, run, contract, m
     local |= {pod_parts.HF_CACHE_DIR} if row.hf_cache_size else set()
     assert writable == {storage.CHECKPOINT_DIR, storage.PROFILE_DIR} | local
     written_prefixes = []
+    layout = examples.FACTS.layout if stack == goldens.EXAMPLES else render.stack_inputs(stack)[2].layout
+    assert layout.stack == ("example" if stack == goldens.EXAMPLES else stack)
     for volume in volumes.values():
         if (volume.get("csi") or {}).get("driver") != storage.CSI_DRIVER:  # the bucket's, not the token's
             continue
         options = volume["csi"]["volumeAttributes"]["mountOptions"]
         only_dir = re.search(r"only-dir=([^,]+)", options).group(1)
         if volume["csi"]["readOnly"]:
-            assert only_dir == "datasets"
+            assert only_dir == f"datasets/{layout.stack}"  # the stack's datasets only
         else:
             written_prefixes.append(only_dir)
             assert "file-cache:max-size-mb:0" in options and "metadata-cache:ttl-secs:0" in options
-    assert sorted(written_prefixes) == [f"checkpoints/{run.name}", f"profiles/{run.name}"]
+    # Each prefix carries the stack: another stack's run of the same name writes elsewhere.
+    assert sorted(written_prefixes) == [f"checkpoints/{layout.stack}/{run.name}", f"profiles/{layout.stack}/{run.name}"]
 
 
 @pytest.mark.parametrize("stack,run,contract,manifest", CASES)

@@ -15,7 +15,9 @@ from stack.reader import load_files
 from tools.status.__main__ import EX_CONFIG, EX_NOINPUT, EX_UNAVAILABLE
 from tools.status.model import ProgressError, validate_progress
 from tools.status.row import run_facts, status_row
-from tools.status.sources import BucketProgress, LocalProgress
+from manifests.run import build_runs, platform_facts
+from stack.images import offline_images
+from tools.status.sources import BucketProgress, LocalProgress, checkpoint_mount
 from trainers.gemma_jax import progress as jax_progress
 from trainers.trl_gpu import progress as gpu_progress
 
@@ -209,17 +211,33 @@ def test_a_bad_record_names_its_key_and_what_is_allowed(change, key):
 
 
 def test_a_bad_record_in_the_bucket_layout_is_reported_not_fatal(tmp_path):
-    run_dir = tmp_path / "checkpoints" / "gemma3-ladder"
+    run_dir = tmp_path / "checkpoints" / "tpu-queued" / "gemma3-ladder"
     run_dir.mkdir(parents=True)
     (run_dir / "progress.json").write_text("{not json")
-    rec, problem = LocalProgress(str(tmp_path)).read("gemma3-ladder")
+    rec, problem = LocalProgress(str(tmp_path), "tpu-queued").read("gemma3-ladder")
     assert rec is None and "not JSON" in problem and str(run_dir / "progress.json") in problem
-    assert LocalProgress(str(tmp_path)).read("other") == (None, "")
+    assert LocalProgress(str(tmp_path), "tpu-queued").read("other") == (None, "")
+
+
+def test_the_record_is_read_where_the_deployed_run_mounts_its_checkpoints(tmp_path):
+    """A run deployed before the bucket's prefixes carried the stack keeps `checkpoints/<run>/`
+    (core/names.py): its JobSet's checkpoints volume says so, and the record is read there."""
+    config = load_files("tpu-queued", ROOT)
+    legacy = config.with_legacy_runs(["gemma3-ladder"])
+    for cfg, where in ((config, "checkpoints/tpu-queued/gemma3-ladder"), (legacy, "checkpoints/gemma3-ladder")):
+        deployed = build_runs(cfg.runs, cfg.contracts(), platform_facts(cfg, offline_images(cfg)))["gemma3-ladder"]
+        assert checkpoint_mount(deployed) == where
+    assert checkpoint_mount(jobset("gemma3-ladder")) is None  # no volumes: the stack's layout
+    (tmp_path / "checkpoints" / "gemma3-ladder").mkdir(parents=True)
+    (tmp_path / "checkpoints" / "gemma3-ladder" / "progress.json").write_text(json.dumps(record(step=7)))
+    progress = LocalProgress(str(tmp_path), "tpu-queued")
+    assert progress.read("gemma3-ladder", "checkpoints/gemma3-ladder")[0]["step"] == 7
+    assert progress.read("gemma3-ladder") == (None, "")
 
 
 def test_a_bucket_that_cannot_be_read_is_reported_per_run(monkeypatch):
     monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", "/nonexistent/key.json")
-    rec, problem = BucketProgress("my-bucket", "my-project-id").read("gemma3-ladder")
+    rec, problem = BucketProgress("my-bucket", "my-project-id", "tpu-queued").read("gemma3-ladder")
     assert rec is None and problem.startswith("gs://my-bucket cannot be read: ")
 
 
@@ -241,16 +259,16 @@ def test_the_command_prints_a_line_per_run_then_one_run_s_details(tmp_path):
     wl = workload("gemma3-ladder", [cond("QuotaReserved"), cond("Admitted")], flavor="spot-v6e-2x4")
     dump = _dump(tmp_path, jobset("gemma3-ladder", ready=1), wl, pod("gemma3-ladder", 0, True),
                  pod("gemma3-ladder", 1, True), jobset("gemma3-single-host"))
-    (tmp_path / "checkpoints" / "gemma3-ladder").mkdir(parents=True)
-    (tmp_path / "checkpoints" / "gemma3-ladder" / "progress.json").write_text(json.dumps(record()))
+    (tmp_path / "checkpoints" / "tpu-queued" / "gemma3-ladder").mkdir(parents=True)
+    (tmp_path / "checkpoints" / "tpu-queued" / "gemma3-ladder" / "progress.json").write_text(json.dumps(record()))
     # One's own container, admitted on its ladder's first rung, writing the progress record where its
-    # environment says (GKE_FINETUNE_PROGRESS: checkpoints/<run>/progress.json in the bucket).
+    # environment says (GKE_FINETUNE_PROGRESS: checkpoints/<stack>/<run>/progress.json in the bucket).
     own = workload("own-container", [cond("QuotaReserved"), cond("Admitted")], flavor="v6e-2x4")
     dump = _dump(tmp_path, jobset("gemma3-ladder", ready=1), wl, pod("gemma3-ladder", 0, True),
                  pod("gemma3-ladder", 1, True), jobset("gemma3-single-host"), jobset("own-container", ready=1), own,
                  pod("own-container", 0, True), pod("own-container", 1, True))
-    (tmp_path / "checkpoints" / "own-container").mkdir(parents=True)
-    (tmp_path / "checkpoints" / "own-container" / "progress.json").write_text(
+    (tmp_path / "checkpoints" / "tpu-queued" / "own-container").mkdir(parents=True)
+    (tmp_path / "checkpoints" / "tpu-queued" / "own-container" / "progress.json").write_text(
         json.dumps(record(step=250, total=1000, trainer="team-train")))
     res = _cli("--stack", "tpu-queued", "--from-json", dump, "--progress-dir", str(tmp_path))
     assert res.returncode == 0, res.stderr

@@ -142,5 +142,5 @@ class ClusterProbe:
 class _NoRecords:
     """Waiting needs the phase only: no progress record is read."""
 
-    def read(self, run: str) -> tuple[None, str]:
+    def read(self, run: str, prefix: str | None = None) -> tuple[None, str]:
         return None, ""

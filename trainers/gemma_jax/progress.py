@@ -3,7 +3,7 @@
 Written by the process that owns it (process 0) only, whole each time: to a temporary file in the
 same directory, then renamed over `progress.json` (os.replace, atomic on POSIX: a reader sees the
 previous record or the new one, never part of one). On GKE the checkpoint directory is the run's
-Cloud Storage FUSE mount, so the record is the object `checkpoints/<run>/progress.json` of the
+Cloud Storage FUSE mount, so the record is the object `checkpoints/<stack>/<run>/progress.json` of the
 bucket, which `make status` reads. Standard library only; the GPU trainer writes the same format
 (trainers/trl_gpu/progress.py), and the reader (tools/status/model.py) validates it.
 

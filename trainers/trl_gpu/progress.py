@@ -5,7 +5,7 @@ ProgressCallback of trainers/trl_gpu/trainer.py) only, whole each time: to a tem
 same directory, then renamed over `progress.json` (os.replace, atomic on POSIX: a reader sees the
 previous record or the new one, never part of one). On GKE the checkpoint directory is the run's
 Cloud Storage FUSE mount (--output_dir), so the record is the object
-`checkpoints/<run>/progress.json` of the bucket, which `make status` reads. Standard library only;
+`checkpoints/<stack>/<run>/progress.json` of the bucket, which `make status` reads. Standard library only;
 the TPU trainer writes the same format (trainers/gemma_jax/progress.py), and the reader
 (tools/status/model.py) validates it.
 
