@@ -155,8 +155,9 @@ def client_rates(pids: dict[str, int]) -> dict[str, dict]:
             qps, burst = _flag(argv, "kube-api-qps"), _flag(argv, "kube-api-burst")
             rates[name] = {"qps": float(qps or defaults[name][0]), "burst": int(burst or defaults[name][1]),
                            "set": qps is not None}
-        elif _flag(argv, "config"):
-            conn = (yaml.safe_load(Path(_flag(argv, "config")).read_text()) or {}).get("clientConnection") or {}
+        elif name.endswith("-manager") and _flag(argv, "config"):
+            docs = [d for d in yaml.safe_load_all(Path(_flag(argv, "config")).read_text()) if isinstance(d, dict)]
+            conn = next((d["clientConnection"] for d in docs if d.get("clientConnection")), {})
             rates[name] = {"qps": conn.get("qps"), "burst": conn.get("burst"), "set": bool(conn)}
     return rates
 
