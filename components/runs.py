@@ -23,7 +23,7 @@ import pulumi_kubernetes as k8s
 from core.contract import SchedulingContract
 from core.names import BucketLayout
 from manifests import jobset, pod
-from manifests.run import PlatformFacts, build_run, check_runs, metadata
+from manifests.run import PlatformFacts, build_run, check_images, metadata
 from stack.queueing import run_contract, withdrawn
 from stack.runs import RunConfig
 
@@ -80,8 +80,8 @@ class Runs(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: RunsArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(RUNS_TYPE, name, None, opts)
-        # Invalid runs are refused before any is declared (config validation reports them first).
-        check_runs(list(args.runs), args.contracts, args.images)
+        # The runs come validated from the stack's reader; only their images are new here.
+        check_images(list(args.runs), args.images)
         # A suspended run Kueue admits is not declared at all (stack/queueing.py `withdrawn`).
         self.jobsets = {run.name: self._jobset(name, run, args) for run in args.runs
                         if not withdrawn(run, args.contracts)}

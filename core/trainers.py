@@ -29,13 +29,16 @@ STAGING_MODULE = "trainers.staging"
 # The data formats every trainer reads (text, conversational, prompt-completion): a package of the
 # trainers' own that each trainer image holds beside its trainer.
 DATA_FORMATS_PACKAGE = "trainers.sft_data"
+# The modules beside the trainer packages that both trainers import and every image copies
+# (docker/*/Dockerfile, their .dockerignore files): one home for what both trainers do alike.
+SHARED_MODULES = ("trainers/__init__.py", "trainers/exit_codes.py", "trainers/progress.py")
 
 # The trainer container's name in every pod, and the image's WORKDIR.
 CONTAINER = "trainer"
 WORKDIR = "/app"
 
 # Where a run of one's own container finds the bucket's prefixes (its mounts), and where it may write
-# the progress record `make status` reads (the trainers' format, trainers/gemma_jax/progress.py).
+# the progress record `make status` reads (the trainers' format, trainers/progress.py).
 DATA_ENV = "GKE_FINETUNE_DATA"
 CHECKPOINTS_ENV = "GKE_FINETUNE_CHECKPOINTS"
 PROFILES_ENV = "GKE_FINETUNE_PROFILES"

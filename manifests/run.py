@@ -18,7 +18,7 @@ from manifests import jobset, kueue, pod, storage
 from stack.queueing import run_contract, rungs
 from stack.config import StackConfig
 from stack.problems import ConfigError, Problem
-from stack.runs import RunConfig, run_problems
+from stack.runs import RunConfig
 
 APP = PROJECT
 
@@ -59,17 +59,17 @@ def platform_facts(config: StackConfig, images: Mapping[str, str]) -> PlatformFa
 def build_runs(
     runs: Iterable[RunConfig], contracts: Mapping[str, SchedulingContract], facts: PlatformFacts
 ) -> dict[str, dict]:
-    """Every run's manifest by run name, after checking all runs together."""
+    """Every run's manifest by run name. The runs come validated from the stack's reader
+    (StackConfig's rules, stack/runs.py run_problems); only the images are this layer's to check."""
     runs = list(runs)
-    check_runs(runs, contracts, facts.images)
+    check_images(runs, facts.images)
     return {run.name: build_run(run, run_contract(run, contracts), facts) for run in runs}
 
 
-def check_runs(
-    runs: list[RunConfig], contracts: Mapping[str, SchedulingContract], images: Collection[str]
-) -> None:
-    """Raise ConfigError listing every problem: the runs' own, and trainers without an image."""
-    problems = run_problems(runs, contracts) + [
+def check_images(runs: list[RunConfig], images: Collection[str]) -> None:
+    """Raise ConfigError for each trainer run without an image: the one fact about the runs the stack's
+    reader doesn't have (which images were built or pinned is decided after it, stack/images.py)."""
+    problems = [
         Problem(f"runs[{i}].image", None, f"on run {run.name!r}: no image for trainer {run.trainer}",
                 f"the stack's `images.{run.trainer}` or the run's `image` (by digest)")
         for i, run in enumerate(runs)

@@ -53,7 +53,7 @@ from e2e.tests.reports import Report
 from tools.status.clock import SKEW_S
 from tools.status.model import parse_time
 from trainers.gemma_jax import flags as jax_flags
-from trainers.gemma_jax.progress import Progress
+from trainers.progress import Progress
 
 STACK = "tpu-queued"
 # The context `gcloud container clusters get-credentials` writes for the stack's own cluster.

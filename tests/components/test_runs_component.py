@@ -94,12 +94,6 @@ def test_replacement_and_ordering_options(registrations):
         assert any("jobset-system" in dep for dep in request.dependencies)
 
 
-def test_invalid_runs_declare_nothing():
-    bad = examples.RUNS[0].model_copy(update={"pool": "a4"})
-    with pytest.raises(ConfigError, match="needs a TPU pool"):
-        declare([bad])
-
-
 def test_a_run_without_an_image_declares_nothing():
     with pytest.raises(ConfigError, match="no image for trainer trl-gpu"):
         declare([examples.RUNS[3]], images={"gemma-jax": examples.FACTS.images["gemma-jax"]})

@@ -133,7 +133,7 @@ def max_abs_diff(a, b) -> float:
     return max(diffs)
 
 
-PROGRESS_FILE = "progress.json"  # trainers/gemma_jax/progress.py: the record beside the checkpoints
+PROGRESS_FILE = "progress.json"  # trainers/progress.py: the record beside the checkpoints
 
 
 def checkpoint_entries(ckpt_dir) -> list[str]:
