@@ -75,6 +75,7 @@ else:
             name=cfg.data_bucket,
             trainer_member=identity.trainer_member,
             runs=[run.name for run in cfg.runs],
+            exports=cfg.export_prefixes(),
             grants_depend_on=[cluster.cluster],
         ),
         after_apis,

@@ -43,7 +43,8 @@ def existing_cluster(cfg: StackConfig) -> Footing:
         pulumi.export("stagerPrincipal", stager)
     if existing.bucket_grants:  # projectNumber is set (stack/config.py)
         grants = BucketGrants("data", BucketGrantsArgs(bucket=cfg.data_bucket, trainer_member=trainer,
-                                                       runs=[run.name for run in cfg.runs])).grants
+                                                       runs=[run.name for run in cfg.runs],
+                                                       exports=cfg.export_prefixes())).grants
     pulumi.export("bucketUrl", f"gs://{cfg.data_bucket}")
     return Footing(provider=access.provider, images=trainer_images(cfg, None), contracts=cfg.contracts(),
                    stager_member=stager, bucket=grants, install_controllers=existing.controllers == "install",

@@ -57,6 +57,8 @@ class RunsArgs:
     depends_on: list[pulumi.Resource] = field(default_factory=list)
     # run -> the path below datasets/ it reads (StackConfig.data_paths).
     data_paths: Mapping[str, str] = field(default_factory=dict)
+    # run -> its export prefix (StackConfig.export_prefixes).
+    exports: Mapping[str, str] = field(default_factory=dict)
 
 
 RUNS_TYPE = "gke-finetune:workloads:Runs"
@@ -134,7 +136,7 @@ def run_spec(run: RunConfig, contract: SchedulingContract, args: RunsArgs) -> di
     image = run.image or args.images[run.trainer]  # one's own container: its image, by digest
     known = image if isinstance(image, str) else IMAGE_STAND_IN
     facts = PlatformFacts(args.bucket, {run.trainer or "": known}, args.namespace, args.service_account,
-                          data_paths=args.data_paths)
+                          data_paths=args.data_paths, exports=args.exports)
     spec = build_run(run, contract, facts)["spec"]
     return spec if isinstance(image, str) else _with_image(spec, image)
 

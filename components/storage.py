@@ -17,7 +17,7 @@ alone.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import pulumi
@@ -36,6 +36,8 @@ class DataBucketArgs:
     name: str
     trainer_member: pulumi.Input[str]
     runs: Sequence[str]  # the stack's runs, each writing below its own prefixes
+    # run -> its export prefix (StackConfig.export_prefixes), which it writes too.
+    exports: Mapping[str, str] = field(default_factory=dict)
     # The grants name a principal of the cluster's Workload Identity pool,
     # which exists once the cluster does.
     grants_depend_on: list[pulumi.Resource] = field(default_factory=list)
@@ -51,9 +53,10 @@ def prefix_condition(bucket: str, prefixes: Sequence[str]) -> str:
     return " || ".join(clauses)
 
 
-def run_prefixes(run: str) -> tuple[str, ...]:
-    """What a run writes: its checkpoints and profiles (manifests/storage.py mounts them)."""
-    return tuple(f"{prefix}/{run}" for prefix in WRITABLE_PREFIXES)
+def run_prefixes(run: str, export: str | None = None) -> tuple[str, ...]:
+    """What a run writes: its checkpoints and profiles, and its export where it has one (manifests/storage.py
+    mounts them)."""
+    return tuple(f"{prefix}/{run}" for prefix in WRITABLE_PREFIXES) + ((export,) if export else ())
 
 
 class DataBucket(pulumi.ComponentResource):
@@ -85,13 +88,15 @@ class DataBucket(pulumi.ComponentResource):
             # place; retain_on_delete keeps it even if it is ever unprotected.
             opts=pulumi.ResourceOptions(parent=self, protect=True, retain_on_delete=True),
         )
-        self.grants = trainer_grants(name, self.bucket.name, args.name, args.trainer_member, args.runs, child)
+        self.grants = trainer_grants(name, self.bucket.name, args.name, args.trainer_member, args.runs, child,
+                                     args.exports)
         self.url = pulumi.Output.concat("gs://", self.bucket.name)
         self.register_outputs({"url": self.url})
 
 
 def trainer_grants(name: str, bucket: pulumi.Input[str], bucket_name: str, member: pulumi.Input[str],
-                   runs: Sequence[str], opts: pulumi.ResourceOptions) -> list[gcp.storage.BucketIAMMember]:
+                   runs: Sequence[str], opts: pulumi.ResourceOptions,
+                   exports: Mapping[str, str] | None = None) -> list[gcp.storage.BucketIAMMember]:
     """The trainer's grants: read the whole bucket; write, per run, only below that run's prefixes.
 
     One binding per run keeps each condition small (IAM caps a condition's logical operators) and a new
@@ -108,7 +113,7 @@ def trainer_grants(name: str, bucket: pulumi.Input[str], bucket_name: str, membe
             condition=gcp.storage.BucketIAMMemberConditionArgs(
                 title=f"run-{run}-only",
                 description=f"Write only below the prefixes of run {run}",
-                expression=prefix_condition(bucket_name, run_prefixes(run)),
+                expression=prefix_condition(bucket_name, run_prefixes(run, (exports or {}).get(run))),
             ),
             opts=opts,
         ))
@@ -120,6 +125,7 @@ class BucketGrantsArgs:
     bucket: str  # an existing bucket's name
     trainer_member: pulumi.Input[str]
     runs: Sequence[str]  # the stack's runs
+    exports: Mapping[str, str] = field(default_factory=dict)  # run -> its export prefix
 
 
 class BucketGrants(pulumi.ComponentResource):
@@ -130,6 +136,6 @@ class BucketGrants(pulumi.ComponentResource):
     def __init__(self, name: str, args: BucketGrantsArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gke-finetune:platform:BucketGrants", name, None, opts)
         self.grants = trainer_grants(name, args.bucket, args.bucket, args.trainer_member, args.runs,
-                                     pulumi.ResourceOptions(parent=self))
+                                     pulumi.ResourceOptions(parent=self), args.exports)
         self.url = f"gs://{args.bucket}"
         self.register_outputs({"url": self.url})

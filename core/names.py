@@ -18,6 +18,15 @@ HF_TOKEN_KEY = "token"
 DATA_PREFIX = "datasets"
 CHECKPOINT_PREFIX = "checkpoints"
 PROFILE_PREFIX = "profiles"
+# A run's exported model (its `export:`), written when training succeeds, read by `make download` and a
+# stack's `serve:`; below it the stack's name, so two stacks sharing a bucket never write one export.
+EXPORT_PREFIX = "exports"
+
+
+def export_prefix(stack: str, run: str) -> str:
+    """Where a run's export goes in the bucket: `exports/<stack>/<run>` (no trailing '/')."""
+    return f"{EXPORT_PREFIX}/{stack}/{run}"
+
 
 # Node label every accelerator pool carries with its logical pool name, so a
 # run selects exactly its pool (all slices of it), whatever GKE names the

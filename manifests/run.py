@@ -40,12 +40,15 @@ class PlatformFacts:
     # run -> the path below datasets/ its trainer reads (stack/datasets.py); a run
     # not listed reads its `data` as a path.
     data_paths: Mapping[str, str] = field(default_factory=dict)
+    # run -> its export prefix (`exports/<stack>/<run>`), for each run with `export:`.
+    exports: Mapping[str, str] = field(default_factory=dict)
 
 
 def platform_facts(config: StackConfig, images: Mapping[str, str]) -> PlatformFacts:
     """What the platform of `config`'s stack provides its runs, with these trainer images."""
     return PlatformFacts(bucket=config.data_bucket, images=images, namespace=config.runs_namespace,
-                         service_account=config.trainer_account, data_paths=config.data_paths())
+                         service_account=config.trainer_account, data_paths=config.data_paths(),
+                         exports=config.export_prefixes())
 
 
 def build_runs(
@@ -130,7 +133,7 @@ def pod_spec(run: RunConfig, contract: SchedulingContract, facts: PlatformFacts)
     # it the pod network's overlay, as GKE's multislice guide does.
     # https://cloud.google.com/kubernetes-engine/docs/how-to/tpu-multislice
     host_network = contract.multislice
-    mounts = storage.run_mounts(run.name)
+    mounts = storage.run_mounts(run.name, facts.exports.get(run.name))
     row = run.row_on(contract.family)
     extra_volumes, extra_mounts = pod.extra_volumes(row)
     owner = pod.owner(row)

@@ -173,7 +173,8 @@ def test_context_is_only_what_the_image_needs(image):
     allowed = {line[1:].rstrip("/") for line in lines if line.startswith("!")}
     copied = set(copy_sources(_instructions(image)))
     also = {m.replace(".", "/") for m in (*image.also_runs, *image.shared_packages)}
-    assert allowed == {"trainers/__init__.py", "trainers/exit_codes.py", image.package_dir, *also}
+    shared = {"trainers/__init__.py", "trainers/exit_codes.py", "trainers/export_dir.py", "trainers/eval_report.py"}
+    assert allowed == {*shared, image.package_dir, *also}
     for source in copied:
         assert any(source == a or source.startswith(a + "/") for a in allowed), source
 
