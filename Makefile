@@ -75,7 +75,6 @@ help:
 	@echo "  make download STACK=a4 RUN=<run>   its export to models/<stack>/<run>/ (DIR=<dir>), checksums verified;"
 	@echo "                                 CHECKPOINT=<step> a checkpoint instead; FORCE=1 into a directory holding other files"
 	@echo "  make generate STACK=a4 RUN=<run> PROMPT='...'   the downloaded model's answer, streamed (CPU or GPU; DIR=<dir>)"
-	@echo "  make chat STACK=a4             talk to the stack's served model (serve:) through a port-forward; PROMPT='...' once"
 	@echo ""
 	@echo "  make help                      this list"
 
@@ -201,18 +200,14 @@ inspect: $(VENV)/.installed
 # --- a run's model, after training (tools/model/, docs/model-out.md) ---
 # make download STACK= RUN= [DIR=] [CHECKPOINT=<step>] [FORCE=1]: the export from the bucket (google-cloud-storage, .venv).
 # make generate STACK= RUN= PROMPT= [DIR=]: transformers and torch are in .venv-gpu (the GPU trainer's environment).
-# make chat STACK= [PROMPT=]: the OpenAI client against the stack's vLLM server, through a port-forward (.venv).
 MODEL_DIR = $(or $(DIR),models/$(STACK)/$(RUN))
-.PHONY: download generate chat
+.PHONY: download generate
 download: $(VENV)/.installed
 	$(call keep_code,$(VENV)/bin/python -m tools.model download $(RUN_ARGS) $(if $(DIR),--dir $(DIR)) $(if $(CHECKPOINT),--checkpoint $(CHECKPOINT)) $(if $(FORCE),--force))
 
 generate: $(VENV_GPU)/.installed
 	@test -n "$(PROMPT)" || { echo "make generate: set PROMPT='...' (and RUN=<run>, or DIR=<dir>)" >&2; exit 2; }
 	$(call keep_code,$(VENV_GPU)/bin/python -m tools.model generate --dir "$(MODEL_DIR)" --prompt "$(PROMPT)")
-
-chat: $(VENV)/.installed
-	$(call keep_code,$(VENV)/bin/python -m tools.model chat --stack $(STACK) $(if $(PROMPT),--prompt "$(PROMPT)"))
 
 # make doctor STACK=: what the stack's first `pulumi up` needs, and what to do for each miss (tools/doctor/);
 # it only reads. DOCTOR_ARGS=--record <file> keeps the answers (tokens replaced).

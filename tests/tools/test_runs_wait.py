@@ -168,3 +168,12 @@ def test_make_status_wait_keeps_the_tools_code_in_its_message(tmp_path):
     assert "has no context gke_my-project-id_us-east5_finetune-dev" in done.stderr
     assert "make status: exit code 78" in done.stderr
     assert "for the code, run .venv/bin/python -m tools.runs wait --all --stack dev" in done.stderr
+
+
+def test_a_failed_export_s_exit_code_is_explained():
+    from tools.runs.explain import meaning
+    from trainers.exit_codes import EXPORT_FAILED
+
+    what, next_step = meaning(EXPORT_FAILED, "Error")
+    assert what.startswith("exit code 73: training succeeded") and "checkpoints are untouched" in what
+    assert "make logs" in next_step

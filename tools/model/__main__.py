@@ -1,4 +1,4 @@
-"""python -m tools.model download|generate|chat ... (tools/model/__init__.py says what each does)."""
+"""python -m tools.model download|generate ... (tools/model/__init__.py says what each does)."""
 
 from __future__ import annotations
 
@@ -32,13 +32,6 @@ def _parse(argv):
     gen.add_argument("--system")
     gen.add_argument("--max-new-tokens", type=int, default=256)
     gen.add_argument("--device", default="auto", help="cpu, cuda, or auto (a GPU where there is one)")
-    chat = sub.add_parser("chat", help="talk to the stack's served model (its `serve:`) through a port-forward")
-    chat.add_argument("--stack", required=True)
-    chat.add_argument("--prompt", help="one question, then exit (default: read questions from the terminal)")
-    chat.add_argument("--local-port", type=int, default=0)
-    chat.add_argument("--base-url", help=argparse.SUPPRESS)  # a server already reachable (tests)
-    chat.add_argument("--max-tokens", type=int, default=512)
-    chat.add_argument("--root", type=Path, default=ROOT, help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
 
@@ -115,11 +108,7 @@ def main(argv=None) -> int:
     try:
         if args.command == "download":
             return download_command(args)
-        if args.command == "generate":
-            return generate_command(args)
-        from tools.model import chat  # pylint: disable=import-outside-toplevel
-
-        return chat.main(args, _stack(args.stack, args.root))
+        return generate_command(args)
     except SystemExit as done:
         return int(done.code or 0)
     except KeyboardInterrupt:
