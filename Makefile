@@ -76,6 +76,11 @@ help:
 	@echo "  make migrate STACK=dev [RUN=<run>] copy what a run deployed before prefixes carried the stack to its new ones,"
 	@echo "                                 verified (DELETE_SOURCE=1: delete the old objects once all are verified)"
 	@echo ""
+	@echo "Its model, once trained (docs/model-out.md; RUN=<run>, a run with export:):"
+	@echo "  make download STACK=a4 RUN=<run>   its export to models/<stack>/<run>/ (DIR=<dir>), checksums verified;"
+	@echo "                                 CHECKPOINT=<step> a checkpoint instead; FORCE=1 into a directory holding other files"
+	@echo "  make generate STACK=a4 RUN=<run> PROMPT='...'   the downloaded model's answer, streamed (CPU or GPU; DIR=<dir>)"
+	@echo ""
 	@echo "  make help                      this list"
 
 $(VENV)/.installed: requirements.txt requirements-test.txt
@@ -201,6 +206,18 @@ inspect: $(VENV)/.installed
 # the prefixes that carry the stack, each object verified; the source deleted only with DELETE_SOURCE=1 (tools/migrate/).
 migrate: $(VENV)/.installed
 	$(call keep_code,$(VENV)/bin/python -m tools.migrate $(RUN_ARGS) $(if $(DELETE_SOURCE),--delete-source))
+
+# --- a run's model, after training (tools/model/, docs/model-out.md) ---
+# make download STACK= RUN= [DIR=] [CHECKPOINT=<step>] [FORCE=1]: the export from the bucket (google-cloud-storage, .venv).
+# make generate STACK= RUN= PROMPT= [DIR=]: transformers and torch are in .venv-gpu (the GPU trainer's environment).
+MODEL_DIR = $(or $(DIR),models/$(STACK)/$(RUN))
+.PHONY: download generate
+download: $(VENV)/.installed
+	$(call keep_code,$(VENV)/bin/python -m tools.model download $(RUN_ARGS) $(if $(DIR),--dir $(DIR)) $(if $(CHECKPOINT),--checkpoint $(CHECKPOINT)) $(if $(FORCE),--force))
+
+generate: $(VENV_GPU)/.installed
+	@test -n "$(PROMPT)" || { echo "make generate: set PROMPT='...' (and RUN=<run>, or DIR=<dir>)" >&2; exit 2; }
+	$(call keep_code,$(VENV_GPU)/bin/python -m tools.model generate --dir "$(MODEL_DIR)" --prompt "$(PROMPT)")
 
 # make doctor STACK=: what the stack's first `pulumi up` needs, and what to do for each miss (tools/doctor/);
 # it only reads. DOCTOR_ARGS=--record <file> keeps the answers (tokens replaced).

@@ -80,6 +80,7 @@ else:
             layout=cfg.bucket_layout,
             datasets=[d.name for d in cfg.datasets],
             existing_folders=bucket.folders,
+            exports=cfg.export_prefixes(),
             grants_depend_on=[cluster.cluster],
         ),
         after_apis,

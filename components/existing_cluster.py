@@ -50,7 +50,7 @@ def existing_cluster(cfg: StackConfig, bucket: BucketFacts) -> Footing:
         declared = BucketGrants("data", BucketGrantsArgs(
             bucket=cfg.data_bucket, trainer_member=trainer, runs=[run.name for run in cfg.runs],
             layout=cfg.bucket_layout, datasets=[d.name for d in cfg.datasets],
-            existing_folders=bucket.folders if bucket.hierarchical else None))
+            existing_folders=bucket.folders if bucket.hierarchical else None, exports=cfg.export_prefixes()))
         grants = [*declared.grants, *declared.folders]
     pulumi.export("bucketUrl", f"gs://{cfg.data_bucket}")
     return Footing(provider=access.provider, images=trainer_images(cfg, None), contracts=cfg.contracts(),

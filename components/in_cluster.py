@@ -94,12 +94,14 @@ def in_cluster(cfg: StackConfig, at: Footing) -> None:
     runs = Runs(RUNS_NAME, RunsArgs(
         runs=cfg.runs, contracts=at.contracts, bucket=cfg.data_bucket, images=at.images, provider=at.provider,
         namespace=cfg.runs_namespace, service_account=cfg.trainer_account, data_paths=cfg.data_paths(),
-        layout=cfg.bucket_layout,
+        layout=cfg.bucket_layout, exports=cfg.export_prefixes(),
         depends_on=[*controllers, *at.bucket, *workspace.pod_dependencies, *token_grants, *staging.jobs.values(),
                     *queue_ready, *uploads]))
     pulumi.export("runs", sorted(runs.jobsets))
     # Each run's workload page and Cloud Logging query in the console (`make status` prints them too).
     pulumi.export("runLinks", stack_run_links(cfg))
+    # Where each run with `export:` writes its model (`make download` brings it to this machine).
+    pulumi.export("exports", {run: f"gs://{cfg.data_bucket}/{prefix}/" for run, prefix in cfg.export_prefixes().items()})
     pulumi.export("datasets", {name: f"gs://{cfg.data_bucket}/{cfg.bucket_layout.dataset(name)}/"
                                for name in [*staging.jobs, *(d.name for d in local)]})
 

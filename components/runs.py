@@ -60,6 +60,8 @@ class RunsArgs:
     data_paths: Mapping[str, str] = field(default_factory=dict)
     # Where each run's prefixes are in the bucket (StackConfig.bucket_layout).
     layout: BucketLayout | None = None
+    # run -> its export prefix (StackConfig.export_prefixes).
+    exports: Mapping[str, str] = field(default_factory=dict)
 
 
 RUNS_TYPE = "gke-finetune:workloads:Runs"
@@ -137,7 +139,7 @@ def run_spec(run: RunConfig, contract: SchedulingContract, args: RunsArgs) -> di
     image = run.image or args.images[run.trainer]  # one's own container: its image, by digest
     known = image if isinstance(image, str) else IMAGE_STAND_IN
     facts = PlatformFacts(args.bucket, {run.trainer or "": known}, args.namespace, args.service_account,
-                          data_paths=args.data_paths, layout=args.layout)
+                          data_paths=args.data_paths, layout=args.layout, exports=args.exports)
     spec = build_run(run, contract, facts)["spec"]
     return spec if isinstance(image, str) else _with_image(spec, image)
 

@@ -17,7 +17,7 @@ alone.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import pulumi
@@ -39,9 +39,17 @@ class DataBucketArgs:
     layout: BucketLayout  # where each run's prefixes are (StackConfig.bucket_layout)
     datasets: Sequence[str] = ()  # the stack's datasets, each in a folder of its own
     existing_folders: Collection[str] = ()  # folders found in the bucket at preview (components/bucket_preflight.py)
+    # run -> its export prefix (StackConfig.export_prefixes), which it writes too.
+    exports: Mapping[str, str] = field(default_factory=dict)
     # The grants name a principal of the cluster's Workload Identity pool,
     # which exists once the cluster does.
     grants_depend_on: list[pulumi.Resource] = field(default_factory=list)
+
+
+def run_writes(layout: BucketLayout, run: str, exports: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """What a run writes (manifests/storage.py mounts them): its checkpoints and profiles, and its export
+    where it has `export:`."""
+    return (*layout.run(run).writes, *((exports[run],) if run in (exports or {}) else ()))
 
 
 def prefix_condition(bucket: str, prefixes: Sequence[str]) -> str:
@@ -86,9 +94,10 @@ class DataBucket(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, protect=True, retain_on_delete=True),
         )
         self.grants = trainer_grants(name, self.bucket.name, args.name, args.trainer_member, args.runs, args.layout,
-                                     child)
+                                     child, args.exports)
         # Hierarchical namespace: the folders of the stack's prefixes, so that gcsfuse makes none outside a grant.
-        self.folders = declare_folders(name, self.bucket.name, args.name, args.layout.folders(args.runs, args.datasets),
+        self.folders = declare_folders(name, self.bucket.name, args.name,
+                                       args.layout.folders(args.runs, args.datasets, sorted(args.exports)),
                                        args.existing_folders, pulumi.ResourceOptions(parent=self))
         self.url = pulumi.Output.concat("gs://", self.bucket.name)
         self.register_outputs({"url": self.url})
@@ -96,9 +105,9 @@ class DataBucket(pulumi.ComponentResource):
 
 def trainer_grants(name: str, bucket: pulumi.Input[str], bucket_name: str, member: pulumi.Input[str],
                    runs: Sequence[str], layout: BucketLayout,
-                   opts: pulumi.ResourceOptions) -> list[gcp.storage.BucketIAMMember]:
+                   opts: pulumi.ResourceOptions, exports: Mapping[str, str] | None = None) -> list[gcp.storage.BucketIAMMember]:
     """The trainer's grants: read the whole bucket; write, per run, only below that run's prefixes (the ones
-    manifests/storage.py mounts: a legacy run's where it was deployed).
+    manifests/storage.py mounts: a legacy run's where it was deployed), its export's too where it has one.
 
     One binding per run keeps each condition small (IAM caps a condition's logical operators) and a new
     run's grant a new binding, which leaves the running runs' grants alone."""
@@ -114,7 +123,7 @@ def trainer_grants(name: str, bucket: pulumi.Input[str], bucket_name: str, membe
             condition=gcp.storage.BucketIAMMemberConditionArgs(
                 title=f"run-{run}-only",
                 description=f"Write only below the prefixes of run {run}",
-                expression=prefix_condition(bucket_name, layout.run(run).writes),
+                expression=prefix_condition(bucket_name, run_writes(layout, run, exports)),
             ),
             opts=opts,
         ))
@@ -130,6 +139,7 @@ class BucketGrantsArgs:
     datasets: Sequence[str] = ()
     # The bucket's folders, where it has hierarchical namespace (read at preview; None: not known, none declared).
     existing_folders: Collection[str] | None = None
+    exports: Mapping[str, str] = field(default_factory=dict)  # run -> its export prefix
 
 
 class BucketGrants(pulumi.ComponentResource):
@@ -142,9 +152,9 @@ class BucketGrants(pulumi.ComponentResource):
     def __init__(self, name: str, args: BucketGrantsArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gke-finetune:platform:BucketGrants", name, None, opts)
         self.grants = trainer_grants(name, args.bucket, args.bucket, args.trainer_member, args.runs, args.layout,
-                                     pulumi.ResourceOptions(parent=self))
+                                     pulumi.ResourceOptions(parent=self), args.exports)
         self.folders = [] if args.existing_folders is None else declare_folders(
-            name, args.bucket, args.bucket, args.layout.folders(args.runs, args.datasets), args.existing_folders,
-            pulumi.ResourceOptions(parent=self))
+            name, args.bucket, args.bucket, args.layout.folders(args.runs, args.datasets, sorted(args.exports)),
+            args.existing_folders, pulumi.ResourceOptions(parent=self))
         self.url = f"gs://{args.bucket}"
         self.register_outputs({"url": self.url})

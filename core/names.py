@@ -30,6 +30,8 @@ HF_TOKEN_KEY = "token"
 DATA_PREFIX = "datasets"
 CHECKPOINT_PREFIX = "checkpoints"
 PROFILE_PREFIX = "profiles"
+# A run's exported model (its `export:`), written when training succeeds, read by `make download` and a
+# stack's `serve:`.
 EXPORT_PREFIX = "exports"
 TOP_PREFIXES = (DATA_PREFIX, CHECKPOINT_PREFIX, PROFILE_PREFIX, EXPORT_PREFIX)
 

@@ -47,13 +47,15 @@ class PlatformFacts:
         if self.layout is None:
             raise ValueError("PlatformFacts.layout is needed to mount a run's prefixes")
         return self.layout.run(run)
+    # run -> its export prefix (`exports/<stack>/<run>`), for each run with `export:`.
+    exports: Mapping[str, str] = field(default_factory=dict)
 
 
 def platform_facts(config: StackConfig, images: Mapping[str, str]) -> PlatformFacts:
     """What the platform of `config`'s stack provides its runs, with these trainer images."""
     return PlatformFacts(bucket=config.data_bucket, images=images, namespace=config.runs_namespace,
                          service_account=config.trainer_account, data_paths=config.data_paths(),
-                         layout=config.bucket_layout)
+                         layout=config.bucket_layout, exports=config.export_prefixes())
 
 
 def build_runs(
@@ -138,7 +140,7 @@ def pod_spec(run: RunConfig, contract: SchedulingContract, facts: PlatformFacts)
     # it the pod network's overlay, as GKE's multislice guide does.
     # https://cloud.google.com/kubernetes-engine/docs/how-to/tpu-multislice
     host_network = contract.multislice
-    mounts = storage.run_mounts(facts.prefixes(run.name))
+    mounts = storage.run_mounts(facts.prefixes(run.name), facts.exports.get(run.name))
     row = run.row_on(contract.family)
     extra_volumes, extra_mounts = pod.extra_volumes(row)
     owner = pod.owner(row)

@@ -22,6 +22,8 @@ CSI_DRIVER = "gcsfuse.csi.storage.gke.io"
 DATA_DIR = "/data"
 CHECKPOINT_DIR = "/checkpoints"
 PROFILE_DIR = "/profiles"
+# A run with `export:` writes its model here: its `exports/<stack>/<run>/` (core/names.py export_prefix).
+EXPORT_DIR = "/exports"
 
 # Reads of the training data: the GKE tutorial's file cache with parallel downloads,
 # so every epoch after the first reads from the cache. Its size is capped
@@ -158,18 +160,20 @@ class Mount:
     writable: bool
 
 
-def run_mounts(prefixes: RunPrefixes) -> tuple[Mount, ...]:
-    """The prefixes a run sees: its stack's datasets read-only; its own checkpoints and profiles read-write.
+def run_mounts(prefixes: RunPrefixes, export_prefix: str | None = None) -> tuple[Mount, ...]:
+    """The prefixes a run sees: its stack's datasets read-only; its own checkpoints and profiles read-write,
+    and its export (`exports/<stack>/<run>`) where it has `export:`.
 
     Every run gets its profiles prefix, where the trainer writes its TensorBoard
     events (and traces): a path inside the container would be lost with the pod.
     The mount paths are the same whatever the prefixes, so the trainers' flags are too.
     """
-    return (
+    mounts = (
         Mount("data", prefixes.data, DATA_DIR, writable=False),
         Mount("checkpoints", prefixes.checkpoints, CHECKPOINT_DIR, writable=True),
         Mount("profiles", prefixes.profiles, PROFILE_DIR, writable=True),
     )
+    return mounts + ((Mount("exports", export_prefix, EXPORT_DIR, writable=True),) if export_prefix else ())
 
 
 def volume(mount: Mount, bucket: str, host_network: bool, owner: Owner | None = None,

@@ -17,7 +17,7 @@ from pydantic import Field, PrivateAttr, ValidationError, ValidationInfo, field_
 from core.contract import SchedulingContract
 from core.dockerfile import IMAGE_BUILDERS, ImageBuilder
 from core.ids import default_bucket_name, default_cluster_name, default_registry_id
-from core.names import HF_TOKEN_SECRET, RUNS_NAMESPACE, BucketLayout, stager_service_account, trainer_service_account
+from core.names import HF_TOKEN_SECRET, RUNS_NAMESPACE, BucketLayout, export_prefix, stager_service_account, trainer_service_account
 from core.syntax import DNS_1035_LABEL, or_empty, PROJECT_ID, REGION, STACK_SEGMENT
 from core.trainers import TRAINERS
 from stack.contracts import derive_contracts
@@ -321,6 +321,10 @@ class StackConfig(StackModel):
                 reads_tokens = run.trainer is not None and run.row.token_shards_module is not None
                 paths[run.name] = run.data if rest else dataset.path_for(reads_tokens)
         return paths
+
+    def export_prefixes(self) -> dict[str, str]:
+        """Each run with `export:`, and where its model goes in the bucket (`exports/<stack>/<run>`)."""
+        return {run.name: export_prefix(self.stack, run.name) for run in self.runs if run.export is not None}
 
     def contracts(self) -> dict[str, SchedulingContract]:
         """The scheduling contract of every pool (Standard) or shape (Autopilot), by name."""

@@ -65,6 +65,7 @@ def claimed_names(cfg: StackConfig) -> list[ClaimedName]:
     bucket, layout = f"bucket {cfg.data_bucket}", cfg.bucket_layout
     for run in cfg.runs:
         names += [ClaimedName("bucket prefix", bucket, f"{prefix}/") for prefix in layout.run(run.name).writes]
+    names += [ClaimedName("bucket prefix", bucket, f"{prefix}/") for prefix in cfg.export_prefixes().values()]
     names += [ClaimedName("bucket prefix", bucket, f"{layout.dataset(d.name)}/") for d in cfg.datasets]
     return names
 

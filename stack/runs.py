@@ -28,6 +28,7 @@ from stack.models import Count
 from stack.own_container import RunAs, own_container_problems
 from stack.problems import MISSING, Problem
 from stack.run_data import DATA_FLAGS, data_flags, data_problems
+from stack.run_export import EvalConfig, ExportConfig, export_args, export_problems
 from stack.run_model import launcher_args, model_args, model_problems
 
 
@@ -86,6 +87,9 @@ class RunConfig(BaseModel):
         default=3, ge=0, le=100, description="JobSet restarts on failures other than disruptions and config errors"
     )
     env: dict[str, str] = Field(default_factory=dict, description="extra, non-secret environment variables")
+    # The model once trained (stack/run_export.py).
+    export: ExportConfig | None = Field(default=None, description="write the model to exports/<stack>/<name>/")
+    eval: EvalConfig | None = Field(default=None, description="held-out loss, samples and metric beside the export")
 
     @field_validator("trainer")
     @classmethod
@@ -126,6 +130,9 @@ class RunConfig(BaseModel):
     def launcher_args(self) -> tuple[str, ...]:
         return launcher_args(self)
 
+    def export_args(self, export_dir: str) -> list[str]:
+        return export_args(self, export_dir)
+
 
 def longest_hostname(run_name: str, contract: SchedulingContract) -> str:
     """The longest pod hostname JobSet derives: <jobset>-<replicated job>-<job index>-<pod index>."""
@@ -158,6 +165,7 @@ def _one_run_problems(run: RunConfig, contracts: Mapping[str, SchedulingContract
         first = _family_problems(run, contract, where)
     problems = first + _name_problems(run) + _env_problems(run, where) + _data_problems(run, where)
     problems += own_container_problems(run, where) + data_problems(run, where) + model_problems(run, where)
+    problems += export_problems(run, where)
     if run.trainer is None:
         problems += _own_container_profile(run, where)
     else:
@@ -254,6 +262,10 @@ def _args_problems(run: RunConfig, where: str) -> list[Problem]:
     if run.model is not None and run.row.model_flags is not None:
         problems += [Problem("args", flag, f"{where}: flag {flag} is set from the run's `model`", "`model` alone")
                      for flag in sorted(given & run.row.model_flags.flags)]
+    if run.row.export_flags is not None:
+        problems += [Problem("args", flag, f"{where}: flag {flag} is set from the run's `export` and `eval`",
+                             "`export` and `eval` instead")
+                     for flag in sorted(given & run.row.export_flags.flags)]
     return problems + [
         Problem("args", flag, f"{where}: flag {flag} is set by the platform for `profile: true`",
                 "`profile: true` instead")
@@ -301,6 +313,8 @@ def _flag_problems(run: RunConfig, where: str) -> list[Problem]:
     module = run.row.flags_module
     # Reported once, by _args_problems.
     refused = run.row.platform_flags | run.row.profile_flags | set(DATA_FLAGS)
+    if run.row.export_flags is not None:
+        refused |= run.row.export_flags.flags
     if run.model is not None and run.row.model_flags is not None:
         refused |= run.row.model_flags.flags
     allowed = f"the flags {module} declares (python -m {run.row.image.entry_module} --help)"

@@ -186,3 +186,12 @@ def test_the_cluster_probe_computes_rows_from_the_clusters_jobsets():
 
     [row] = ClusterProbe(Cluster(), run_facts(config), ["gemma3-single-host"], set(), {}).rows()
     assert row.run == "gemma3-single-host" and row.phase != "not submitted"
+
+
+def test_a_failed_export_s_exit_code_is_explained():
+    from tools.runs.explain import meaning
+    from trainers.exit_codes import EXPORT_FAILED
+
+    what, next_step = meaning(EXPORT_FAILED, "Error")
+    assert what.startswith("exit code 73: training succeeded") and "checkpoints are untouched" in what
+    assert "make logs" in next_step

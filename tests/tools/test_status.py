@@ -336,3 +336,26 @@ def test_the_kubernetes_client_path_not_deployed_and_served_objects(tmp_path):
     assert res.returncode == 0, res.stderr
     assert "run gemma3-ladder: admitted (1/2 pods ready)" in res.stdout
     assert "rung 1 of 3: pool spot-v6e-2x4 (spot)" in res.stdout
+
+
+def test_the_export_and_its_evaluation_are_shown_once_complete(tmp_path):
+    """`make status` reads exports/<stack>/<run>/ as the trainers write it (trainers/export_dir.py,
+    trainers/eval_report.py): not yet, then complete with its figures beside the base model's."""
+    from trainers import eval_report, export_dir
+
+    source = LocalProgress(str(tmp_path), "dev")
+    line, evaluated = source.export("exports/a4/gemma4-sql")
+    assert "not written yet" in line and evaluated == ""
+    directory = tmp_path / "exports" / "a4" / "gemma4-sql"
+    directory.mkdir(parents=True)
+    (directory / "model.safetensors").write_bytes(b"0" * 2048)
+    body = eval_report.record("trl-gpu", 40, 0.5, 1.25, [{"prompt": "p", "model_match": True, "base_match": False},
+                                                         {"prompt": "q", "model_match": False, "base_match": False}],
+                              eval_report.SQL_EXECUTION)
+    eval_report.write(str(directory), body)
+    assert "not written yet" in source.export("exports/a4/gemma4-sql")[0]  # no marker: not complete
+    export_dir.finish(str(directory), {"trainer": "trl-gpu", "step": 40})
+    line, evaluated = source.export("exports/a4/gemma4-sql")
+    assert "complete at" in line and "step 40, 2 files" in line and "(make download)" in line
+    assert evaluated == ("held-out loss 0.5000 (base 1.2500); sql_execution_accuracy 50.0% (base 0.0%) on 2 records; "
+                         "2 samples")

@@ -144,3 +144,6 @@ class _NoRecords:
 
     def read(self, run: str, prefix: str | None = None) -> tuple[None, str]:
         return None, ""
+
+    def export(self, prefix: str) -> tuple[str, str]:
+        return "", ""

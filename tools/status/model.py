@@ -138,6 +138,8 @@ class RunStatus:
     submitted_at: str = ""
     progress_problem: str = ""
     notes: list[str] = field(default_factory=list)
+    export: str = ""  # where its export is and whether it is complete (a run with `export:`)
+    evaluation: str = ""  # eval.json's figures, the base model's beside them
     links: dict[str, str] = field(default_factory=dict)  # the run's console page and Cloud Logging query (core/links.py)
 
     def as_dict(self) -> dict:

@@ -30,6 +30,8 @@ def rows(facts: Mapping[str, RunFacts], objects: Mapping[str, list], progress, n
         row = status_row(fact, jobset, workload, requests, pods, record, now, nodes)
         row.progress_problem = problem
         row.links = dict(fact.links)
+        if fact.export_prefix:
+            row.export, row.evaluation = progress.export(fact.export_prefix)
         out.append(row)
     return out
 
@@ -86,6 +88,10 @@ def render_details(r: RunStatus) -> list[str]:
     lines += [f"  note             {note}" for note in r.notes]
     if r.progress_problem:
         lines.append(f"  progress record  {r.progress_problem}")
+    if r.export:
+        lines.append(f"  export           {r.export}")
+    if r.evaluation:
+        lines.append(f"  eval             {r.evaluation}")
     lines += [f"  {what:<16} {url}" for what, url in r.links.items()]
     return lines
 
