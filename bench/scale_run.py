@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import time
 from collections import defaultdict
 from dataclasses import dataclass
@@ -162,10 +163,15 @@ def client_rates(pids: dict[str, int]) -> dict[str, dict]:
     return rates
 
 
-def failed_creates(kube, namespace: str) -> int:
-    """How many pod creations the Job controller saw refused (its FailedCreate events, their counts)."""
-    events = kube.list("v1", "Event", namespace)
-    return sum(int(e.get("count") or 1) for e in events if e.get("reason") == "FailedCreate")
+def failed_creates(kube, namespace: str) -> dict[str, int]:
+    """The pod creations the Job controller saw refused (its FailedCreate events, their counts), by why (the
+    message's first words: which webhook refused and how, without the pod's name)."""
+    why: dict[str, int] = {}
+    for event in kube.list("v1", "Event", namespace):
+        if event.get("reason") == "FailedCreate":
+            message = re.sub(r"[a-z0-9-]+-\d+-\d+-[a-z0-9]+", "<pod>", event.get("message") or "")[:160]
+            why[message] = why.get(message, 0) + int(event.get("count") or 1)
+    return why
 
 
 def run_case(case: Case, state: Path, timeout: float) -> dict:
@@ -219,7 +225,7 @@ def run_case(case: Case, state: Path, timeout: float) -> dict:
         "pods_bound": len(bound_at), "nodes_not_ready": not_ready, "exclusive": exclusive(pods, nodes, case.slices) if bound else "timed out",
         "cpu_s": round(total_cpu, 1), "net_cpu_s": round(net_cpu, 1),
         "net_cpu_ms_per_pod": round(1000 * net_cpu / want, 2), "components": usage,
-        "phases": phases(job_times, times, t0), "failed_creates": refused, "client_rates": rates,
+        "phases": phases(job_times, times, t0), "failed_creates": sum(refused.values()), "refused_why": refused, "client_rates": rates,
         "timeline": timeline(times, t0), "watch_errors": (watch.errors + job_watch.errors)[:5],
         "cpus": os.cpu_count(),
     }
