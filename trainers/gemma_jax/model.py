@@ -42,8 +42,18 @@ MODELS: dict[str, ModelSpec] = {  # keys: flags.MODEL_NAMES
     "gemma4-31b": ModelSpec("Gemma4_31B", "GEMMA4_31B_PT", "Gemma4Tokenizer", True),
     "gemma4-26b-a4b": ModelSpec("Gemma4_26B_A4B", "GEMMA4_26B_A4B_PT", "Gemma4Tokenizer", True),
     "tiny": ModelSpec("Gemma3_270M", None, "Gemma3Tokenizer"),
-    "tiny-gemma4": ModelSpec("Gemma4_E2B", None, "Gemma3Tokenizer", True),
+    "tiny-gemma4": ModelSpec("Gemma4_E2B", None, "SmallVocabTokenizer", True),
 }
+
+
+@dataclasses.dataclass(frozen=True)
+class SmallVocabTokenizer(gm.text.Gemma3Tokenizer):
+    """The tiny Gemma 4 layout on a test's own small SentencePiece vocabulary, with Gemma 3's
+    special tokens. gemma's Sampler refuses a tokenizer whose VERSION differs from the model's
+    (gm/text/_sampler.py, "Incompatible model and tokenizer"), and Gemma4Tokenizer needs the
+    real 262k vocabulary: VERSION 0 says "no particular Gemma version", which it accepts."""
+
+    VERSION = 0
 
 
 def resolve_pretrained(model: str, pretrained: str | None) -> str | None:
@@ -58,7 +68,8 @@ def resolve_pretrained(model: str, pretrained: str | None) -> str | None:
 
 def load_tokenizer(model: str, path: str | None) -> gm.text.Tokenizer:
     """The model's gemma tokenizer class, optionally on a local vocab file."""
-    cls = getattr(gm.text, MODELS[model].tokenizer_cls)
+    name = MODELS[model].tokenizer_cls
+    cls = SmallVocabTokenizer if name == SmallVocabTokenizer.__name__ else getattr(gm.text, name)
     return cls(path) if path else cls()
 
 
