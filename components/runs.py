@@ -53,7 +53,7 @@ class RunsArgs:
     namespace: str  # the stack's (StackConfig.runs_namespace)
     service_account: str  # the stack's trainer account
     # The JobSet Helm release (the CRD and webhook must exist first), the namespace, service account and
-    # Secret the pods use, and the trainer's bucket grants (so `destroy` deletes a run, and waits for its
+    # Hugging Face token's SecretProviderClass the pods use, and the trainer's bucket grants (so `destroy` deletes a run, and waits for its
     # pods' SIGTERM checkpoint, before it revokes the grants the checkpoint is written with).
     depends_on: list[pulumi.Resource] = field(default_factory=list)
     # run -> the path below the stack's datasets/<stack>/ it reads (StackConfig.data_paths).
