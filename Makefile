@@ -17,7 +17,7 @@ VENV_JAX := .venv-jax
 VENV_GPU := .venv-gpu
 PYTEST_ARGS ?=
 # The platform's tests, by layer (ARCHITECTURE.md).
-PLATFORM_TESTS := tests/core tests/stack tests/manifests tests/admission tests/components tests/tools tests/staging tests/sft_data
+PLATFORM_TESTS := tests/core tests/stack tests/manifests tests/admission tests/components tests/tools tests/staging tests/sft_data tests/progress
 
 # Pulumi keeps its state where Pulumi.yaml's `backend` says (.pulumi-state/ here), for make and a bare
 # `pulumi` alike, unless PULUMI_BACKEND_URL points elsewhere.

@@ -36,7 +36,8 @@ class DatasetStagingArgs:
     provider: k8s.Provider
     images: Mapping[str, pulumi.Input[str]]  # trainer -> image by digest
     stager_member: pulumi.Input[str]
-    # The namespace, the bucket, the cluster (its Workload Identity pool), the HF Secret if any.
+    # The namespace, the bucket, the cluster (its Workload Identity pool), the Hugging Face token's
+    # SecretProviderClass and its readers' grants if any.
     depends_on: list[pulumi.Resource] = field(default_factory=list)
     # False: the stager's grants on the buckets are the platform team's (an existing cluster's default).
     grants: bool = True

@@ -23,7 +23,7 @@ import pulumi_kubernetes as k8s
 from core.contract import SchedulingContract
 from core.names import BucketLayout
 from manifests import jobset, pod
-from manifests.run import PlatformFacts, build_run, check_images, metadata
+from manifests.run import PlatformFacts, build_run, metadata
 from stack.queueing import run_contract, withdrawn
 from stack.runs import RunConfig
 
@@ -53,7 +53,7 @@ class RunsArgs:
     namespace: str  # the stack's (StackConfig.runs_namespace)
     service_account: str  # the stack's trainer account
     # The JobSet Helm release (the CRD and webhook must exist first), the namespace, service account and
-    # Secret the pods use, and the trainer's bucket grants (so `destroy` deletes a run, and waits for its
+    # Hugging Face token's SecretProviderClass the pods use, and the trainer's bucket grants (so `destroy` deletes a run, and waits for its
     # pods' SIGTERM checkpoint, before it revokes the grants the checkpoint is written with).
     depends_on: list[pulumi.Resource] = field(default_factory=list)
     # run -> the path below the stack's datasets/<stack>/ it reads (StackConfig.data_paths).
@@ -82,8 +82,8 @@ class Runs(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: RunsArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(RUNS_TYPE, name, None, opts)
-        # The runs come validated from the stack's reader; only their images are new here.
-        check_images(list(args.runs), args.images)
+        # The runs come validated from the stack's reader, and `images` holds each trainer's image the runs
+        # use (components/images.py `trainer_images`: pinned, or built), so nothing is checked again here.
         # A suspended run Kueue admits is not declared at all (stack/queueing.py `withdrawn`).
         self.jobsets = {run.name: self._jobset(name, run, args) for run in args.runs
                         if not withdrawn(run, args.contracts)}

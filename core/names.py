@@ -8,7 +8,7 @@ from core.ids import bounded, slug
 PROJECT = "gke-finetune"
 
 # The default Kubernetes namespace of a stack that declares its own cluster: it
-# holds the stack's service accounts, the Hugging Face token Secret and every run.
+# holds the stack's service accounts, the Hugging Face token's SecretProviderClass and every run.
 # A stack sets another with `namespace` (an existing cluster's stack must).
 RUNS_NAMESPACE = "finetune"
 # The Hugging Face token: the Secret Manager secret that holds it by default (`hfTokenSecret`), the

@@ -79,9 +79,11 @@ def security_context(row: Trainer) -> dict:
 def owner_security_context(who: Owner | None) -> dict:
     """The default seccomp filter, and for a non-root owner its uid, gid and `runAsNonRoot`.
 
-    `fsGroup` also makes the Hugging Face token (a 0400 Secret file owned by
-    root) readable through its group, and is what the FUSE driver's fsGroup
-    delegation keys on. A root trainer (TPU, below) is not given a user.
+    `fsGroup` is what the FUSE driver's fsGroup delegation keys on. The Hugging
+    Face token's file needs none: the Secrets Store CSI driver writes it 0644
+    unless the SecretProviderClass sets a mode (kubernetes-sigs/secrets-store-csi-driver
+    pkg/secrets-store/nodeserver.go `permission`; manifests/token.py sets none).
+    A root trainer (TPU, below) is not given a user.
     """
     if who is None:
         return dict(SECCOMP)

@@ -7,17 +7,15 @@ reviewed is what is applied.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from core.catalog import Family
 from core.contract import SchedulingContract
-from core.images import require_digest
 from core.names import APP_LABEL, POOL_LABEL, PROJECT, RUN_LABEL, BucketLayout, RunPrefixes
 from manifests import jobset, kueue, pod, storage
 from stack.queueing import run_contract, rungs
 from stack.config import StackConfig
-from stack.problems import ConfigError, Problem
 from stack.runs import RunConfig
 
 APP = PROJECT
@@ -61,24 +59,11 @@ def platform_facts(config: StackConfig, images: Mapping[str, str]) -> PlatformFa
 def build_runs(
     runs: Iterable[RunConfig], contracts: Mapping[str, SchedulingContract], facts: PlatformFacts
 ) -> dict[str, dict]:
-    """Every run's manifest by run name. The runs come validated from the stack's reader
-    (StackConfig's rules, stack/runs.py run_problems); only the images are this layer's to check."""
-    runs = list(runs)
-    check_images(runs, facts.images)
+    """Every run's manifest by run name. The runs come validated from the stack's reader (StackConfig's
+    rules: stack/runs.py run_problems, each `image` pinned by digest), and `facts.images` holds an image
+    of every trainer a run uses by construction (stack/images.py: each is pinned, checked by the reader,
+    or built), so nothing is checked again here."""
     return {run.name: build_run(run, run_contract(run, contracts), facts) for run in runs}
-
-
-def check_images(runs: list[RunConfig], images: Collection[str]) -> None:
-    """Raise ConfigError for each trainer run without an image: the one fact about the runs the stack's
-    reader doesn't have (which images were built or pinned is decided after it, stack/images.py)."""
-    problems = [
-        Problem(f"runs[{i}].image", None, f"on run {run.name!r}: no image for trainer {run.trainer}",
-                f"the stack's `images.{run.trainer}` or the run's `image` (by digest)")
-        for i, run in enumerate(runs)
-        if run.trainer is not None and not (run.image or run.trainer in images)
-    ]
-    if problems:
-        raise ConfigError(problems)
 
 
 def build_run(run: RunConfig, contract: SchedulingContract, facts: PlatformFacts) -> dict:
@@ -213,7 +198,7 @@ def container(run: RunConfig, contract: SchedulingContract, facts: PlatformFacts
         env = jobset.megascale_env(run.name) + env
     spec = {
         "name": pod.CONTAINER,
-        "image": require_digest(run.image or facts.images[run.trainer]),  # own container: its image
+        "image": run.image or facts.images[run.trainer],  # own container: its image
         # A digest never changes, so the node's copy is always the right one.
         "imagePullPolicy": "IfNotPresent",
         # One's own container works where its image says.

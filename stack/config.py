@@ -56,7 +56,7 @@ class StackConfig(StackModel):
     bucket_name: str = Field(default="", description="default: <project>-<stack>-finetune")
     registry_name: str = Field(default="", pattern=or_empty(DNS_1035_LABEL), max_length=63,
                                description="default: finetune-<stack>")
-    # The Kubernetes namespace of the stack's runs, service accounts and Secret; the stack's cluster-scoped
+    # The Kubernetes namespace of the stack's runs, service accounts and SecretProviderClass; the cluster-scoped
     # objects are named after it (core/names.py `cluster_scoped`). Empty: `finetune` on the stack's own
     # cluster; an existing cluster's stack names one (stack/existing.py).
     namespace: str = Field(default="", description="default: finetune (own cluster)")

@@ -28,6 +28,7 @@ both use this module. The config map comes from the one reader of stack files
 
 from __future__ import annotations
 
+import importlib
 import json
 import runpy
 from dataclasses import dataclass, field
@@ -100,6 +101,9 @@ class Declared:
 class Deployment:
     resources: list[Declared] = field(default_factory=list)
     outputs: dict[str, Any] = field(default_factory=dict)
+    # The StackConfig the program's reader returned (stack/reader.py `load`): what a tool reports on
+    # after the run, so that the stack is validated once.
+    config: Any = None
 
     def of_type(self, type_token: str) -> list[Declared]:
         return [r for r in self.resources if r.type == type_token]
@@ -278,9 +282,17 @@ def _run(stack, deployment, overrides, secrets, plain, root: Path = ROOT, previe
     pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=preview, monitor=monitor)
     exports: dict[str, Any] = {}
 
+    reader = importlib.import_module("stack.reader")  # the program's own (`root`'s when it is first on sys.path)
+    load = reader.load
+
+    def recorded_load():
+        deployment.config = load()
+        return deployment.config
+
     @pulumi.runtime.test
     def program():
-        with mock.patch.object(pulumi, "export", side_effect=exports.__setitem__):
+        with mock.patch.object(pulumi, "export", side_effect=exports.__setitem__), \
+                mock.patch.object(reader, "load", recorded_load):
             runpy.run_path(str(root / "__main__.py"), run_name="__main__")
         return pulumi.Output.all(**exports).apply(deployment.outputs.update)
 

@@ -32,12 +32,14 @@ from manifests.kueue import kueue_manifests
 from manifests.run import PlatformFacts, build_runs, platform_facts
 from stack import reader
 from stack.images import offline_images
+from stack.config import StackConfig
 from stack.problems import ConfigError
 from stack.runs import RunConfig
 from tools import stacks
 from tools.yaml_files import to_yaml, write_manifests
 
-__all__ = ["explode_jobs", "stack_compute_class_manifests", "stack_inputs", "stack_kueue_manifests", "stack_manifests", "to_yaml", "write_manifests"]
+__all__ = ["compute_class_objects", "config_inputs", "explode_jobs", "kueue_objects", "run_manifests", "stack_compute_class_manifests",
+           "stack_inputs", "stack_kueue_manifests", "stack_manifests", "staging_jobs", "to_yaml", "write_manifests"]
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -47,33 +49,54 @@ def explode_jobs(manifests: Mapping[str, Mapping]) -> dict[str, dict]:
     return {name: job for manifest in manifests.values() for name, job in child_jobs(manifest).items()}
 
 
-def stack_inputs(
-    stack: str, root: Path = ROOT
-) -> tuple[tuple[RunConfig, ...], dict[str, SchedulingContract], PlatformFacts]:
-    """(runs, contracts, facts) of Pulumi.<stack>.yaml, read as the program reads it."""
-    config = reader.load_files(stack, root)
-    facts = platform_facts(config, offline_images(config))
-    return config.runs, config.contracts(), facts
+def config_inputs(config: StackConfig) -> tuple[tuple[RunConfig, ...], dict[str, SchedulingContract], PlatformFacts]:
+    """(runs, contracts, facts) of a validated stack, with the images the program gives its runs."""
+    return config.runs, config.contracts(), platform_facts(config, offline_images(config))
 
 
-def stack_manifests(stack: str, root: Path = ROOT) -> dict[str, dict]:
-    return build_runs(*stack_inputs(stack, root))
+def run_manifests(config: StackConfig) -> dict[str, dict]:
+    """Each run's JobSet by run name."""
+    return build_runs(*config_inputs(config))
 
 
-def staging_manifests(stack: str, root: Path = ROOT) -> dict[str, dict]:
-    """The staging Job of each dataset of the stack, by Job name (images as `stack_inputs` gives them)."""
-    config = reader.load_files(stack, root)
+def staging_jobs(config: StackConfig) -> dict[str, dict]:
+    """The staging Job of each dataset of the stack, by Job name."""
     return {job["metadata"]["name"]: job for job in stack_staging_jobs(config, offline_images(config)).values()}
 
 
+def kueue_objects(config: StackConfig) -> dict[str, dict]:
+    """The stack's Kueue objects by `<kind>-<name>`; empty when the stack installs no Kueue."""
+    return kueue_manifests(config.kueue_flavors())
+
+
+def compute_class_objects(config: StackConfig) -> dict[str, dict]:
+    """The stack's ComputeClasses by `<kind>-<name>`; empty but for Autopilot ladders."""
+    return compute_class_manifests(config.compute_classes())
+
+
+# Of Pulumi.<stack>.yaml, read (and so checked) once by the one reader, for callers with a stack's name only.
+
+
+def stack_inputs(
+    stack: str, root: Path = ROOT
+) -> tuple[tuple[RunConfig, ...], dict[str, SchedulingContract], PlatformFacts]:
+    return config_inputs(reader.load_files(stack, root))
+
+
+def stack_manifests(stack: str, root: Path = ROOT) -> dict[str, dict]:
+    return run_manifests(reader.load_files(stack, root))
+
+
+def staging_manifests(stack: str, root: Path = ROOT) -> dict[str, dict]:
+    return staging_jobs(reader.load_files(stack, root))
+
+
 def stack_kueue_manifests(stack: str, root: Path = ROOT) -> dict[str, dict]:
-    """The Kueue objects of Pulumi.<stack>.yaml by `<kind>-<name>`; empty when the stack installs no Kueue."""
-    return kueue_manifests(reader.load_files(stack, root).kueue_flavors())
+    return kueue_objects(reader.load_files(stack, root))
 
 
 def stack_compute_class_manifests(stack: str, root: Path = ROOT) -> dict[str, dict]:
-    """The ComputeClasses of Pulumi.<stack>.yaml by `<kind>-<name>`; empty but for Autopilot ladders."""
-    return compute_class_manifests(reader.load_files(stack, root).compute_classes())
+    return compute_class_objects(reader.load_files(stack, root))
 
 
 def shipped_stacks(root: Path = ROOT) -> list[str]:
@@ -93,15 +116,16 @@ def main(argv: list[str] | None = None) -> int:
                         help="write the stack's ComputeClasses (Autopilot ladders) instead")
     args = parser.parse_args(argv)
     try:
-        if args.compute_classes:
-            manifests = stack_compute_class_manifests(args.stack)
-        else:
-            manifests = stack_kueue_manifests(args.stack) if args.kueue else stack_manifests(args.stack)
+        config = reader.load_files(args.stack, ROOT)
     except ConfigError as err:
         print(err, file=sys.stderr)
         return 1
+    if args.compute_classes:
+        manifests = compute_class_objects(config)
+    else:
+        manifests = kueue_objects(config) if args.kueue else run_manifests(config)
     # For scanners, every Job the stack declares: each run's child Jobs and the staging Jobs.
-    chosen = {**explode_jobs(manifests), **staging_manifests(args.stack)} if args.explode_jobs else manifests
+    chosen = {**explode_jobs(manifests), **staging_jobs(config)} if args.explode_jobs else manifests
     for path in write_manifests(chosen, args.out):
         print(path)
     return 0

@@ -1,4 +1,5 @@
-"""Process exit codes shared by every trainer, and read by the run manifests.
+"""Process exit codes shared by every trainer, and read by the run manifests; the one error type that
+means exit code 78. Standard library only.
 
 The JobSet failure policy (manifests/jobset.py) keys on these: a configuration error
 fails the run at once instead of burning restarts, while a pod that was told
@@ -15,3 +16,9 @@ CONFIG_ERROR = 78
 EXPORT_FAILED = 73
 # 128 + SIGTERM: the trainer saved a checkpoint and stopped because it was asked to.
 TERMINATED = 143
+
+
+class ConfigError(Exception):
+    """A problem that no retry can fix: a bad flag, an unknown model or column, no token, a chat template
+    a trainer cannot mask, a missing optional kernel package. Each trainer's entry point turns it into
+    CONFIG_ERROR."""

@@ -9,7 +9,6 @@ from pulumi.runtime.mocks import MockMonitor
 
 from components.runs import IMMUTABLE_PATHS, Runs, RunsArgs
 from manifests.run import build_run
-from stack.problems import ConfigError
 from tests.support import examples
 
 
@@ -92,11 +91,6 @@ def test_replacement_and_ordering_options(registrations):
         assert list(request.replaceOnChanges) == list(IMMUTABLE_PATHS)
         assert request.deleteBeforeReplace is True
         assert any("jobset-system" in dep for dep in request.dependencies)
-
-
-def test_a_run_without_an_image_declares_nothing():
-    with pytest.raises(ConfigError, match="no image for trainer trl-gpu"):
-        declare([examples.RUNS[3]], images={"gemma-jax": examples.FACTS.images["gemma-jax"]})
 
 
 def test_runs_that_name_their_own_image_need_no_stack_images():

@@ -197,3 +197,37 @@ def test_unreadable_paths_say_why(tmp_path):
         records.read_records(tmp_path / "absent.jsonl")
     with pytest.raises(records.RecordsError, match="line 2 is not JSON"):
         records.read_records(tmp_path / "bad.jsonl")
+
+
+# --- what both trainers do with the settings and the parts -------------------------------------------
+
+
+def test_the_flags_data_settings_are_one_spec_or_one_error_naming_the_flags():
+    from types import SimpleNamespace
+
+    from trainers.exit_codes import ConfigError
+
+    flags = SimpleNamespace(data_format="prompt-completion", columns="prompt=question", prompt_template=None,
+                            system_prompt="Be brief.", loss_on="completion")
+    assert formats.spec_of_flags(flags) == Spec.of("prompt-completion", "prompt=question", None, "Be brief.")
+    with pytest.raises(ConfigError, match=r"data settings \(--data_format, --columns, --prompt_template, "
+                                          r"--system_prompt, --loss_on\): loss_on='some' is not a loss setting"):
+        formats.spec_of_flags(SimpleNamespace(**{**vars(flags), "loss_on": "some"}))
+
+
+def _letters(text: str) -> list[int]:
+    return [ord(c) for c in text]
+
+
+def test_plain_text_tokens_are_bos_text_eos_and_the_eos_trains_with_the_last_part():
+    example = parts.Example((("ab", False), ("c", True)), chat=False)
+    assert example.tokens(_letters, 1, 2) == ([1, 97, 98, 99, 2], [False, False, False, True, True])
+    untrained = parts.Example((("ab", True), ("c", False)), chat=False)
+    assert untrained.tokens(_letters, 1, 2)[1] == [False, True, True, False, False]
+
+
+def test_a_tokenizer_without_bos_or_eos_adds_none_and_a_chat_rendering_gets_none():
+    plain = parts.Example((("ab", True),), chat=False)
+    assert plain.tokens(_letters, None, None) == ([97, 98], [True, True])
+    chat = parts.Example((("<x", False), ("y>", True)), chat=True)
+    assert chat.tokens(_letters, 1, 2) == (_letters("<xy>"), [False, False, True, True])

@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 
-from manifests.run import build_runs
-from stack.problems import ConfigError
 from stack.runs import RunConfig, run_problems
 from tests.support import examples
 
@@ -111,18 +107,6 @@ def test_every_problem_is_reported_at_once():
         GOOD.model_copy(update={"name": "other", "pool": "nope"}),
     ]
     assert len(problems(*bad)) == 3
-
-
-def test_build_rejects_a_tagged_stack_image():
-    facts = dataclasses.replace(examples.FACTS, images={**examples.FACTS.images, "trl-gpu": "r/p/i:latest"})
-    with pytest.raises(ValueError, match="must be pinned by digest"):
-        build_runs([GPU], CONTRACTS, facts)
-
-
-def test_build_names_a_run_without_an_image():
-    facts = dataclasses.replace(examples.FACTS, images={"gemma-jax": examples.FACTS.images["gemma-jax"]})
-    with pytest.raises(ConfigError, match=r"runs\[0\].image: None on run 'sql': no image for trainer trl-gpu"):
-        build_runs([GPU], CONTRACTS, facts)
 
 
 def test_stack_file_keys_are_camel_case():

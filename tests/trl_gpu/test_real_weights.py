@@ -16,7 +16,7 @@ from transformers import AutoModelForCausalLM, GenerationConfig
 
 from trainers.sft_data import formats, parts
 from trainers.trl_gpu import data, evaluation, model as model_lib
-from trainers.trl_gpu.args import ConfigError, data_spec, parse_args
+from trainers.trl_gpu.args import ConfigError, parse_args
 from trainers.trl_gpu.training import build, save_final
 
 from . import tiny
@@ -155,7 +155,7 @@ def test_own_data_masks_loss_resume_and_export_on_real_weights(kind, gemma3_270m
     # tokenizes it, then exactly the assistant's turns (each with <end_of_turn>) carry the loss.
     script, training = parse_args(_own_data_args(gemma3_270m_dir, dataset, tmp_path / "a", 6, flags))
     tokenizer = model_lib.load_tokenizer(str(gemma3_270m_dir), False, True, chat_template="gemma3")
-    spec = data_spec(script)
+    spec = formats.spec_of_flags(script)
     example = data.tokenize_example(rows[7], tokenizer, spec)
     prompt, answer = parts.prompt_and_answer(spec, rows[7])
     prompt_ids = tokenizer.apply_chat_template(prompt, tokenize=True, return_dict=True, add_generation_prompt=True)[

@@ -105,7 +105,7 @@ def collect(stack: str, root: Path = ROOT, secrets: tuple[str, ...] = ()) -> dic
         google = google_requests(deployment)
     except GoogleApiProblems as err:
         raise PlanError(err.problems) from None
-    config = reader.load_files(stack, root)
+    config = deployment.config  # what the program's reader validated: the stack is read and checked once
     collisions = _collisions(stack, config, root, reader)
     if collisions:
         raise PlanError(collisions)

@@ -97,7 +97,7 @@ def inspect(args) -> int:
     cluster = cmd.connect(config, args.context, "inspect")
     progress = (LocalProgress(args.progress_dir, config.stack) if args.progress_dir
                 else BucketProgress(config.data_bucket, config.project, config.stack))
-    declared = render.stack_manifests(args.stack, args.root).get(run.name)
+    declared = render.run_manifests(config).get(run.name)
     links = cmd.stack_run_links(config)[run.name]
     status = _status_lines(args, run.name)
 

@@ -14,6 +14,7 @@ import re
 
 from trainers.gemma_jax import examples, flags, token_shards
 from trainers.gemma_jax import model as model_lib
+from trainers.exit_codes import ConfigError  # noqa: F401 (cli.ConfigError: the trainer's modules raise it)
 from trainers.sft_data import chat, formats
 
 SAMPLE_PROMPT = flags.SAMPLE_PROMPT
@@ -24,9 +25,6 @@ build_parser = flags.build_parser
 # (https://cloud.google.com/storage/docs/buckets#naming).
 _GCS_URL = re.compile(r"^gs://[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]/\S+$")
 
-
-class ConfigError(Exception):
-    """A configuration problem that retrying cannot fix (exit code 78)."""
 
 
 def check_path(flag: str, value: str | None) -> None:
@@ -64,15 +62,6 @@ def _check_combinations(cfg: Config) -> None:
             )
 
 
-def data_spec(cfg: Config) -> formats.Spec:
-    """The run's data settings, checked together."""
-    try:
-        return formats.Spec.of(cfg.data_format, cfg.columns, cfg.prompt_template, cfg.system_prompt, cfg.loss_on)
-    except (formats.FormatError, ValueError) as e:
-        raise ConfigError(f"data settings (--data_format, --columns, --prompt_template, --system_prompt, "
-                          f"--loss_on): {e}") from None
-
-
 def chat_template(cfg: Config) -> str | None:
     """The chat template a run's chats are rendered with: --chat_template, else --init_from_hf's own,
     else the model family's shipped one; None for text."""
@@ -107,7 +96,7 @@ def parse_args(argv: list[str] | None = None) -> Config:
         cfg = flags.parse(argv)
     except ValueError as e:
         raise ConfigError(str(e)) from None
-    data_spec(cfg)
+    formats.spec_of_flags(cfg)
     _check_data_path(cfg)
     check_path("tokenizer", cfg.tokenizer)
     if cfg.init_from_hf:

@@ -96,7 +96,7 @@ def reads_records(cfg: cli.Config) -> bool:
 
 def _read_records(cfg: cli.Config, layout: Layout, factory, local: range):
     """(train, eval) shards of this process from the records of data files, checked against the format."""
-    spec = cli.data_spec(cfg)
+    spec = formats.spec_of_flags(cfg)
     try:
         rows = records.read_records(cfg.data_path, cfg.eval_stories + cfg.datacount)
         formats.check_rows(spec, rows[: formats.FIRST_ROWS])

@@ -63,17 +63,9 @@ def encode_rendered(tokenizer, text: str) -> list[int]:
 
 def tokenize_example(example: parts.Example, tokenizer) -> tuple[np.ndarray, np.ndarray]:
     """(int32 token ids, int8 loss mask) of one record's parts."""
-    ids, mask = [], []
-    if not example.chat:
-        ids, mask = [int(tokenizer.special_tokens.BOS)], [0]
-    for text, trained in example.parts:
-        part = encode_rendered(tokenizer, text) if example.chat else tokenizer.encode(text)
-        ids += part
-        mask += [int(trained)] * len(part)
-    if not example.chat:
-        ids.append(int(tokenizer.special_tokens.EOS))
-        mask.append(int(example.parts[-1][1]))
-    return np.asarray(ids, np.int32), np.asarray(mask, np.int8)
+    encode = functools.partial(encode_rendered, tokenizer) if example.chat else tokenizer.encode
+    ids, trained = example.tokens(encode, int(tokenizer.special_tokens.BOS), int(tokenizer.special_tokens.EOS))
+    return np.asarray(ids, np.int32), np.asarray(trained, np.int8)
 
 
 # A grain worker calls one map from several threads: build the tokenizer and the template once.

@@ -27,6 +27,8 @@ import string
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from trainers.exit_codes import ConfigError
+
 FORMATS = ("text", "conversational", "prompt-completion")
 # The standard column names of each format (TRL's), which `columns` may map.
 STANDARD_COLUMNS = {"text": ("text",), "conversational": ("messages",), "prompt-completion": ("prompt", "completion")}
@@ -156,6 +158,18 @@ class Spec:
     def chat_prompt(self) -> bool:
         """Whether a prompt-completion record of strings becomes a chat."""
         return bool(self.prompt_template or self.system_prompt)
+
+
+DATA_FLAGS = ("data_format", "columns", "prompt_template", "system_prompt", "loss_on")
+
+
+def spec_of_flags(flags) -> Spec:
+    """The data settings of a trainer's parsed flags (attributes named as DATA_FLAGS), checked together;
+    a ConfigError (exit code 78) naming the flags."""
+    try:
+        return Spec.of(*(getattr(flags, name) for name in DATA_FLAGS))
+    except (FormatError, ValueError) as err:
+        raise ConfigError(f"data settings ({', '.join('--' + name for name in DATA_FLAGS)}): {err}") from None
 
 
 # --- one record ----------------------------------------------------------------------------------

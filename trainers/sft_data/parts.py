@@ -10,7 +10,7 @@ turns can't be found that way is a TemplateProblem (formats.py).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from trainers.sft_data.formats import TRAINED_ROLE, FormatError, Render, Spec, TemplateProblem, read_record
@@ -106,6 +106,20 @@ class Example:
     @property
     def text(self) -> str:
         return "".join(text for text, _ in self.parts)
+
+    def tokens(self, encode: Callable[[str], list[int]], bos: int | None, eos: int | None) -> tuple[list[int], list[bool]]:
+        """The record's token ids and, for each, whether the loss is taken on it: each part encoded
+        (`encode`: a tokenizer's, adding no special token), plain text between `bos` and `eos` where the
+        tokenizer has them, the EOS trained with the last part."""
+        ids, trained = ([bos], [False]) if not self.chat and bos is not None else ([], [])
+        for text, loss in self.parts:
+            part = encode(text)
+            ids += part
+            trained += [loss] * len(part)
+        if not self.chat and eos is not None:
+            ids.append(eos)
+            trained.append(self.parts[-1][1])
+        return ids, trained
 
 
 def example(spec: Spec, record: Mapping, render: Render | None, row: int = 0) -> Example:

@@ -20,11 +20,11 @@ from transformers.training_args import OptimizerNames
 from trl import SFTConfig, TrlParser
 
 from trainers.eval_report import METRICS as EVAL_METRICS
+from trainers.exit_codes import ConfigError
 from trainers.export_dir import DTYPES as EXPORT_DTYPES
 from trainers.sft_data import formats
 
 from . import templates
-from .errors import ConfigError
 
 def _bf16_available() -> bool:
     # The recipe trains in bf16 on GPUs that have it (A4's B200 does); on CPU
@@ -228,7 +228,7 @@ def validate(script: ScriptArguments, training: TrainingArguments) -> None:
     _check_packing(training)
     _check_liger(training)
     templates.check_name(script.chat_template)
-    data_spec(script)
+    formats.spec_of_flags(script)
     _check(
         not training.assistant_only_loss,
         "--assistant_only_loss",
@@ -355,16 +355,6 @@ def check_accelerate_fsdp() -> None:
         "set it to false: with FSDP v2 it crashes on models with persistent buffers (Gemma 4; accelerate#3898), "
         "and transformers 5.24 reads the weights on every rank anyway (transformers#43749)",
     )
-
-
-def data_spec(script: ScriptArguments) -> formats.Spec:
-    """The run's data settings, checked together."""
-    try:
-        return formats.Spec.of(script.data_format, script.columns, script.prompt_template, script.system_prompt,
-                               script.loss_on)
-    except (formats.FormatError, ValueError) as err:
-        raise ConfigError(f"data settings (--data_format, --columns, --prompt_template, --system_prompt, "
-                          f"--loss_on): {err}") from None
 
 
 def apply_derived(script: ScriptArguments, training: TrainingArguments) -> None:

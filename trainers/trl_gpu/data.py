@@ -116,17 +116,8 @@ def renderer(tokenizer) -> formats.Render:
 def tokenize_example(row: dict, tokenizer, spec: formats.Spec, index: int = 0) -> dict:
     """input_ids and labels (IGNORE_INDEX where the token carries no loss) of one record."""
     example = parts.example(spec, row, renderer(tokenizer), row=index + 1)
-    ids, labels = [], []
-    if not example.chat and tokenizer.bos_token_id is not None:
-        ids, labels = [tokenizer.bos_token_id], [IGNORE_INDEX]
-    for text, trained in example.parts:
-        part = _ids(tokenizer, text)
-        ids += part
-        labels += part if trained else [IGNORE_INDEX] * len(part)
-    if not example.chat and tokenizer.eos_token_id is not None:
-        ids.append(tokenizer.eos_token_id)
-        labels.append(tokenizer.eos_token_id if example.parts[-1][1] else IGNORE_INDEX)
-    return {"input_ids": ids, "labels": labels}
+    ids, trained = example.tokens(lambda text: _ids(tokenizer, text), tokenizer.bos_token_id, tokenizer.eos_token_id)
+    return {"input_ids": ids, "labels": [i if loss else IGNORE_INDEX for i, loss in zip(ids, trained)]}
 
 
 def _tokenize(row: dict, index: int, tokenizer, spec: formats.Spec) -> dict:

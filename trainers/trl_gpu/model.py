@@ -1,7 +1,7 @@
 """Hugging Face token, tokenizer, base model and LoRA configuration.
 
 The token is never a flag: huggingface_hub reads `HF_TOKEN`, or the file that
-`HF_TOKEN_PATH` names (the run manifest mounts the Kubernetes Secret there).
+`HF_TOKEN_PATH` names (the run manifest mounts the token's Secret Manager version there).
 Problems a retry cannot fix (no token, a rejected token, an unknown model id)
 become `ConfigError`; network trouble stays an ordinary error, so the pod is
 restarted and tries again.
@@ -19,8 +19,9 @@ from huggingface_hub import get_token, whoami
 from peft import LoraConfig
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
+from trainers.exit_codes import ConfigError
+
 from . import templates
-from .errors import ConfigError
 
 log = logging.getLogger(__name__)
 

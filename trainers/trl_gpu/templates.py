@@ -19,9 +19,8 @@ import importlib.util
 import os
 from pathlib import Path
 
+from trainers.exit_codes import ConfigError
 from trainers.sft_data import formats, parts
-
-from .errors import ConfigError
 
 _FLAG = "--chat_template"
 

@@ -16,8 +16,9 @@ from transformers.trainer import TRAINING_ARGS_NAME
 from trl import SFTTrainer
 
 from trainers import progress as progress_lib
+from trainers.exit_codes import ConfigError
+
 from .checkpoints import CompleteMarker, GracefulStop
-from .errors import ConfigError
 from .model import lora_config
 
 log = logging.getLogger(__name__)

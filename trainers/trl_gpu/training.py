@@ -10,9 +10,10 @@ import sys
 from accelerate.utils import DistributedType
 
 from trainers import exit_codes
+from trainers.sft_data import formats
 
 from . import checkpoints, data, evaluation, export as export_lib, model as model_lib
-from .args import ConfigError, data_spec
+from .args import ConfigError
 from .checkpoints import GracefulStop
 from .launch import record_exit_code
 from .trainer import build_trainer
@@ -21,7 +22,7 @@ log = logging.getLogger(__name__)
 
 
 def prepare_data(script_args, training_args, tokenizer):
-    spec = data_spec(script_args)
+    spec = formats.spec_of_flags(script_args)
     with training_args.main_process_first(local=False, desc="dataset preparation"):
         rows = data.load_rows(script_args.dataset_name, script_args.dataset_split)
         data.check_rows(rows, spec, script_args.dataset_name)
@@ -154,7 +155,7 @@ def run(script_args, training_args, started: float | None = None) -> int:
     log.info("held-out loss after training: %.4f", metrics["eval_loss"])
     evaluation.run_sql_check(
         trainer, trainer.processing_class, eval_rows, script_args.sql_check_samples, script_args.sql_check_max_new_tokens,
-        data_spec(script_args),
+        formats.spec_of_flags(script_args),
     )
     step = trainer.state.global_step
     evaluated = export_lib.evaluate(trainer, script_args, eval_rows, step) if script_args.export_dir else None
