@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import itertools
 import json
 import os
 import platform
@@ -40,20 +41,24 @@ import time
 from pathlib import Path
 
 from bench import report
-from bench.scale_run import Case, run_case
+from bench.scale_cases import A4_SHAPE, TPU_SHAPE, Case
+from bench.scale_run import run_case
 from bench.scale_table import phase_table, table
 
 REPO = Path(__file__).resolve().parents[1]
 
 
-def cases(slices: list[int], strategies: list[str], queues: list[str], reps: int, qps: list[int]) -> list[Case]:
+def cases(slices: list[int], strategies: list[str], queues: list[str], reps: int, qps: list[int],
+          shapes: list[str] = (TPU_SHAPE,), job_syncs: list[int] = (0,)) -> list[Case]:
+    """Sizes small to large, then each shape; strategies alternate their order from one repetition to the next."""
     out = []
     for rep in range(reps):
         for n in slices:
-            for rate in qps:
-                for queue in queues:
-                    order = strategies if rep % 2 == 0 else list(reversed(strategies))
-                    out += [Case(n, strategy, queue == "kueue", rep, rate) for strategy in order]
+            for shape, rate, syncs, queue in itertools.product(shapes, qps, job_syncs, queues):
+                order = strategies if rep % 2 == 0 else list(reversed(strategies))
+                if shape != TPU_SHAPE:
+                    order = order[:1]  # one-VM runs: no exclusive placement to compare
+                out += [Case(n, strategy, queue == "kueue", rep, rate, shape, syncs) for strategy in order]
     return out
 
 
@@ -66,11 +71,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--api-qps", default="100",
                         help="the controller-manager's and scheduler's client rates to run, comma-separated; "
                              "0: their defaults")
+    parser.add_argument("--shapes", default=TPU_SHAPE, help=f"{TPU_SHAPE} and/or {A4_SHAPE} (bench/scale_cases.py)")
+    parser.add_argument("--job-syncs", default="0",
+                        help="the controller-manager's --concurrent-job-syncs to run, comma-separated; 0: its default")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds a case may take to run every pod")
     parser.add_argument("--out", default=str(REPO / "bench" / "results" / "scale.json"))
     args = parser.parse_args(argv)
     todo = cases([int(s) for s in args.slices.split(",")], args.strategies.split(","),
-                 args.queues.split(","), args.reps, [int(q) for q in args.api_qps.split(",")])
+                 args.queues.split(","), args.reps, [int(q) for q in args.api_qps.split(",")],
+                 args.shapes.split(","), [int(j) for j in args.job_syncs.split(",")])
     state = Path(tempfile.mkdtemp(prefix="gke-finetune-scale-"))
     rows = []
     started = time.monotonic()
@@ -84,8 +93,9 @@ def main(argv: list[str] | None = None) -> int:
             row = {**dataclasses.asdict(case), "error": str(err)[:2000]}
         shutil.rmtree(state / case.label(), ignore_errors=True)  # etcd's data of thousands of objects
         rows.append(row)
-        print(json.dumps({k: row.get(k) for k in ("slices", "strategy", "kueue", "api_qps", "bound_s", "running_s",
-                                                   "exclusive", "load_before", "error")}), flush=True)
+        print(json.dumps({k: row.get(k) for k in ("shape", "slices", "strategy", "kueue", "api_qps", "job_syncs",
+                                                   "bound_s", "running_s", "exclusive", "load_before", "machine",
+                                                   "error")}), flush=True)
         result["wall_s"] = round(time.monotonic() - started, 1)
         report.write(result, args.out)  # after each case: a long run keeps what it measured
     shutil.rmtree(state, ignore_errors=True)

@@ -88,3 +88,22 @@ def follower_waits(pods: Mapping[str, object]) -> list[float]:
         elif not p.leader and p.created:
             first_follower[p.job] = min(first_follower.get(p.job, p.created), p.created)
     return [first_follower[j] - leader_bound[j] for j in leader_bound if j in first_follower]
+
+
+def server_phases(jobs: Mapping[str, object], pods: Mapping[str, object], jobset_created: float | None) -> dict:
+    """The same three phases from the API server's own times (whole seconds): the JobSet's, Jobs' and pods'
+    creationTimestamps and each pod's PodScheduled time, so that no delay of the watches counts."""
+    job_times = sorted(j.created_at for j in jobs.values() if j.created_at)
+    created = sorted(p.created_at for p in pods.values() if p.created_at)
+    scheduled = sorted(p.scheduled_at for p in pods.values() if p.scheduled_at)
+    if not (jobset_created and job_times and created):
+        return {}
+    done = scheduled[-1] if len(scheduled) == len(pods) and scheduled else None
+    return {
+        "jobset_to_jobs_s": job_times[-1] - jobset_created,
+        "jobs_to_pods_created_s": created[-1] - job_times[-1],
+        "pods_created_per_s": _rate(len(created), created[0], created[-1]),
+        "created_to_bound_s": done - created[-1] if done is not None else None,
+        "pods_bound_per_s": _rate(len(scheduled), scheduled[0], done) if done is not None else None,
+        "jobset_to_bound_s": done - jobset_created if done is not None else None,
+    }

@@ -3,91 +3,28 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import re
 import time
 from collections import defaultdict
-from dataclasses import dataclass
 from pathlib import Path
 
-from bench.scale_phases import phases
-from bench.scale_placement import node_selector_strategy
+from bench.scale_cases import DEFAULT_JOB_SYNCS, DEFAULT_RATES, POOL, TOPOLOGY, TPU_SHAPE, Case, declare, without_runs
+from bench.scale_phases import phases, server_phases
 from bench.scale_sample import Sampler, load_average
-from bench.scale_watch import JOB_INDEX_LABEL, PodWatch
+from bench.scale_watch import JOB_INDEX_LABEL, PodWatch, epoch
 from core.catalog import NODEPOOL_LABEL, TPU_TOPOLOGY_LABEL
 from e2e.harness.faults import ready
 from e2e.harness.install import install_stack
 from e2e.harness.observe import JOBSET_NAME_LABEL, expected_pods
 from e2e.harness.session import control_plane
-from e2e.harness.stack_objects import StackObjects, stack_objects
 from e2e.harness.tools import CONTROL_PLANE_TOOLS
-
-STACK = "tpu-multislice"  # the shipped multislice stack, its pool and run overridden
-POOL = "v6e-16x16"
-RUN = "multislice"
-TOPOLOGY = "16x16"
 
 IDLE_SECONDS = 10.0  # sampled before the run, for the programs' background (leases, heartbeats)
 LIFETIME = 3600
-LEASE_SECONDS = 600  # Case.extra_args says why
-MONITOR_GRACE_SECONDS = 900
-
-
-@dataclass(frozen=True)
-class Case:
-    slices: int
-    strategy: str  # "affinity" | "node-selector"
-    kueue: bool
-    rep: int = 0
-    api_qps: int = 0  # the controller-manager's and scheduler's client rate; 0: their defaults (20, 50)
-
-    def label(self) -> str:
-        return (f"{self.slices}-slices-{self.strategy}-{'kueue' if self.kueue else 'direct'}"
-                f"-qps{self.api_qps or 'default'}-{self.rep}")
-
-    def extra_args(self) -> dict[str, list[str]]:
-        """The client rates Kubernetes' own 5,000-node validation ran the controller-manager and the
-        scheduler with (`--kube-api-qps=100 --kube-api-burst=100`, sig-release's scalability
-        validation report for release 1.9); the defaults are 20 (burst 30) and 50 (burst 100)
-        (k8s.io/kubernetes v1.35.4 pkg/controller/apis/config/v1alpha1/defaults.go,
-        pkg/scheduler/apis/config/v1/defaults.go)."""
-        # kwok logs every lease it renews at INFO (400 lines a second at 4,096 nodes). Its leases are
-        # renewed every 150 s instead of a kubelet's 10 s (kwok renews at a quarter of the duration),
-        # and the node lifecycle controller waits 900 s instead of 50 s for one: on 2 shared cores,
-        # 4,096 kubelets' 410 lease writes a second left a quarter of the nodes NotReady before the
-        # run began (tainted, so unschedulable), which a GKE control plane sized for them does not.
-        kwok = ["--v=WARN", f"--node-lease-duration-seconds={LEASE_SECONDS}"]
-        kcm = [f"--node-monitor-grace-period={MONITOR_GRACE_SECONDS}s"]
-        if self.api_qps:
-            rate = [f"--kube-api-qps={self.api_qps}", f"--kube-api-burst={self.api_qps}"]
-            return {"kwok": kwok, "kube-controller-manager": kcm + rate, "kube-scheduler": rate}
-        return {"kwok": kwok, "kube-controller-manager": kcm}
-
-
-def overrides(slices: int, kueue: bool) -> dict:
-    """The stack keys a user changes: the pool's shape and slices, and the run (a priority: through Kueue)."""
-    pool = {"name": POOL, "accelerator": "tpu-v6e", "topology": TOPOLOGY, "machineType": "ct6e-standard-4t",
-            "slices": slices, "capacity": "spot"}
-    run = {"name": RUN, "trainer": "gemma-jax", "pool": POOL, "data": "tinystories",
-           "args": ["--maxlen", "256", "--batch_size", "64"]}
-    if kueue:
-        run["priority"] = "normal"
-    return {"gke-finetune:pools": [pool], "gke-finetune:runs": [run]}
-
-
-def declare(case: Case) -> StackObjects:
-    """The program's objects for the case; with the node-selector strategy given to them (bench/scale_placement.py)."""
-    objects = stack_objects(STACK, overrides_json=json.dumps(overrides(case.slices, case.kueue)))
-    if case.strategy == "node-selector":
-        objects = node_selector_strategy(objects, RUN, POOL, case.slices)
-    return objects
-
-
-def _without_run(objects: StackObjects) -> tuple[StackObjects, dict]:
-    run = next(s.manifest for s in objects.steps if s.manifest and s.manifest["kind"] == "JobSet")
-    steps = [s for s in objects.steps if s.manifest is not run]
-    return dataclasses.replace(objects, steps=steps), run
+# The label every pod and Job of the case's runs carries (JobSet's), whatever the run's name.
+RUNS_SELECTOR = JOBSET_NAME_LABEL
+__all__ = ["Case", "POOL", "TOPOLOGY", "declare", "exclusive", "run_case", "timeline"]
 
 
 def exclusive(pods: list[dict], nodes: dict[str, dict], slices: int) -> str:
@@ -143,19 +80,20 @@ def _flag(argv: list[str], name: str) -> str | None:
 
 def client_rates(pids: dict[str, int]) -> dict[str, dict]:
     """Each program's API client rate as it runs: the controller-manager's and scheduler's
-    --kube-api-qps/--kube-api-burst flags (their defaults when absent: 20/30 and 50/100, k8s.io/kubernetes
-    v1.35.4 pkg/controller/apis/config/v1alpha1/defaults.go, pkg/scheduler/apis/config/v1/defaults.go),
-    the managers' `clientConnection` in the --config file their chart's ConfigMap gives them."""
+    --kube-api-qps/--kube-api-burst flags (their defaults when absent, bench/scale_cases.py DEFAULT_RATES) and
+    the controller-manager's --concurrent-job-syncs, the managers' `clientConnection` in the --config file
+    their chart's ConfigMap gives them."""
     import yaml  # pylint: disable=import-outside-toplevel
 
-    defaults = {"kube-controller-manager": ("20", "30"), "kube-scheduler": ("50", "100")}
     rates = {}
     for name, pid in pids.items():
         argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
-        if name in defaults:
+        if name in DEFAULT_RATES:
             qps, burst = _flag(argv, "kube-api-qps"), _flag(argv, "kube-api-burst")
-            rates[name] = {"qps": float(qps or defaults[name][0]), "burst": int(burst or defaults[name][1]),
+            rates[name] = {"qps": float(qps or DEFAULT_RATES[name][0]), "burst": int(burst or DEFAULT_RATES[name][1]),
                            "set": qps is not None}
+            if name == "kube-controller-manager":
+                rates[name]["concurrent_job_syncs"] = int(_flag(argv, "concurrent-job-syncs") or DEFAULT_JOB_SYNCS)
         elif name.endswith("-manager") and _flag(argv, "config"):
             docs = [d for d in yaml.safe_load_all(Path(_flag(argv, "config")).read_text()) if isinstance(d, dict)]
             conn = next((d["clientConnection"] for d in docs if d.get("clientConnection")), {})
@@ -174,9 +112,25 @@ def failed_creates(kube, namespace: str) -> dict[str, int]:
     return why
 
 
+def _observe(cp, objects) -> tuple[PodWatch, PodWatch]:
+    where = (cp.server, cp.pki.tokens["admin"], str(cp.pki.ca_cert), objects.runs_namespace, RUNS_SELECTOR)
+    return PodWatch(*where), PodWatch(*where, path="/apis/batch/v1/namespaces/{namespace}/jobs")
+
+
+def _machine(sampler: Sampler, usage: dict) -> dict:
+    """The machine while the case ran: its cores, the cores every process kept busy, the share the control
+    plane's programs had, and the highest load average seen."""
+    ours = sum(u["cpu_s"] for u in usage.values())
+    seconds = sampler.seconds or 1.0
+    return {"cpus": os.cpu_count(), "busy_cores": round(sampler.machine_busy_s / seconds, 2),
+            "control_plane_cores": round(ours / seconds, 2),
+            "others_cores": round(max(0.0, sampler.machine_busy_s - ours) / seconds, 2),
+            "peak_load": round(sampler.peak_load, 2)}
+
+
 def run_case(case: Case, state: Path, timeout: float) -> dict:
-    objects, jobset = _without_run(declare(case))
-    want = int(expected_pods(jobset))
+    objects, jobsets = without_runs(declare(case), case.runs())
+    want = sum(int(expected_pods(j)) for j in jobsets)
     with control_plane(state, LIFETIME, tool_names=CONTROL_PLANE_TOOLS, extra_args=case.extra_args()) as cp:
         kube = cp.client()
         started = time.monotonic()
@@ -188,15 +142,14 @@ def run_case(case: Case, state: Path, timeout: float) -> dict:
         time.sleep(IDLE_SECONDS)
         idle_usage = idle.stop()
         load_before = [round(x, 2) for x in load_average()]
-        where = (cp.server, cp.pki.tokens["admin"], str(cp.pki.ca_cert), objects.runs_namespace,
-                 f"{JOBSET_NAME_LABEL}={RUN}")
-        watch, job_watch = PodWatch(*where), PodWatch(*where, path="/apis/batch/v1/namespaces/{namespace}/jobs")
+        watch, job_watch = _observe(cp, objects)
         watch.start()
         job_watch.start()
         sampler = Sampler(pids)
         sampler.start()
         t0 = time.monotonic()
-        kube.apply(jobset)
+        for jobset in jobsets:
+            kube.apply(jobset)
         deadline = t0 + timeout
         bound = _wait(watch, "bound", want, deadline)
         running = _wait(watch, "running", want, deadline) if bound else None
@@ -206,26 +159,40 @@ def run_case(case: Case, state: Path, timeout: float) -> dict:
         job_watch.stop()
         refused = failed_creates(kube, objects.runs_namespace)
         rates = client_rates(pids)
-        pods = kube.list("v1", "Pod", objects.runs_namespace, labels=f"{JOBSET_NAME_LABEL}={RUN}")
+        created_at = [_server_time(kube.get("jobset.x-k8s.io/v1alpha2", "JobSet", j["metadata"]["name"],
+                                            objects.runs_namespace)) for j in jobsets]
+        pods = kube.list("v1", "Pod", objects.runs_namespace, labels=RUNS_SELECTOR)
         nodes = {n["metadata"]["name"]: n for n in kube.list("v1", "Node")}
         not_ready = sum(1 for n in nodes.values() if not ready(n))
         times, job_times = watch.snapshot(), job_watch.snapshot()
+    return {**_figures(case, want, t0, bound, running, times), "load_before": load_before,
+            "install_s": round(installed_s, 1), "nodes_not_ready": not_ready,
+            "exclusive": (exclusive(pods, nodes, case.slices) if case.shape == TPU_SHAPE else "-") if bound
+            else "timed out",
+            **_cpu(usage, want), "machine": _machine(sampler, usage),
+            "phases": phases(job_times, times, t0),
+            "server_phases": server_phases(job_times, times, min(filter(None, created_at), default=None)),
+            "failed_creates": sum(refused.values()), "refused_why": refused, "client_rates": rates,
+            "timeline": timeline(times, t0), "watch_errors": (watch.errors + job_watch.errors)[:5]}
+
+
+def _server_time(obj: dict) -> float | None:
+    return epoch(obj["metadata"].get("creationTimestamp"))
+
+
+def _figures(case: Case, want: int, t0: float, bound: float | None, running: float | None, times: dict) -> dict:
     bound_at = sorted(t.bound - t0 for t in times.values() if t.bound)
     created_at = sorted(t.created - t0 for t in times.values() if t.created)
-    total_cpu = sum(u["cpu_s"] for u in usage.values())
-    net_cpu = sum(u["net_cpu_s"] for u in usage.values())
     return {
-        "slices": case.slices, "nodes": case.slices * 64, "pods": want, "strategy": case.strategy,
-        "kueue": case.kueue, "rep": case.rep, "api_qps": case.api_qps, "load_before": load_before,
-        "install_s": round(installed_s, 1),
+        **dataclasses.asdict(case), "nodes": case.slices * (64 if case.shape == TPU_SHAPE else 1), "pods": want,
         "bound_s": round(bound - t0, 1) if bound else None, "running_s": round(running - t0, 1) if running else None,
         "created_s": round(created_at[-1], 1) if created_at else None,
         "created_median_s": round(created_at[len(created_at) // 2], 1) if created_at else None,
-        "bound_median_s": round(bound_at[len(bound_at) // 2], 1) if bound_at else None,
-        "pods_bound": len(bound_at), "nodes_not_ready": not_ready, "exclusive": exclusive(pods, nodes, case.slices) if bound else "timed out",
-        "cpu_s": round(total_cpu, 1), "net_cpu_s": round(net_cpu, 1),
-        "net_cpu_ms_per_pod": round(1000 * net_cpu / want, 2), "components": usage,
-        "phases": phases(job_times, times, t0), "failed_creates": sum(refused.values()), "refused_why": refused, "client_rates": rates,
-        "timeline": timeline(times, t0), "watch_errors": (watch.errors + job_watch.errors)[:5],
-        "cpus": os.cpu_count(),
+        "bound_median_s": round(bound_at[len(bound_at) // 2], 1) if bound_at else None, "pods_bound": len(bound_at),
     }
+
+
+def _cpu(usage: dict, want: int) -> dict:
+    total, net = sum(u["cpu_s"] for u in usage.values()), sum(u["net_cpu_s"] for u in usage.values())
+    return {"cpu_s": round(total, 1), "net_cpu_s": round(net, 1), "net_cpu_ms_per_pod": round(1000 * net / want, 2),
+            "components": usage}

@@ -27,6 +27,13 @@ def cpu_seconds(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime: fields 14, 15 of the line
 
 
+def machine_busy_seconds() -> float:
+    """CPU seconds every process of the machine has spent busy since boot, all cores together: the first
+    line of /proc/stat less its idle and iowait fields (proc(5))."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return (sum(fields[:8]) - fields[3] - fields[4]) / TICKS  # user..steal, less idle and iowait
+
+
 def rss_bytes(pid: int) -> int | None:
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -51,6 +58,11 @@ class Sampler:
     pids: dict[str, int]
     interval: float = 0.5
     usage: dict[str, Usage] = field(default_factory=dict)
+    # The whole machine over the same span: CPU seconds busy (every process, ours and the other users'),
+    # the span's seconds, and the highest 1-minute load average seen.
+    machine_busy_s: float = 0.0
+    seconds: float = 0.0
+    peak_load: float = 0.0
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
@@ -67,7 +79,10 @@ class Sampler:
 
     def _run(self) -> None:
         last = {name: (time.monotonic(), cpu_seconds(pid)) for name, pid in self.pids.items()}
+        started, busy = time.monotonic(), machine_busy_seconds()
         while not self._stop.wait(self.interval):
+            self.machine_busy_s, self.seconds = machine_busy_seconds() - busy, time.monotonic() - started
+            self.peak_load = max(self.peak_load, load_average()[0])
             for name, pid in self.pids.items():
                 now, cpu = time.monotonic(), cpu_seconds(pid)
                 before_t, before_cpu = last[name]

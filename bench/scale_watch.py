@@ -16,6 +16,7 @@ import threading
 import time
 import urllib.parse
 from dataclasses import dataclass, field
+from datetime import datetime
 
 
 @dataclass
@@ -26,6 +27,10 @@ class PodTimes:
     node: str | None = None
     job: str | None = None  # the JobSet's job index (its slice)
     leader: bool = False  # completion index 0: the pod JobSet's exclusive placement waits on
+    # The API server's own times (wall clock, whole seconds): the object's creationTimestamp, and the
+    # lastTransitionTime of the pod's PodScheduled condition once True (the scheduler sets it as it binds).
+    created_at: float | None = None
+    scheduled_at: float | None = None
 
 
 JOB_INDEX_LABEL = "jobset.sigs.k8s.io/job-index"
@@ -108,9 +113,18 @@ class PodWatch:
         with self._lock:
             labels = pod["metadata"].get("labels") or {}
             times = self.pods.setdefault(name, PodTimes(created=now, job=labels.get(JOB_INDEX_LABEL),
-                                                        leader=labels.get(COMPLETION_INDEX_LABEL) == "0"))
+                                                        leader=labels.get(COMPLETION_INDEX_LABEL) == "0",
+                                                        created_at=epoch(pod["metadata"].get("creationTimestamp"))))
+            if times.scheduled_at is None:
+                times.scheduled_at = epoch(next((c.get("lastTransitionTime") for c in pod.get("status", {}).get(
+                    "conditions") or [] if c.get("type") == "PodScheduled" and c.get("status") == "True"), None))
             node = pod.get("spec", {}).get("nodeName")
             if node and times.bound is None:
                 times.bound, times.node = now, node
             if pod.get("status", {}).get("phase") == "Running" and times.running is None:
                 times.running = now
+
+
+def epoch(stamp: str | None) -> float | None:
+    """An RFC 3339 time of the API server (`2026-01-02T03:04:05Z`) as seconds since the epoch."""
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() if stamp else None

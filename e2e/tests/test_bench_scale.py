@@ -4,7 +4,8 @@ strategy given to them, the exclusive-placement verdict and the growth figures (
 from __future__ import annotations
 
 from bench.scale_placement import NAMESPACED_JOB_LABEL, NODE_SELECTOR_STRATEGY_KEY, node_selector_strategy
-from bench.scale_run import POOL, RUN, TOPOLOGY, Case, declare, exclusive
+from bench.scale_cases import POOL, RUN, TOPOLOGY, Case, declare
+from bench.scale_run import exclusive
 from bench.scale_table import growth
 from core.catalog import NODEPOOL_LABEL, TPU_TOPOLOGY_LABEL
 from e2e.harness.nodes import pool_nodes
