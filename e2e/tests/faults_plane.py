@@ -24,6 +24,7 @@ from unittest import mock
 
 import yaml
 
+from core.names import checkpoint_prefix
 from e2e.harness.cluster import ControlPlane
 from e2e.harness.install import Installed, install_stack
 from e2e.harness.kube import Kube, wait_for
@@ -100,10 +101,11 @@ class FaultsPlane:
 
 
 def _progress_records(directory: Path, runs: list[str]) -> None:
-    """Each run's record as the JAX trainer writes it: 40 of 100 steps done, checkpointed at 40."""
+    """Each run's record as the JAX trainer writes it, where the stack's layout puts it (core/names.py):
+    40 of 100 steps done, checkpointed at 40."""
     for run in runs:
         started = 1_700_000_000.0
-        progress = Progress(str(directory / "checkpoints" / run), "gemma-jax", total_steps=100, started=started,
+        progress = Progress(str(directory / checkpoint_prefix(STACK, run)), "gemma-jax", total_steps=100, started=started,
                             clock=lambda: started + 600)
         progress.resumed(0)
         progress.first_step(1, loss=3.0)

@@ -110,3 +110,16 @@ def test_each_granted_verb_is_one_access_review():
     assert {"group": "", "resource": "namespaces", "verb": "get", "name": "ml-team"} in reviews
     assert len(reviews) == sum(len(r.resources) * len(r.verbs) * max(1, len(r.names))
                                for r in (*found.namespaced, *found.cluster))
+
+
+@pytest.mark.parametrize("kind, resource", [
+    # As each API serves them: the Secrets Store CSI driver's CRD (secrets-store.csi.x-k8s.io_secretproviderclasses),
+    # Kueue's and JobSet's CRDs, GKE's ComputeClass, the core and scheduling APIs.
+    ("SecretProviderClass", "secretproviderclasses"), ("WorkloadPriorityClass", "workloadpriorityclasses"),
+    ("ComputeClass", "computeclasses"), ("PriorityClass", "priorityclasses"), ("ClusterQueue", "clusterqueues"),
+    ("ResourceFlavor", "resourceflavors"), ("ProvisioningRequestConfig", "provisioningrequestconfigs"),
+    ("JobSet", "jobsets"), ("ServiceAccount", "serviceaccounts"), ("Service", "services"),
+    ("Deployment", "deployments"), ("Policy", "policies"),
+])
+def test_a_kind_s_resource_is_the_name_its_api_serves(kind, resource):
+    assert rbac.plural(kind) == resource

@@ -40,8 +40,18 @@ from dataclasses import dataclass
 WRITE = ("get", "create", "patch", "delete")
 WATCH = ("list", "watch")
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
-# Kinds whose plural is not the kind's lowercase name plus "s".
-_PLURALS = {"WorkloadPriorityClass": "workloadpriorityclasses", "ComputeClass": "computeclasses"}
+
+
+def plural(kind: str) -> str:
+    """A kind's resource name as the API server guesses it and every CRD the stacks use declares it
+    (k8s.io/apimachinery pkg/api/meta/restmapper.go UnsafeGuessKindToResource): lowercase, then "es"
+    after a final s ("secretproviderclasses"), "ies" for a final y, else "s"."""
+    lower = kind.lower()
+    if lower.endswith("s"):
+        return lower + "es"
+    if lower.endswith("y"):
+        return lower[:-1] + "ies"
+    return lower + "s"
 
 
 @dataclass(frozen=True)
@@ -59,7 +69,7 @@ class Declared:
 
     @property
     def resource(self) -> str:
-        return _PLURALS.get(self.kind, self.kind.lower() + "s")
+        return plural(self.kind)
 
 
 @dataclass(frozen=True)
