@@ -16,6 +16,10 @@ VENV := .venv
 VENV_JAX := .venv-jax
 VENV_GPU := .venv-gpu
 PYTEST_ARGS ?=
+# Each offline suite runs on this many pytest-xdist workers (the machine's cores: 2 in CI). The JAX
+# suite keeps each test file on one worker (--dist loadfile): its files share module fixtures (a
+# trained run, a real checkpoint), and only one file loads the real 270M weights (about 10 GB).
+TEST_WORKERS ?= 2
 # The platform's tests, by layer (ARCHITECTURE.md).
 PLATFORM_TESTS := tests/core tests/stack tests/manifests tests/admission tests/components tests/tools tests/staging tests/sft_data tests/progress
 
@@ -111,11 +115,11 @@ test: test-infra test-jax test-gpu scan
 
 test-infra: $(VENV)/.installed
 	$(VENV)/bin/lint-imports
-	$(VENV)/bin/python -m pytest $(PLATFORM_TESTS) $(PYTEST_ARGS)
+	$(VENV)/bin/python -m pytest $(PLATFORM_TESTS) -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 # The JAX tests check against transformers in the GPU trainer's environment too.
 test-jax: $(VENV_JAX)/.installed $(VENV_GPU)/.installed
-	$(VENV_JAX)/bin/python -m pytest tests/gemma_jax $(PYTEST_ARGS)
+	$(VENV_JAX)/bin/python -m pytest tests/gemma_jax -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 # Every shipped TPU run's train step compiled ahead of time by the real TPU
 # compiler (libtpu, requirements-tpu.txt) for its own slice; rewrites
@@ -125,7 +129,7 @@ tpu-compile: $(VENV_JAX)/.installed
 	$(VENV_JAX)/bin/python tests/gemma_jax/tpu_table.py
 
 test-gpu: $(VENV_GPU)/.installed
-	$(VENV_GPU)/bin/python -m pytest tests/trl_gpu $(PYTEST_ARGS)
+	$(VENV_GPU)/bin/python -m pytest tests/trl_gpu -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 # The shipped accelerate config (trainers/trl_gpu/accelerate_fsdp_8gpu.yaml)
 # through accelerate's FSDP2 on 2 CPU processes (gloo), a tiny Gemma 4 written
