@@ -29,9 +29,14 @@ from components.storage import DataBucket, DataBucketArgs
 from admission.check import admit
 from stack import reader
 from stack.apis import required_apis
+from stack.problems import ConfigError
 
-# The stack file, validated; then every run against what GKE admits and schedules.
-cfg = admit(reader.load())
+# The stack file, validated; then every run against what GKE admits and schedules. A refusal is its message
+# alone in `pulumi preview` and `up`, without a traceback (reader.refused).
+try:
+    cfg = admit(reader.load())
+except ConfigError as err:
+    raise reader.refused(err) from None
 
 if cfg.existing:
     footing = existing_cluster(cfg)

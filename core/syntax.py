@@ -38,7 +38,7 @@ def or_empty(pattern: str) -> str:
 
 
 def is_dns_label(name: str) -> bool:
-    return len(name) <= DNS_LABEL_MAX and bool(_DNS_1035.match(name))
+    return len(name) <= DNS_LABEL_MAX and bool(_DNS_1035.fullmatch(name))
 
 
 # --- Kubernetes object names, labels and annotations -----------------------------------
@@ -66,7 +66,7 @@ _K8S_ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
 def dns_1123_label_problem(value: str) -> str | None:
     if len(value) > DNS_LABEL_MAX:
         return f"has {len(value)} characters; a DNS-1123 label has at most {DNS_LABEL_MAX}"
-    if not DNS_1123_LABEL.match(value):
+    if not DNS_1123_LABEL.fullmatch(value):
         return "is not a DNS-1123 label (lower-case letters, digits and '-', starting and ending alphanumeric)"
     return None
 
@@ -74,7 +74,7 @@ def dns_1123_label_problem(value: str) -> str | None:
 def dns_1123_subdomain_problem(value: str) -> str | None:
     if len(value) > DNS_SUBDOMAIN_MAX:
         return f"has {len(value)} characters; a DNS-1123 subdomain has at most {DNS_SUBDOMAIN_MAX}"
-    if not DNS_1123_SUBDOMAIN.match(value):
+    if not DNS_1123_SUBDOMAIN.fullmatch(value):
         return "is not a DNS-1123 subdomain (lower-case alphanumeric labels joined by '.')"
     return None
 
@@ -88,7 +88,7 @@ def qualified_name_problem(key: str) -> str | None:
         return f"has prefix {prefix!r}, which {dns_1123_subdomain_problem(prefix)}"
     if len(name) > QUALIFIED_NAME_MAX:
         return f"has a name part of {len(name)} characters; at most {QUALIFIED_NAME_MAX}"
-    if not _QUALIFIED_NAME.match(name):
+    if not _QUALIFIED_NAME.fullmatch(name):
         return "has a name part that is not alphanumeric, '-', '_' or '.' between alphanumerics"
     return None
 
@@ -96,19 +96,19 @@ def qualified_name_problem(key: str) -> str | None:
 def label_value_problem(value: str) -> str | None:
     if len(value) > LABEL_VALUE_MAX:
         return f"has {len(value)} characters; a label value has at most {LABEL_VALUE_MAX}"
-    if not _LABEL_VALUE.match(value):
+    if not _LABEL_VALUE.fullmatch(value):
         return "is not a label value (alphanumeric, '-', '_' or '.' between alphanumerics; no '/')"
     return None
 
 
 def port_name_problem(name: str) -> str | None:
-    ok = (len(name) <= PORT_NAME_MAX and _PORT_NAME.match(name) and any(c.isalpha() for c in name)
+    ok = (len(name) <= PORT_NAME_MAX and _PORT_NAME.fullmatch(name) and any(c.isalpha() for c in name)
           and not name.startswith("-") and not name.endswith("-") and "--" not in name)
     return None if ok else f"is not a port name (an IANA service name: at most {PORT_NAME_MAX} lower-case " \
                            "alphanumerics and single inner '-', with a letter)"
 
 
 def env_name_problem(name: str) -> str | None:
-    if name in (".", "..") or not _K8S_ENV_NAME.match(name):
+    if name in (".", "..") or not _K8S_ENV_NAME.fullmatch(name):
         return "is not an environment variable name (letters, digits, '-', '.', '_', not starting with a digit)"
     return None

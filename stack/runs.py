@@ -24,7 +24,7 @@ from core.names import REPLICATED_JOB
 from core.syntax import DNS_LABEL_MAX, ENV_NAME, is_dns_label
 from core.catalog import Family
 from core.trainers import OWN_CONTAINER_GPU_ACCOUNT, RESERVED_ENV, TRAINERS, Trainer, own_container_row
-from stack.models import Count
+from stack.models import Count, Flag
 from stack.own_container import RunAs, own_container_problems
 from stack.problems import MISSING, Problem
 from stack.run_data import DATA_FLAGS, data_flags, data_problems
@@ -52,7 +52,7 @@ class RunConfig(BaseModel):
     args: tuple[str, ...] = Field(default=(), description="trainer flags (or the command's arguments), verbatim")
     # A run of one's own container (stack/own_container.py).
     command: tuple[str, ...] = Field(default=(), description="your own container's command (a run without trainer)")
-    hf_token: bool = Field(default=False, description="your own container: the Hugging Face token (hfTokenSecret) as a file")
+    hf_token: Flag = Field(default=False, description="your own container: the Hugging Face token (hfTokenSecret) as a file")
     run_as: RunAs | None = Field(default=None, description="your own container: its uid and gid (default: 1000:1000 on GPU, the image's on TPU)")
     # The data settings, passed to the trainer as flags (stack/run_data.py).
     format: str | None = Field(default=None, description="text | conversational | prompt-completion")
@@ -69,12 +69,12 @@ class RunConfig(BaseModel):
         description="file or directory below the bucket's datasets/ prefix the trainer reads "
         "(required by trainers that have no default source)",
     )
-    profile: bool = Field(
+    profile: Flag = Field(
         default=False,
         description="also capture a profile (trainers that can): a trace of a few steps and the profiler "
         "server; TensorBoard events go to profiles/<name>/ on every run",
     )
-    suspend: bool = Field(default=False, description="declare the run suspended (JobSet spec.suspend)")
+    suspend: Flag = Field(default=False, description="declare the run suspended (JobSet spec.suspend)")
     image: str | None = Field(
         default=None, description="trainer image by digest; defaults to the stack's image for the trainer"
     )
@@ -263,7 +263,7 @@ def _args_problems(run: RunConfig, where: str) -> list[Problem]:
 def _env_problems(run: RunConfig, where: str) -> list[Problem]:
     problems = []
     for name in sorted(run.env):
-        if not ENV_NAME.match(name):
+        if not ENV_NAME.fullmatch(name):
             problems.append(Problem(f"env.{name}", run.env[name], f"{where}: env name {name!r} is not a valid variable name",
                                     "letters, digits and '_', not starting with a digit"))
         elif name in RESERVED_ENV:

@@ -70,7 +70,7 @@ def next_steps(bucket: str) -> list[str]:
 
 def problems(project: str, location: str, bucket: str, team: list[str]) -> list[str]:
     found = []
-    if not PROJECT_ID.match(project):
+    if not PROJECT_ID.fullmatch(project):
         found.append(f"--project: {project!r} is not a project id; allowed: 6-30 lowercase letters, digits or "
                      "hyphens, starting with a letter")
     if not re.fullmatch(r"[A-Za-z0-9-]+", location):

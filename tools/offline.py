@@ -29,6 +29,7 @@ both use this module. The config map comes from the one reader of stack files
 from __future__ import annotations
 
 import json
+import os
 import runpy
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -282,4 +283,10 @@ def _run(stack, deployment, overrides, secrets, plain, root: Path = ROOT, previe
             runpy.run_path(str(root / "__main__.py"), run_name="__main__")
         return pulumi.Output.all(**exports).apply(deployment.outputs.update)
 
-    program()
+    # The CLI runs the program in the project's directory: its stack file and `path:` datasets are there.
+    before = os.getcwd()
+    os.chdir(root)
+    try:
+        program()
+    finally:
+        os.chdir(before)
