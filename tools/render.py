@@ -35,6 +35,7 @@ from stack.images import offline_images
 from stack.problems import ConfigError
 from stack.runs import RunConfig
 from tools import stacks
+from tools.files import WriteRefused
 from tools.yaml_files import to_yaml, write_manifests
 
 __all__ = ["explode_jobs", "stack_compute_class_manifests", "stack_inputs", "stack_kueue_manifests", "stack_manifests", "to_yaml", "write_manifests"]
@@ -102,7 +103,12 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     # For scanners, every Job the stack declares: each run's child Jobs and the staging Jobs.
     chosen = {**explode_jobs(manifests), **staging_manifests(args.stack)} if args.explode_jobs else manifests
-    for path in write_manifests(chosen, args.out):
+    try:
+        written = write_manifests(chosen, args.out)
+    except WriteRefused as err:
+        print(f"render: {err}", file=sys.stderr)
+        return err.code
+    for path in written:
         print(path)
     return 0
 

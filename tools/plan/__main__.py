@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from tools.backend import deployed_from_local
+from tools.files import WriteRefused, replace_text
 from tools.plan.collect import ROOT, PlanError, collect
 from tools.plan.diff import diff, render_diff
 from tools.plan.ref import plan_json, plan_ref
@@ -88,11 +89,15 @@ def _show(args: argparse.Namespace) -> int:
         return 1
     print(render(plan))
     out = (args.out or ROOT / "plan" / args.stack / "manifests").resolve()
-    written = write_manifests(plan, out)
+    try:
+        written = write_manifests(plan, out, adopt=args.out is None)
+        if args.json:
+            replace_text(args.json, json.dumps(plan, indent=2, sort_keys=True))
+    except (WriteRefused, OSError) as err:
+        print(f"plan: {err if isinstance(err, WriteRefused) else f'{err.filename}: {err.strerror}'}", file=sys.stderr)
+        return WriteRefused.code
     shown = out.relative_to(ROOT) if out.is_relative_to(ROOT) else out
     print(f"\nRun manifests ({len(written)}) written to {shown}/")
-    if args.json:
-        args.json.write_text(json.dumps(plan, indent=2, sort_keys=True))
     return 0
 
 
@@ -108,7 +113,12 @@ def _handoff(args: argparse.Namespace) -> int:
         return EX_CONFIG
     print(found.text())
     if args.out:
-        for path in write(found, args.out):
+        try:
+            paths = write(found, args.out)
+        except WriteRefused as err:
+            print(f"handoff: {err}", file=sys.stderr)
+            return err.code
+        for path in paths:
             print(f"# written: {path}", file=sys.stderr)
     return 0
 

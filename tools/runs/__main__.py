@@ -59,27 +59,36 @@ def logs(args) -> int:
 
 
 def suspend(args) -> int:
+    """Cancel or resume: the stack file edited only when the change can be applied here too (or `--edit-only`
+    says it is only the file), atomically under a lock (tools/runs/suspend.py)."""
+    from tools.files import WriteRefused  # pylint: disable=import-outside-toplevel
     from tools.runs import suspend as edit  # pylint: disable=import-outside-toplevel
 
     config = cmd.stack_config(args.stack, args.root, args.command)
     run = cmd.the_run(config, args.run, args.command)
     path = args.root / f"Pulumi.{args.stack}.yaml"
+    missing = None if args.edit_only else edit.pulumi_problem()
+    if missing:
+        raise cmd.CommandError(f"{args.command}: {missing}; nothing was changed. To edit the stack file only and apply "
+                               f"it later, add --edit-only (make {args.command} ... EDIT_ONLY=1)", cmd.EX_UNAVAILABLE)
     try:
-        done = edit.edit(path.read_text(), path, run.name, args.command == "cancel")
+        done = edit.edit_file(path, run.name, args.command == "cancel")
     except edit.EditError as err:
         raise cmd.CommandError(f"{args.command}: {err}", cmd.EX_CONFIG) from None
-    if done.changed:
-        path.write_text(done.text)
+    except (WriteRefused, OSError) as err:
+        why = err if isinstance(err, WriteRefused) else f"{path.name} can't be written: {err.strerror}"
+        raise cmd.CommandError(f"{args.command}: {why}", WriteRefused.code) from None
     state = "suspend: true" if args.command == "cancel" else "suspend removed"
     print(f"{args.command}: {path.name}:{done.line}: run {run.name}: {state}" + ("" if done.changed else " already"),
           flush=True)
     if args.edit_only:
-        print(f"{args.command}: apply it with `make up STACK={args.stack}` (or: {' '.join(edit.apply_command(args.stack, run.name))})")
+        print(f"{args.command}: only the stack file was edited; nothing was applied. Apply it with "
+              f"`make up STACK={args.stack}` (or: {' '.join(edit.apply_command(args.stack, run.name))})")
         return 0
     try:
         code = edit.apply(args.stack, run.name, args.root, dict(os.environ))
     except edit.EditError as err:
-        raise cmd.CommandError(f"{args.command}: {err}", cmd.EX_CONFIG) from None
+        raise cmd.CommandError(f"{args.command}: {err}", cmd.EX_UNAVAILABLE) from None
     if code != 0:
         raise cmd.CommandError(f"{args.command}: `pulumi up --target` exited {code}; the stack file keeps the change: "
                                f"`make up STACK={args.stack}` applies it", code)
