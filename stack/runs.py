@@ -21,13 +21,14 @@ from pydantic.alias_generators import to_camel
 from core.contract import SchedulingContract
 from core.images import image_problem
 from core.names import REPLICATED_JOB
-from core.syntax import DNS_LABEL_MAX, ENV_NAME, is_dns_label
+from core.syntax import DNS_LABEL_MAX, is_dns_label
 from core.catalog import Family
-from core.trainers import OWN_CONTAINER_GPU_ACCOUNT, RESERVED_ENV, TRAINERS, Trainer, own_container_row
+from core.trainers import OWN_CONTAINER_GPU_ACCOUNT, TRAINERS, Trainer, own_container_row
 from stack.models import Count, Flag
 from stack.own_container import RunAs, own_container_problems
 from stack.problems import MISSING, Problem
 from stack.run_data import DATA_FLAGS, data_flags, data_problems
+from stack.run_env import EnvValue, env_problems, size_problems
 from stack.run_model import launcher_args, model_args, model_problems
 
 
@@ -84,7 +85,8 @@ class RunConfig(BaseModel):
     max_restarts: Count = Field(
         default=3, ge=0, le=100, description="JobSet restarts on failures other than disruptions and config errors"
     )
-    env: dict[str, str] = Field(default_factory=dict, description="extra, non-secret environment variables")
+    env: dict[str, EnvValue] = Field(default_factory=dict, description="extra environment variables: text, "
+                                            "or {secret: <Secret>, key: <key>} (stack/run_env.py)")
 
     @field_validator("trainer")
     @classmethod
@@ -155,7 +157,8 @@ def _one_run_problems(run: RunConfig, contracts: Mapping[str, SchedulingContract
         first = [Problem("pool", run.pool, f"does not exist {where}", ", ".join(map(repr, sorted(contracts))))]
     else:
         first = _family_problems(run, contract, where)
-    problems = first + _name_problems(run) + _env_problems(run, where) + _data_problems(run, where)
+    problems = first + _name_problems(run) + env_problems(run.env, where) + size_problems(run, where)
+    problems += _data_problems(run, where)
     problems += own_container_problems(run, where) + data_problems(run, where) + model_problems(run, where)
     if run.trainer is None:
         problems += _own_container_profile(run, where)
@@ -258,18 +261,6 @@ def _args_problems(run: RunConfig, where: str) -> list[Problem]:
                 "`profile: true` instead")
         for flag in sorted(given & run.row.profile_flags)
     ]
-
-
-def _env_problems(run: RunConfig, where: str) -> list[Problem]:
-    problems = []
-    for name in sorted(run.env):
-        if not ENV_NAME.fullmatch(name):
-            problems.append(Problem(f"env.{name}", run.env[name], f"{where}: env name {name!r} is not a valid variable name",
-                                    "letters, digits and '_', not starting with a digit"))
-        elif name in RESERVED_ENV:
-            problems.append(Problem(f"env.{name}", run.env[name], f"{where}: env {name} is set by the platform",
-                                    "env without it"))
-    return problems
 
 
 def _data_problems(run: RunConfig, where: str) -> list[Problem]:
