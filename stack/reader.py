@@ -112,12 +112,18 @@ def model_values(config_map: dict[str, Any], stack: str) -> dict[str, Any]:
 def cli_text(value: Any) -> str:
     """A value of the stack file as the Pulumi CLI hands it to the program: text as it is, a boolean or number
     as its text, anything else as JSON (sdk/go/common/resource/config/object.go `MarshalString`: Go's JSON,
-    whose floats print without a fraction when whole)."""
-    if isinstance(value, str):
-        return value
+    whose floats print without a fraction when whole, so that `1.0` reaches the program as 1)."""
+    return value if isinstance(value, str) else json.dumps(_go_numbers(value))
+
+
+def _go_numbers(value: Any) -> Any:
     if isinstance(value, float) and math.isfinite(value) and value.is_integer() and abs(value) < 1e21:
-        return str(int(value))
-    return json.dumps(value)
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _go_numbers(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_go_numbers(v) for v in value]
+    return value
 
 
 def load_files(stack: str, root: Path) -> StackConfig:
@@ -186,12 +192,19 @@ class StackRefused(ConfigError, pulumi.RunError):
     pulumi-language-python-exec, `except pulumi.RunError as e: pulumi.log.error(str(e))`)."""
 
     unreadable = False  # the stack file isn't YAML the CLI reads as the commands do
+    stack = ""
+
+    def __str__(self) -> str:
+        text = self.problems[0] if self.unreadable else super().__str__()
+        return f"stack {self.stack}: {text}" if self.stack and not self.unreadable else text
 
 
 def refused(err: ConfigError) -> StackRefused:
-    """`err` as the program raises it (the offline plan and the tests still catch a ConfigError)."""
+    """`err` as the program raises it, naming the stack (the offline plan and the tests still catch a
+    ConfigError)."""
     found = StackRefused(err.items)
     found.unreadable = isinstance(err, StackFileError)
+    found.stack = pulumi.get_stack()
     if found.unreadable:
         found.args = err.args
     return found

@@ -35,6 +35,7 @@ from stack.images import offline_images
 from stack.problems import ConfigError
 from stack.runs import RunConfig
 from tools import stacks
+from tools.cli import guarded, stack_name
 from tools.files import WriteRefused
 from tools.yaml_files import to_yaml, write_manifests
 
@@ -83,8 +84,12 @@ def shipped_stacks(root: Path = ROOT) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    return guarded("render", lambda: _main(argv))
+
+
+def _main(argv: list[str] | None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.render", description=__doc__.splitlines()[0])
-    parser.add_argument("--stack", required=True, help="render the runs of Pulumi.<stack>.yaml")
+    parser.add_argument("--stack", required=True, type=stack_name, help="render the runs of Pulumi.<stack>.yaml")
     parser.add_argument("--out", type=Path, required=True, help="output directory")
     parser.add_argument(
         "--explode-jobs", action="store_true", help="write each JobSet's child Jobs (batch/v1) instead, for scanners"

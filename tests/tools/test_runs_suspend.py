@@ -214,7 +214,7 @@ def test_nothing_is_edited_when_it_cannot_be_applied_or_written(tmp_path):
     original = path.read_bytes()
     no_cli = _command(tmp_path, "cancel", "--run", "first", path=str(Path(sys.executable).parent))
     assert no_cli.returncode == 69, no_cli.stderr
-    assert no_cli.stderr.startswith("cancel: the Pulumi CLI is not on PATH") and "nothing was changed" in no_cli.stderr
+    assert no_cli.stderr.startswith("cancel: stack two: the Pulumi CLI is not on PATH") and "nothing was changed" in no_cli.stderr
     assert "--edit-only" in no_cli.stderr and path.read_bytes() == original
     path.chmod(0o444)
     read_only = _command(tmp_path, "cancel", "--edit-only", "--run", "first")
