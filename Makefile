@@ -73,6 +73,13 @@ help:
 	@echo "  make cancel STACK=dev RUN=<run>    stop it, checkpoints kept (suspend: true in the stack file, applied)"
 	@echo "  make resume STACK=dev RUN=<run>    start it again from its checkpoints"
 	@echo "  make inspect STACK=dev RUN=<run>   one folder (OUT=<dir>, default inspect/) with what debugging it needs"
+	@echo "  make migrate STACK=dev [RUN=<run>] copy what a run deployed before prefixes carried the stack to its new ones,"
+	@echo "                                 verified (DELETE_SOURCE=1: delete the old objects once all are verified)"
+	@echo ""
+	@echo "Its model, once trained (docs/model-out.md; RUN=<run>, a run with export:):"
+	@echo "  make download STACK=a4 RUN=<run>   its export to models/<stack>/<run>/ (DIR=<dir>), checksums verified;"
+	@echo "                                 CHECKPOINT=<step> a checkpoint instead; FORCE=1 into a directory holding other files"
+	@echo "  make generate STACK=a4 RUN=<run> PROMPT='...'   the downloaded model's answer, streamed (CPU or GPU; DIR=<dir>)"
 	@echo ""
 	@echo "  make help                      this list"
 
@@ -181,7 +188,7 @@ define keep_code
 @$(1) || { code=$$?; echo "make $@: exit code $$code (make itself exits 2): for the code, run $(strip $(1))" >&2; exit $$code; }
 endef
 RUN_ARGS = --stack $(STACK) $(if $(RUN),--run $(RUN))
-.PHONY: logs cancel resume inspect doctor backend handoff
+.PHONY: logs cancel resume inspect doctor backend handoff migrate
 
 # make logs STACK= RUN= [FOLLOW=1] [POD=<index>|all]: the trainer's log (process 0 by default), across restarts.
 logs: $(VENV)/.installed
@@ -195,6 +202,23 @@ cancel resume: $(VENV)/.installed
 # make inspect STACK= RUN= [OUT=<dir>]: one folder (default inspect/) with the run's objects, events, nodes, logs.
 inspect: $(VENV)/.installed
 	$(call keep_code,$(VENV)/bin/python -m tools.runs inspect $(RUN_ARGS) $(if $(OUT),--out $(OUT)))
+
+# make migrate STACK= [RUN=]: checkpoints/<run>/ and profiles/<run>/ (and, without RUN, datasets/<name>/) copied to
+# the prefixes that carry the stack, each object verified; the source deleted only with DELETE_SOURCE=1 (tools/migrate/).
+migrate: $(VENV)/.installed
+	$(call keep_code,$(VENV)/bin/python -m tools.migrate $(RUN_ARGS) $(if $(DELETE_SOURCE),--delete-source))
+
+# --- a run's model, after training (tools/model/, docs/model-out.md) ---
+# make download STACK= RUN= [DIR=] [CHECKPOINT=<step>] [FORCE=1]: the export from the bucket (google-cloud-storage, .venv).
+# make generate STACK= RUN= PROMPT= [DIR=]: transformers and torch are in .venv-gpu (the GPU trainer's environment).
+MODEL_DIR = $(or $(DIR),models/$(STACK)/$(RUN))
+.PHONY: download generate
+download: $(VENV)/.installed
+	$(call keep_code,$(VENV)/bin/python -m tools.model download $(RUN_ARGS) $(if $(DIR),--dir $(DIR)) $(if $(CHECKPOINT),--checkpoint $(CHECKPOINT)) $(if $(FORCE),--force))
+
+generate: $(VENV_GPU)/.installed
+	@test -n "$(PROMPT)" || { echo "make generate: set PROMPT='...' (and RUN=<run>, or DIR=<dir>)" >&2; exit 2; }
+	$(call keep_code,$(VENV_GPU)/bin/python -m tools.model generate --dir "$(MODEL_DIR)" --prompt "$(PROMPT)")
 
 # make doctor STACK=: what the stack's first `pulumi up` needs, and what to do for each miss (tools/doctor/);
 # it only reads. DOCTOR_ARGS=--record <file> keeps the answers (tokens replaced).

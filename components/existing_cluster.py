@@ -9,6 +9,7 @@ from __future__ import annotations
 import pulumi
 
 from components import namespace_policy, preflight
+from components.bucket_preflight import BucketFacts
 from components.images import trainer_images
 from components.in_cluster import Footing
 from components.kube import ExistingClusterAccess, KubeconfigAccessArgs, existing_cluster_endpoint
@@ -17,8 +18,9 @@ from core.ids import kubernetes_service_account_principal
 from stack.config import StackConfig
 
 
-def existing_cluster(cfg: StackConfig) -> Footing:
-    """A cluster the platform team runs: its provider, and the bucket grants if the stack declares them."""
+def existing_cluster(cfg: StackConfig, bucket: BucketFacts) -> Footing:
+    """A cluster the platform team runs: its provider, and the bucket grants (and, where the bucket has
+    hierarchical namespace, the folders of the stack's prefixes) if the stack declares them."""
     existing = cfg.existing
     # The cluster's own state first: the stack's namespace, who installed its controllers, and what the
     # namespace's Pod Security level and quotas admit.
@@ -45,8 +47,11 @@ def existing_cluster(cfg: StackConfig) -> Footing:
         pulumi.export("trainerPrincipal", trainer)
         pulumi.export("stagerPrincipal", stager)
     if existing.bucket_grants:  # projectNumber is set (stack/config.py)
-        grants = BucketGrants("data", BucketGrantsArgs(bucket=cfg.data_bucket, trainer_member=trainer,
-                                                       runs=[run.name for run in cfg.runs])).grants
+        declared = BucketGrants("data", BucketGrantsArgs(
+            bucket=cfg.data_bucket, trainer_member=trainer, runs=[run.name for run in cfg.runs],
+            layout=cfg.bucket_layout, datasets=[d.name for d in cfg.datasets],
+            existing_folders=bucket.folders if bucket.hierarchical else None, exports=cfg.export_prefixes()))
+        grants = [*declared.grants, *declared.folders]
     pulumi.export("bucketUrl", f"gs://{cfg.data_bucket}")
     return Footing(provider=access.provider, images=trainer_images(cfg, None), contracts=cfg.contracts(),
                    stager_member=stager, trainer_member=trainer, bucket=grants,

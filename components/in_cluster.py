@@ -36,8 +36,8 @@ class Footing:
     stager_member: pulumi.Input[str] | None
     trainer_member: pulumi.Input[str] | None = None
     # What the controllers wait for (nodes to run on), what every in-cluster object waits for
-    # (the cluster), what pods wait for (the bucket and the trainer's grants on it: a run is deleted, and its
-    # pods' SIGTERM checkpoint written, before `destroy` revokes them).
+    # (the cluster), what pods wait for (the bucket, the trainer's grants on it and the folders of the stack's
+    # prefixes: a run is deleted, and its pods' SIGTERM checkpoint written, before `destroy` revokes the grants).
     controller_nodes: list = field(default_factory=list)
     cluster: list = field(default_factory=list)
     bucket: list = field(default_factory=list)
@@ -88,17 +88,21 @@ def in_cluster(cfg: StackConfig, at: Footing) -> None:
     # Datasets from the machine running `pulumi up` (`path`): uploaded by it, before the runs.
     local = [d for d in cfg.datasets if not d.staged_in_cluster]
     uploads = DatasetUploads("uploads", DatasetUploadsArgs(
-        bucket=cfg.data_bucket, datasets=local, depends_on=at.bucket), at.opts).all if local else []
+        bucket=cfg.data_bucket, datasets=local, layout=cfg.bucket_layout, depends_on=at.bucket),
+        at.opts).all if local else []
 
     runs = Runs(RUNS_NAME, RunsArgs(
         runs=cfg.runs, contracts=at.contracts, bucket=cfg.data_bucket, images=at.images, provider=at.provider,
         namespace=cfg.runs_namespace, service_account=cfg.trainer_account, data_paths=cfg.data_paths(),
+        layout=cfg.bucket_layout, exports=cfg.export_prefixes(),
         depends_on=[*controllers, *at.bucket, *workspace.pod_dependencies, *token_grants, *staging.jobs.values(),
                     *queue_ready, *uploads]))
     pulumi.export("runs", sorted(runs.jobsets))
     # Each run's workload page and Cloud Logging query in the console (`make status` prints them too).
     pulumi.export("runLinks", stack_run_links(cfg))
-    pulumi.export("datasets", {name: f"gs://{cfg.data_bucket}/datasets/{name}/"
+    # Where each run with `export:` writes its model (`make download` brings it to this machine).
+    pulumi.export("exports", {run: f"gs://{cfg.data_bucket}/{prefix}/" for run, prefix in cfg.export_prefixes().items()})
+    pulumi.export("datasets", {name: f"gs://{cfg.data_bucket}/{cfg.bucket_layout.dataset(name)}/"
                                for name in [*staging.jobs, *(d.name for d in local)]})
 
 

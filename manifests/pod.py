@@ -18,7 +18,7 @@ from core.names import RUN_ENV
 from core.trainers import (CHECKPOINTS_ENV, CONTAINER, DATA_ENV, PROFILES_ENV, PROGRESS_ENV, WORKDIR,
                            Trainer)
 from manifests import storage
-from manifests.storage import CHECKPOINT_DIR, DATA_DIR, PROFILE_DIR, Owner
+from manifests.storage import CHECKPOINT_DIR, DATA_DIR, EXPORT_DIR, PROFILE_DIR, Owner
 from manifests.token import HF_TOKEN_FILE, token_mount, token_volume
 from stack.run_env import env_entry
 from stack.runs import RunConfig
@@ -132,7 +132,7 @@ def platform_args(run: RunConfig, row: Trainer, contract: SchedulingContract, da
         args += list(row.profile_args)
     if row.peak_flops_flag:
         args += [row.peak_flops_flag, f"{contract.shape.accelerator.peak_bf16_flops_per_chip:.6g}"]
-    return args + run.model_args(DATA_DIR) + run.data_flags()
+    return args + run.model_args(DATA_DIR) + run.data_flags() + run.export_args(EXPORT_DIR)
 
 
 def mount_env(data_path: str | None) -> list[dict]:

@@ -1,8 +1,8 @@
-"""A dataset's staging Job as data: fetch the source into datasets/<name>/, then (optionally) tokenize.
+"""A dataset's staging Job as data: fetch the source into datasets/<stack>/<name>/, then (optionally) tokenize.
 
 The Job runs on the cluster's system nodes (Standard) or general-purpose
 Autopilot nodes, never on an accelerator, as the `stager` service account,
-whose only write access is `datasets/`. The staging code is the project's
+whose only write access is its datasets' `datasets/<stack>/<name>/`. The staging code is the project's
 own (trainers/staging, standard library only); a dataset with `tokenize`
 is then tokenized by the JAX trainer's own code, in its image, into the
 token shards its runs read. A source no retry can fix exits 78 and fails
@@ -16,7 +16,7 @@ import json
 from collections.abc import Mapping
 
 from core.catalog import NODEPOOL_LABEL
-from core.names import APP_LABEL, DATASET_LABEL, DATA_PREFIX, PROJECT
+from core.names import APP_LABEL, DATASET_LABEL, PROJECT
 from core.trainers import CONFIG_ERROR, STAGING_MODULE, TRAINERS, WORKDIR, Trainer
 from manifests import pod
 from manifests.storage import CSI_DRIVER, WRITE_OPTIONS, Owner, fuse_annotations
@@ -42,7 +42,8 @@ def stack_staging_jobs(config: StackConfig, images: Mapping[str, str]) -> dict[s
     for dataset in (d for d in config.datasets if d.staged_in_cluster):  # a `path`: uploaded, no Job
         trainer = config.staging_trainer(dataset)
         jobs[dataset.name] = staging_job(dataset, trainer=TRAINERS[trainer], image=images[trainer],
-                                         bucket=config.data_bucket, autopilot=config.autopilot,
+                                         bucket=config.data_bucket, prefix=config.bucket_layout.dataset(dataset.name),
+                                         autopilot=config.autopilot,
                                          namespace=config.runs_namespace, service_account=config.stager_account,
                                          system_pool=config.existing is None)
     return jobs
@@ -53,11 +54,12 @@ def job_name(dataset: DatasetConfig) -> str:
 
 
 def staging_job(
-    dataset: DatasetConfig, *, trainer: Trainer, image: str, bucket: str, autopilot: bool, namespace: str,
-    service_account: str, system_pool: bool = True,
+    dataset: DatasetConfig, *, trainer: Trainer, image: str, bucket: str, prefix: str, autopilot: bool,
+    namespace: str, service_account: str, system_pool: bool = True,
 ) -> dict:
-    """`system_pool`: on Standard, pinned to the platform's system node pool; an existing cluster's Job goes
-    wherever the scheduler puts it (its accelerator nodes are tainted, which the Job doesn't tolerate)."""
+    """`prefix`: the dataset's in the bucket (the Job's only writable mount). `system_pool`: on Standard,
+    pinned to the platform's system node pool; an existing cluster's Job goes wherever the scheduler puts it
+    (its accelerator nodes are tainted, which the Job doesn't tolerate)."""
     labels = {APP_LABEL: PROJECT, DATASET_LABEL: dataset.name}
     steps = [_stage_container(dataset, image)]
     if dataset.tokenize and trainer.token_shards_module:
@@ -69,7 +71,7 @@ def staging_job(
         "restartPolicy": "Never",
         "securityContext": pod.owner_security_context(staging_owner(trainer)),
         "containers": [main],
-        "volumes": _volumes(dataset, bucket, trainer),
+        "volumes": _volumes(dataset, bucket, prefix, trainer),
     }
     if init:
         spec["initContainers"] = init
@@ -136,9 +138,9 @@ def staging_owner(trainer: Trainer) -> Owner:
     return Owner(trainer.image.jobs_user, trainer.image.jobs_user)
 
 
-def _volumes(dataset: DatasetConfig, bucket: str, trainer: Trainer) -> list[dict]:
+def _volumes(dataset: DatasetConfig, bucket: str, prefix: str, trainer: Trainer) -> list[dict]:
     ids = staging_owner(trainer).mount_options
-    options = ",".join((*WRITE_OPTIONS, *ids, f"only-dir={DATA_PREFIX}/{dataset.name}"))
+    options = ",".join((*WRITE_OPTIONS, *ids, f"only-dir={prefix}"))
     volumes = [{"name": "dataset", "csi": {"driver": CSI_DRIVER, "readOnly": False,
                                           "volumeAttributes": {"bucketName": bucket, "mountOptions": options}}}]
     if dataset.gcs:

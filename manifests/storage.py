@@ -3,8 +3,8 @@
 Each volume mounts one prefix of the platform bucket through the Cloud Storage
 FUSE sidecar GKE injects into pods annotated `gke-gcsfuse/volumes: "true"`;
 the sidecar authenticates as the pod's Kubernetes service account (Workload
-Identity), whose Google identity may read `datasets/` and write only below
-`checkpoints/<run>/` and `profiles/<run>/`.
+Identity), whose Google identity may read the bucket and write only below
+the run's `checkpoints/<stack>/<run>/` and `profiles/<stack>/<run>/` (core/names.py).
 https://cloud.google.com/kubernetes-engine/docs/how-to/cloud-storage-fuse-csi-driver-ephemeral
 """
 
@@ -15,13 +15,15 @@ from dataclasses import dataclass
 from core import quantity
 from core.catalog import Family
 from core.contract import SchedulingContract
-from core.names import CHECKPOINT_PREFIX, DATA_PREFIX, PROFILE_PREFIX
+from core.names import RunPrefixes
 
 CSI_DRIVER = "gcsfuse.csi.storage.gke.io"
 
 DATA_DIR = "/data"
 CHECKPOINT_DIR = "/checkpoints"
 PROFILE_DIR = "/profiles"
+# A run with `export:` writes its model here: its `exports/<stack>/<run>/` (core/names.py export_prefix).
+EXPORT_DIR = "/exports"
 
 # Reads of the training data: the GKE tutorial's file cache with parallel downloads,
 # so every epoch after the first reads from the cache. Its size is capped
@@ -158,17 +160,20 @@ class Mount:
     writable: bool
 
 
-def run_mounts(run_name: str) -> tuple[Mount, ...]:
-    """The prefixes a run sees: data read-only; its own checkpoints and profiles read-write.
+def run_mounts(prefixes: RunPrefixes, export_prefix: str | None = None) -> tuple[Mount, ...]:
+    """The prefixes a run sees: its stack's datasets read-only; its own checkpoints and profiles read-write,
+    and its export (`exports/<stack>/<run>`) where it has `export:`.
 
     Every run gets its profiles prefix, where the trainer writes its TensorBoard
     events (and traces): a path inside the container would be lost with the pod.
+    The mount paths are the same whatever the prefixes, so the trainers' flags are too.
     """
-    return (
-        Mount("data", DATA_PREFIX, DATA_DIR, writable=False),
-        Mount("checkpoints", f"{CHECKPOINT_PREFIX}/{run_name}", CHECKPOINT_DIR, writable=True),
-        Mount("profiles", f"{PROFILE_PREFIX}/{run_name}", PROFILE_DIR, writable=True),
+    mounts = (
+        Mount("data", prefixes.data, DATA_DIR, writable=False),
+        Mount("checkpoints", prefixes.checkpoints, CHECKPOINT_DIR, writable=True),
+        Mount("profiles", prefixes.profiles, PROFILE_DIR, writable=True),
     )
+    return mounts + ((Mount("exports", export_prefix, EXPORT_DIR, writable=True),) if export_prefix else ())
 
 
 def volume(mount: Mount, bucket: str, host_network: bool, owner: Owner | None = None,

@@ -94,6 +94,7 @@ class Declared:
     create_timeout: str = ""
     delete_timeout: str = ""
     delete_before_replace: bool = False
+    import_id: str = ""  # the `import` option: an existing resource adopted
 
 
 @dataclass
@@ -209,6 +210,7 @@ class _RecordingMonitor(MockMonitor):
                     create_timeout=request.customTimeouts.create,
                     delete_timeout=request.customTimeouts.delete,
                     delete_before_replace=request.deleteBeforeReplace,
+                    import_id=request.importId,
                 )
             )
         return response

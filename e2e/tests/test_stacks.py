@@ -160,9 +160,10 @@ def test_a_run_of_ones_own_container_gets_the_platform_s_mounts_env_and_identity
             env = {e["name"]: e.get("value") for e in container["env"]}
             mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
             volumes = {v["name"]: v for v in spec["volumes"]}
-            for variable, prefix in (("GKE_FINETUNE_DATA", "datasets"),
-                                     ("GKE_FINETUNE_CHECKPOINTS", f"checkpoints/{run.name}"),
-                                     ("GKE_FINETUNE_PROFILES", f"profiles/{run.name}")):
+            stack = stack_run.objects.config.stack  # every prefix carries it (core/names.py)
+            for variable, prefix in (("GKE_FINETUNE_DATA", f"datasets/{stack}"),
+                                     ("GKE_FINETUNE_CHECKPOINTS", f"checkpoints/{stack}/{run.name}"),
+                                     ("GKE_FINETUNE_PROFILES", f"profiles/{stack}/{run.name}")):
                 mount = "/" + env[variable].strip("/").split("/")[0]
                 attributes = volumes[mounts[mount]]["csi"]["volumeAttributes"]
                 assert f"only-dir={prefix}" in attributes["mountOptions"], (variable, attributes)

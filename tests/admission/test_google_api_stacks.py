@@ -88,7 +88,7 @@ def test_the_variants_take_the_branches_they_are_for():
     assert any(p["nodeConfig"].get("flexStart") for p in inputs("flex-start-and-gcs-dataset",
                                                                  "gcp:container/nodePool:NodePool"))
     assert {o["name"] for o in inputs("path-dataset", "gcp:storage/bucketObject:BucketObject")} == {
-        "datasets/tickets/train.jsonl", "datasets/tickets/.staged.json"}
+        "datasets/dev/tickets/train.jsonl", "datasets/dev/tickets/.staged.json"}
     grants = inputs("existing-cluster-grants", "gcp:storage/bucketIAMMember:BucketIAMMember")
     assert {g["bucket"] for g in grants} == {"my-project-id-team-finetune"}
 

@@ -45,8 +45,8 @@ def test_the_stager_writes_only_below_its_own_datasets(stack):
     # One write grant per dataset, each below that dataset's own prefix only.
     names = [j.inputs["metadata"]["name"].removeprefix("stage-") for j in deployed(stack).of_type(JOB)]
     assert sorted(w["condition"]["expression"] for w in writes) == sorted(
-        f'resource.name.startsWith("{bucket}/objects/datasets/{name}/") || '
-        f'resource.name.startsWith("{bucket}/folders/datasets/{name}/")' for name in names)
+        f'resource.name.startsWith("{bucket}/objects/datasets/{stack}/{name}/") || '
+        f'resource.name.startsWith("{bucket}/folders/datasets/{stack}/{name}/")' for name in names)
     trainer_roles = {g.inputs["role"] for g in deployed(stack).of_type(GRANT)
                      if g.inputs["member"] == f"{PRINCIPALS}{stack}-trainer"}
     assert trainer_roles == {"roles/storage.objectViewer", "roles/storage.objectUser"}  # datasets read-only for it

@@ -77,7 +77,8 @@ def test_a_run_depends_on_its_own_trainers_image_only():
         images = {t: pulumi.Output.from_input(ref) for t, ref in examples.FACTS.images.items()}
         args = RunsArgs(runs=examples.RUNS, contracts=examples.CONTRACTS, bucket=examples.FACTS.bucket,
                         images=images, provider=k8s.Provider("k8s", kubeconfig="{}"),
-                        namespace=examples.FACTS.namespace, service_account=examples.FACTS.service_account)
+                        namespace=examples.FACTS.namespace, service_account=examples.FACTS.service_account,
+                        layout=examples.FACTS.layout)
         for run in examples.RUNS:
             outputs = _outputs_in(run_spec(run, examples.CONTRACTS[run.pool], args))
             seen[run.name] = outputs

@@ -81,10 +81,14 @@ def test_trainer_reads_the_bucket_and_writes_only_its_runs_checkpoints_and_profi
     runs = [j.inputs["metadata"]["name"] for j in deployed(stack).of_type("kubernetes:jobset.x-k8s.io/v1alpha2:JobSet")]
     assert len(writes) == len(runs) == len(grants) - 1
     bucket = f"projects/_/buckets/my-project-id-{stack}-finetune"
-    # One grant per run, each below that run's own prefixes only.
+    # One grant per run, each below that run's own prefixes only, which carry the stack (its export's,
+    # exports/<stack>/<run>, too where it has `export:`).
+    exporting = {"a4": {"gemma4-sql"}, "dev": {"gemma3-single-host"}}.get(stack, set())
     assert sorted(w["condition"]["expression"] for w in writes) == sorted(" || ".join(
-        f'resource.name.startsWith("{bucket}/{kind}/{prefix}/{run}/")'
-        for prefix in ("checkpoints", "profiles") for kind in ("objects", "folders")) for run in runs)
+        f'resource.name.startsWith("{bucket}/{kind}/{prefix}/")'
+        for prefix in (f"checkpoints/{stack}/{run}", f"profiles/{stack}/{run}",
+                       *([f"exports/{stack}/{run}"] if run in exporting else []))
+        for kind in ("objects", "folders")) for run in runs)
 
 
 @pytest.mark.parametrize("stack", SHIPPED_STACKS)

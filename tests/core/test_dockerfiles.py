@@ -21,6 +21,7 @@ from core.dockerfile import (
     copy_sources,
     parse_dockerfile,
 )
+from core.trainers import SHARED_MODULES
 
 IMAGES = list(TRAINER_IMAGES.values())
 ids = [i.trainer for i in IMAGES]
@@ -180,7 +181,7 @@ def test_context_is_only_what_the_image_needs(image):
     allowed = {line[1:].rstrip("/") for line in lines if line.startswith("!")}
     copied = set(copy_sources(_instructions(image)))
     also = {m.replace(".", "/") for m in (*image.also_runs, *image.shared_packages)}
-    assert allowed == {"trainers/__init__.py", "trainers/exit_codes.py", image.package_dir, *also}
+    assert allowed == {*SHARED_MODULES, image.package_dir, *also}
     for source in copied:
         assert any(source == a or source.startswith(a + "/") for a in allowed), source
 

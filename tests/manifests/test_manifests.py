@@ -187,19 +187,25 @@ def test_read_write_mounts_only_where_the_trainer_writes(stack, run, contract, m
     row = run.row_on(contract.family)  # not the bucket: /dev/shm, the Hub cache, where the row has them
     local = {"/dev/shm"} if row.shm_size else set()
     local |= {pod_parts.HF_CACHE_DIR} if row.hf_cache_size else set()
-    assert writable == {storage.CHECKPOINT_DIR, storage.PROFILE_DIR} | local
+    exports = {storage.EXPORT_DIR} if run.export is not None else set()
+    assert writable == {storage.CHECKPOINT_DIR, storage.PROFILE_DIR} | exports | local
     written_prefixes = []
+    layout = examples.FACTS.layout if stack == goldens.EXAMPLES else render.stack_inputs(stack)[2].layout
+    assert layout.stack == ("example" if stack == goldens.EXAMPLES else stack)
     for volume in volumes.values():
         if (volume.get("csi") or {}).get("driver") != storage.CSI_DRIVER:  # the bucket's, not the token's
             continue
         options = volume["csi"]["volumeAttributes"]["mountOptions"]
         only_dir = re.search(r"only-dir=([^,]+)", options).group(1)
         if volume["csi"]["readOnly"]:
-            assert only_dir == "datasets"
+            assert only_dir == f"datasets/{layout.stack}"  # the stack's datasets only
         else:
             written_prefixes.append(only_dir)
             assert "file-cache:max-size-mb:0" in options and "metadata-cache:ttl-secs:0" in options
-    assert sorted(written_prefixes) == [f"checkpoints/{run.name}", f"profiles/{run.name}"]
+    # Each prefix carries the stack: another stack's run of the same name writes elsewhere.
+    exported = [f"exports/{layout.stack}/{run.name}"] if run.export is not None else []
+    assert sorted(written_prefixes) == [f"checkpoints/{layout.stack}/{run.name}", *exported,
+                                        f"profiles/{layout.stack}/{run.name}"]
 
 
 @pytest.mark.parametrize("stack,run,contract,manifest", CASES)

@@ -48,7 +48,7 @@ def test_the_job_writes_only_its_dataset_and_runs_off_the_accelerators(stack, na
     dataset = name.removeprefix("stage-")
     [volume] = [v for v in spec["volumes"] if v["name"] == "dataset"]
     assert volume["csi"]["readOnly"] is False
-    assert volume["csi"]["volumeAttributes"]["mountOptions"].endswith(f"only-dir=datasets/{dataset}")
+    assert volume["csi"]["volumeAttributes"]["mountOptions"].endswith(f"only-dir=datasets/{stack}/{dataset}")
     # The stack's own stager account (a principal of its own in a project of several stacks).
     assert spec["serviceAccountName"] == f"{stack}-stager" and spec["automountServiceAccountToken"] is False
     assert "tolerations" not in spec  # accelerator nodes are tainted: never there

@@ -106,14 +106,15 @@ def test_every_check_passes_on_a_ready_machine_and_project(root):
     assert set(found) == {"project", "Pulumi CLI", "gcloud credentials", "Application Default Credentials",
                           "gke-gcloud-auth-plugin", "image builder", "project APIs", "deploy permissions",
                           "quota tpu-v6e preemptible",
-                          "quota tpu-v6e on-demand", "reservation a4-reservation", "Hugging Face google/gemma-4-31B-it"}
+                          "quota tpu-v6e on-demand", "reservation a4-reservation", "bucket",
+                          "Hugging Face google/gemma-4-31B-it"}
 
 
 def test_every_project_check_fails_on_a_project_not_ready(root):
     found = statuses(root, "project-not-ready")
     assert {c for c, s in found.items() if s == "MISS"} == {
-        "project APIs", "deploy permissions", "quota tpu-v6e preemptible", "quota tpu-v6e on-demand", "reservation a4-reservation",
-        "Hugging Face google/gemma-4-31B-it"}
+        "project APIs", "deploy permissions", "quota tpu-v6e preemptible", "quota tpu-v6e on-demand",
+        "reservation a4-reservation", "bucket", "Hugging Face google/gemma-4-31B-it"}
 
 
 def test_every_machine_check_fails_on_a_machine_with_nothing_set_up(root):
@@ -121,12 +122,13 @@ def test_every_machine_check_fails_on_a_machine_with_nothing_set_up(root):
     assert {c for c, s in found.items() if s == "MISS"} == {
         "Pulumi CLI", "gcloud credentials", "Application Default Credentials", "gke-gcloud-auth-plugin",
         "image builder", "Hugging Face google/gemma-4-31B-it"}
-    assert {c for c, s in found.items() if s == "skip"} == {"project APIs", "quota", "reservation a4-reservation"}
+    assert {c for c, s in found.items() if s == "skip"} == {"project APIs", "quota", "reservation a4-reservation",
+                                                            "bucket"}
 
 
 def test_the_report_says_each_fix_and_the_exit_code_says_whether_to_fix(root, capsys):
     assert main(["--stack", "doctor", "--root", str(root), "--answers", str(scenario("ready", root))]) == 0
-    assert capsys.readouterr().out.splitlines()[-1] == "all 12 checks pass or do not apply"
+    assert capsys.readouterr().out.splitlines()[-1] == "all 13 checks pass or do not apply"
     assert main(["--stack", "doctor", "--root", str(root), "--answers", str(scenario("project-not-ready", root))]) == 1
     out = capsys.readouterr().out
     assert ("fix: `gcloud quotas preferences create --service=compute.googleapis.com --project=ml-team-prod "
@@ -134,12 +136,13 @@ def test_the_report_says_each_fix_and_the_exit_code_says_whether_to_fix(root, ca
             "--email=<your email>`") in out
     assert f"{PREEMPTIBLE}: 4 in us-central1, the pools can scale to 8; a request for 8 is pending" in out
     assert "fix: accept its licence at https://huggingface.co/google/gemma-4-31B-it" in out
-    assert ("3 of 51 missing on ml-team-prod: roles/compute.networkAdmin (compute.routers.create); "
+    assert ("3 of 54 missing on ml-team-prod: roles/compute.networkAdmin (compute.routers.create); "
             "roles/compute.securityAdmin (compute.firewalls.create, compute.networks.updatePolicy)") in out
     assert ("fix: `gcloud projects add-iam-policy-binding ml-team-prod --role=roles/compute.networkAdmin "
             "--member=user:ana@example.com && gcloud projects add-iam-policy-binding ml-team-prod "
             "--role=roles/compute.securityAdmin --member=user:ana@example.com`") in out
-    assert out.splitlines()[-1] == "6 of 12 checks need you"
+    assert "fix: a name of the stack's own: `gke-finetune:bucketName` in the stack file" in out
+    assert out.splitlines()[-1] == "7 of 13 checks need you"
 
 
 def test_an_invalid_stack_exits_78(root, capsys):
@@ -332,7 +335,7 @@ def test_make_doctor_runs_the_tool(root):
                            f"DOCTOR_ARGS=--root {root} --answers {scenario('ready', root)}"], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines()[-1] == "all 12 checks pass or do not apply"
+    assert done.stdout.splitlines()[-1] == "all 13 checks pass or do not apply"
 
 
 def test_live_names_the_user_project_and_posts_only_to_methods_that_read(monkeypatch):

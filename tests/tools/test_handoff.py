@@ -83,7 +83,7 @@ def test_the_iam_commands_are_the_bucket_grants_the_stack_would_declare():
     assert len(grants) == 4
     assert all("'\"$PROJECT_NUMBER\"'" in line for line in grants)
     assert any("sa/existing-dev-trainer' --role roles/storage.objectUser --condition 'expression=resource.name."
-               "startsWith(\"projects/_/buckets/my-project-id-team-finetune/objects/checkpoints/gemma3-single-host/\")"
+               "startsWith(\"projects/_/buckets/my-project-id-team-finetune/objects/checkpoints/existing-dev/gemma3-single-host/\")"
                in line for line in grants)
     assert any(line.startswith("gcloud compute firewall-rules create finetune-existing-dev-webhooks") and
                line.endswith("--allow tcp:9443") for line in script)

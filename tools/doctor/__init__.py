@@ -10,7 +10,9 @@ Application Default Credentials; gke-gcloud-auth-plugin; an image builder (Docke
 Cloud Build) where a trainer image is built; the project's APIs; the active identity's permissions for
 every request the stack's `pulumi up` makes (permissions.py); the accelerator quota in the stack's
 region for what its pools can scale to (quotas.py); the reservation a pool names (exists, in its zone, with its
-machine type and free VMs); the Hugging Face token, and that it may read the gated models the runs
+machine type and free VMs); the stack's bucket (tools/doctor/bucket.py: an existing one's uniform access,
+public access prevention and location, another stack of the same name, the runs `make migrate` would move;
+the own one's name free); the Hugging Face token, and that it may read the gated models the runs
 name. A stack on an existing cluster (tools/doctor/cluster_checks.py): its kubeconfig context answers, its
 namespace exists (or the stack declares it), every right `make handoff` lists is the deployer's
 (SelfSubjectAccessReview), the controllers it expects are installed and at which version, and the

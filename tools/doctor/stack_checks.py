@@ -23,6 +23,7 @@ from stack.images import trainers_to_build
 from stack.rules import PLACEHOLDER_PROJECT
 from admission.google_api import permissions as requests_table
 from tools.doctor import checks, quotas, token_secret
+from tools.doctor.bucket import bucket_findings
 from tools.doctor.cluster_checks import cluster_findings
 from tools.doctor.permissions import member, permission_findings
 from tools.doctor.checks import COMPUTE, HUB, SERVICE_USAGE, Finding
@@ -186,6 +187,7 @@ def all_findings(answers, config: StackConfig, root: Path | None = None) -> list
         found += permission_findings(answers, config.project, stack_requests(config, root), token, who)
     found += quota_findings(answers, config, token)
     found += reservation_findings(answers, config, token)
+    found += bucket_findings(answers, config, token)
     found += hub_findings(answers, config, token)
     found += cluster_findings(answers, config, root or PROGRAM)
     return found
