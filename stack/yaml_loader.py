@@ -138,9 +138,14 @@ def load_yaml(path: Path, text: str | None = None) -> YamlDocument:
     text = read_text(path) if text is None else text
     if len(text.encode()) > MAX_BYTES:
         raise StackFileError(f"{path.name}: is larger than {MAX_BYTES // 1024} KiB; a stack file is a few KiB")
-    loader = _Loader(text, path.name)
+    try:
+        loader = _Loader(text, path.name)
+    except yaml.reader.ReaderError as err:  # a control character, checked before any parsing
+        raise _unprintable(path.name, text, err) from None
     try:
         root = loader.get_single_node()
+    except yaml.reader.ReaderError as err:
+        raise _unprintable(path.name, text, err) from None
     except yaml.MarkedYAMLError as err:
         what = ": ".join(part for part in (err.context, err.problem) if part)
         raise at(path.name, err.problem_mark or err.context_mark, f"not valid YAML: {what}") from None
@@ -152,6 +157,15 @@ def load_yaml(path: Path, text: str | None = None) -> YamlDocument:
         return YamlDocument(path.name, text, None, None)
     _expanded_size(root, path.name, {}, set())
     return YamlDocument(path.name, text, _Values(loader, path.name).of(root), root)
+
+
+def _unprintable(name: str, text: str, err: yaml.reader.ReaderError) -> StackFileError:
+    """A character YAML allows nowhere (a NUL, a control character): its line and column, and its code. The CLI
+    refuses it too (gopkg.in/yaml.v3 readerc.go: "control characters are not allowed")."""
+    before = text[:err.position]
+    line, column = before.count("\n") + 1, err.position - (before.rfind("\n") + 1) + 1
+    return StackFileError(f"{name}:{line}:{column}: not valid YAML: the character U+{err.character:04X} is not "
+                          "allowed in a YAML file (a control character); remove it")
 
 
 class _Loader(yaml.SafeLoader):

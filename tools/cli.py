@@ -52,6 +52,13 @@ def count(text: str) -> int:
     return int(text)
 
 
+def positive(text: str) -> int:
+    """argparse's type for a number that must be 1 or more."""
+    if not text.isdigit() or int(text) == 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of 1 or more")
+    return int(text)
+
+
 def say_error(command: str, message: str, code: int, as_json: bool = False) -> int:
     """An error as the user reads it: `<command>: <message>` on stderr, or JSON on stdout; its exit code."""
     line = message if message.startswith(f"{command}:") else f"{command}: {message}"

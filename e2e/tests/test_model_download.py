@@ -108,7 +108,7 @@ def test_a_directory_holding_something_else_is_left_alone_without_force(root, gc
     target.mkdir()
     (target / "notes.txt").write_text("mine")
     refused = _download(root, gcs, target)
-    assert refused.returncode == 78, refused.stderr
+    assert refused.returncode == 73, refused.stderr
     assert "notes.txt" in refused.stderr and "--force" in refused.stderr
     assert sorted(p.name for p in target.iterdir()) == ["notes.txt"]
     forced = _download(root, gcs, target, "--force")

@@ -59,6 +59,8 @@ def test_a_scalar_is_read_as_the_cli_reads_it_or_refused(written, read):
     ("a: 1\n---\nb: 2\n", "2:1", "not valid YAML: expected a single document"),
     ("a: &a [*a]\n", "1:4", "refers to itself through an alias"),
     ("a: *nope\n", "1:4", "not valid YAML: found undefined alias 'nope'"),
+    ("a: 1\nb: x\x00y\n", "2:5", "not valid YAML: the character U+0000 is not allowed"),
+    ("a: 1\n\x07\n", "2:1", "not valid YAML: the character U+0007 is not allowed"),
 ])  # fmt: skip
 def test_what_the_cli_refuses_or_reads_ambiguously_is_refused_with_its_place(text, where, what):
     with pytest.raises(StackFileError) as err:

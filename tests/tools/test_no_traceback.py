@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import http.server
 import importlib
 import io
 import json
@@ -19,6 +20,7 @@ import os
 import random
 import re
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,6 +56,9 @@ COMMANDS = (
     Command("inspect", "tools.runs", ("inspect", "--stack", "{stack}", "--root", "{root}", "--out", "{out}")),
     Command("wait", "tools.runs", ("wait", "--stack", "{stack}", "--root", "{root}", "--timeout", "1")),
     Command("doctor", "tools.doctor", ("--stack", "{stack}", "--root", "{root}", "--answers", "{answers}")),
+    Command("plan json", "tools.plan", ("json", "--stack", "{stack}", "--root", "{root}")),
+    Command("migrate", "tools.migrate", ("--stack", "{stack}", "--root", "{root}")),
+    Command("download", "tools.model", ("download", "--stack", "{stack}", "--root", "{root}", "--dir", "{out}")),
 )
 
 
@@ -113,12 +118,46 @@ def tree(tmp_path_factory):
     return root
 
 
+class _NoBucket(http.server.BaseHTTPRequestHandler):
+    """Cloud Storage as an emulator on 127.0.0.1 that has no bucket: every request a 404 with the JSON API's error
+    body (https://cloud.google.com/storage/docs/json_api/v1/status-codes), which the client does not retry."""
+
+    def do_GET(self):  # noqa: N802 (http.server's name)
+        body = json.dumps({"error": {"code": 404, "message": "The specified bucket does not exist."}}).encode()
+        self.send_response(404)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_POST = do_PUT = do_DELETE = do_GET
+
+    def log_message(self, *args):  # quiet
+        pass
+
+
+@pytest.fixture(scope="module")
+def no_bucket():
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _NoBucket)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
 @pytest.fixture(autouse=True)
-def no_cluster_no_cli(monkeypatch, tmp_path):
-    """No kubeconfig context and no Pulumi CLI: the commands stop there, having said so."""
+def no_cluster_no_cli(monkeypatch, tmp_path, no_bucket):
+    """No kubeconfig context, no Pulumi CLI, no bucket: the commands stop there, having said so. Cloud Storage is
+    the emulator above (google-cloud-storage's STORAGE_EMULATOR_HOST, anonymous credentials), and Google's
+    metadata server a closed port on 127.0.0.1: nothing leaves this machine."""
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "no-kubeconfig"))
     monkeypatch.setenv("PATH", str(Path(sys.executable).parent))
     monkeypatch.delenv("GKE_FINETUNE_TRACEBACK", raising=False)
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", no_bucket)
+    for name in ("GCE_METADATA_HOST", "GCE_METADATA_IP"):  # google/auth/environment_vars.py
+        monkeypatch.setenv(name, "127.0.0.1:9")
+    monkeypatch.setenv("NO_GCE_CHECK", "True")
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(tmp_path / "no-credentials.json"))
 
 
 def _argv(command: Command, root: Path, stack: str = STACK) -> list[str]:
@@ -309,6 +348,8 @@ EXTRA_ARGS = [
     ("doctor", ["--record", "/proc/nope/x.json"], ("--record", "fuzz")),
     ("plan", ["--root", "/nonexistent"], ("--root",)), ("plan", ["--out", "/proc/nope"], ("/proc/nope",)),
     ("handoff", ["--out", "/proc/nope"], ("/proc/nope", "fuzz")),
+    ("migrate", ["--run", "nosuch"], ("nosuch",)), ("migrate", ["--run", "a\nb"], ("a\\nb",)),
+    ("download", ["--run", "a\nb"], ("a\\nb",)),
     *((name, ["--run", "nosuch"], ("nosuch",)) for name in RUNS),
     *((name, ["--run", "a\nb"], ("a\\nb", "--run")) for name in RUNS),
     *((name, ["--context", "nosuch"], ("nosuch", "fuzz")) for name in RUNS),
@@ -348,3 +389,52 @@ def test_the_backend_command_names_each_bad_argument():
                         (["setup", "--project", "my-project-id", "--location", "us", "--team", "bob"], ("--team",)),
                         (["check", "--url", "file://x"], ("PULUMI_BACKEND_URL",)), (["nope"], ("invalid choice",))):
         check(run(command, argv), command, names)
+
+
+@pytest.mark.parametrize("name, code", [("migrate", 1), ("download", 69)])
+def test_a_bucket_that_does_not_answer_is_a_message(tree, name, code):
+    """The stack file is fine, the bucket isn't there (the emulator's 404): one line naming gs://<bucket>."""
+    (tree / FILE).write_bytes(DEV.encode())
+    [command] = [c for c in COMMANDS if c.name == name]
+    out = tree.parent / "out"
+    before, listed = _stored(tree), sorted(out.iterdir())
+    answer = run(command, _argv(command, tree))
+    check(answer, command, ("gs://",))
+    assert answer.code == code and "does not exist" in answer.err, answer.said
+    assert _stored(tree) == before and sorted(out.iterdir()) == listed
+
+
+def test_generate_names_each_bad_argument(tmp_path):
+    """`make generate` reads no stack: its directory and its numbers, each refused by name before any model."""
+    command = Command("generate", "tools.model", ())
+    (tmp_path / "a-file").write_text("x")
+    (tmp_path / "bad-marker").mkdir()
+    (tmp_path / "bad-marker" / "export_complete.json").write_text("{not json")
+    (tmp_path / "old-marker").mkdir()
+    (tmp_path / "old-marker" / "export_complete.json").write_text('{"schema": 0, "files": []}')
+    (tmp_path / "missing").mkdir()
+    (tmp_path / "missing" / "export_complete.json").write_text('{"schema": 1, "files": {"model.safetensors": 5}}')
+    base = ["generate", "--prompt", "hi"]
+    for argv, code, names in (
+            ([*base, "--dir", str(tmp_path / "nowhere")], 66, ("nowhere",)),
+            ([*base, "--dir", str(tmp_path / "a-file")], 66, ("a-file",)),
+            ([*base, "--dir", str(tmp_path / "bad-marker")], 66, ("bad-marker",)),
+            ([*base, "--dir", str(tmp_path / "old-marker")], 66, ("old-marker",)),
+            ([*base, "--dir", str(tmp_path / "missing")], 66, ("model.safetensors",)),
+            ([*base, "--dir", ".", "--max-new-tokens", "0"], 2, ("--max-new-tokens",)),
+            ([*base, "--dir", ".", "--max-new-tokens", "-3"], 2, ("--max-new-tokens",)),
+            ([*base, "--dir", ".", "--device", "gpu"], 2, ("--device",)),
+            (["generate", "--dir", "."], 2, ("--prompt",))):
+        answer = run(command, argv)
+        check(answer, command, names)
+        assert answer.code == code, answer.said
+
+
+def test_download_names_each_bad_argument(tree):
+    (tree / FILE).write_bytes(DEV.encode())
+    [command] = [c for c in COMMANDS if c.name == "download"]
+    for extra, names in ((["--checkpoint", "-1"], ("--checkpoint",)), (["--checkpoint", "x"], ("--checkpoint",)),
+                         (["--run", "nosuch"], ("nosuch",))):
+        answer = run(command, _argv(command, tree) + extra)
+        check(answer, command, names)
+        assert answer.code in (2, 66), answer.said

@@ -41,7 +41,7 @@ class DownloadError(Exception):
         self.code = code
 
 
-EX_NOINPUT, EX_UNAVAILABLE, EX_CANTCREAT, EX_CONFIG = 66, 69, 73, 78
+EX_NOINPUT, EX_UNAVAILABLE, EX_CANTCREAT = 66, 69, 73
 
 
 @dataclass(frozen=True)
@@ -128,7 +128,7 @@ def check_target(target: Path, marker: dict | None, files: list[Remote], force: 
     if not target.exists():
         return
     if not target.is_dir():
-        raise DownloadError(f"{target} is a file; name a directory (DIR=...)", EX_CONFIG)
+        raise DownloadError(f"{target} is a file; name a directory (DIR=...)", EX_CANTCREAT)
     present = {p.relative_to(target).as_posix() for p in target.rglob("*") if p.is_file()}
     names = {f.name for f in files}
     local_marker = target / export_dir.MARKER
@@ -139,12 +139,12 @@ def check_target(target: Path, marker: dict | None, files: list[Remote], force: 
             same = False
         if not same:
             raise DownloadError(f"{target} holds another export (its {export_dir.MARKER} differs); --force "
-                                "(FORCE=1) replaces it, or choose another DIR", EX_CONFIG)
+                                "(FORCE=1) replaces it, or choose another DIR", EX_CANTCREAT)
     strangers = sorted(p for p in present if p not in names and p.removesuffix(PART) not in names)
     if strangers and not force:
         raise DownloadError(f"{target} holds files this download would not write ({', '.join(strangers[:3])}"
                             f"{'...' if len(strangers) > 3 else ''}); --force (FORCE=1) downloads beside them, "
-                            "or choose another DIR", EX_CONFIG)
+                            "or choose another DIR", EX_CANTCREAT)
 
 
 def crc32c_of(path: Path) -> str:
