@@ -17,6 +17,7 @@ are refused here, naming the key.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Annotated, Any
 
@@ -109,6 +110,9 @@ def _strings(run: Any) -> Iterator[tuple[str, str, int]]:
     for name, value in run.env.items():
         if isinstance(value, str):
             yield f"env.{name}", value, utf8_size(f"{name}={value}") + 1
+    evaluation = getattr(run, "eval", None)
+    if evaluation is not None and evaluation.prompts:  # one argument, their JSON (stack/run_export.py export_args)
+        yield "eval.prompts", "[...]", utf8_size(json.dumps(list(evaluation.prompts))) + 1
 
 
 def size_problems(run: Any, where: str) -> list[Problem]:

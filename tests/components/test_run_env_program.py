@@ -87,6 +87,7 @@ def test_the_token_goes_only_to_a_run_of_ones_own_container_that_asks():
     ("args[1]", {"args": ["--maxlen", "x" * (ARG_STRING_MAX_BYTES + 1)]}),
     ("systemPrompt", {"format": "conversational", "system_prompt": "é" * 70000}),
     ("env.NOTES", {"env": {"NOTES": "n" * ARG_STRING_MAX_BYTES}}),
+    ("eval.prompts", {"eval": {"prompts": ["p" * (ARG_STRING_MAX_BYTES - 3)]}}),  # one argument: their JSON
 ])  # fmt: skip
 def test_a_string_longer_than_a_process_takes_is_refused_naming_its_key(key, change):
     runs = _runs("dev")
@@ -120,3 +121,13 @@ def test_this_machines_kernel_takes_the_longest_string_and_not_one_byte_more():
     with pytest.raises(OSError) as err:
         subprocess.run(["true", "x" * (ARG_STRING_MAX_BYTES + 1)], check=False)
     assert err.value.errno == errno.E2BIG
+
+
+@pytest.mark.parametrize("key, value", [("merge", "yes"), ("compareBase", "on")])
+def test_an_export_or_eval_flag_written_as_text_is_refused(key, value):
+    runs = _runs("dev")
+    runs[0]["export"] = {**runs[0]["export"], **({"merge": value} if key == "merge" else {})}
+    if key == "compareBase":
+        runs[0]["eval"] = {"compareBase": value}
+    problems = _refused("dev", runs)
+    assert any(f"{key}: {value!r} is text; allowed: true or false" in p for p in problems), problems
