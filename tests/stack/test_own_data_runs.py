@@ -51,6 +51,8 @@ def pod(run: RunConfig) -> dict:
                                                                   "field {q!s} has a conversion (!s); write {q}"),
     ({"format": "text", "system_prompt": "Be brief."}, "runs[0].systemPrompt: 'Be brief.' on run 'chat' adds a turn"),
     ({"loss": "answers"}, "runs[0].loss: 'answers' on run 'chat' is not a loss setting; allowed: completion | all"),
+    ({"format": ""}, "runs[0].format: '' on run 'chat' is not a data format"),  # not the default: a flag of ''
+    ({"loss": ""}, "runs[0].loss: '' on run 'chat' is not a loss setting"),
     ({"args": ("--data_format", "text")}, "runs[0].args: '--data_format' on run 'chat': flag --data_format is set "
                                           "from the run's `format`; allowed: `format` instead"),
 ])  # fmt: skip

@@ -270,11 +270,14 @@ WEIRD = [12345, -1, 0, 1.5, None, True, "yes", "", " ", "a\n", "x" * 300, "../..
          "{q:{w}}", "é", "\u202e", [], ["a", 1], {}, {"a": {"b": None}}, "2024-01-05", "0o17", "1e3", "*", "${HOME}"]
 RUN_KEYS = ["name", "trainer", "pool", "args", "env", "suspend", "profile", "data", "image", "format",
             "promptTemplate", "systemPrompt", "columns", "maxRestarts", "chipsPerHost", "ladder", "command", "hfToken",
-            "runAs", "model", "weights", "<<"]
+            "runAs", "model", "weights", "export", "eval", "priority", "revision", "loss", "<<"]
 TOP_KEYS = ["gke-finetune:namespace", "gke-finetune:zones", "gke-finetune:pools", "gke-finetune:runs",
             "gke-finetune:datasets", "gke-finetune:mode", "gcp:project", "gcp:region", "gke-finetune:existingCluster",
-            "gke-finetune:deletionProtection", "gke-finetune:systemNodeCount", "gke-finetune:hfToken"]
-SEED, CASES = 20261205, 16
+            "gke-finetune:deletionProtection", "gke-finetune:systemNodeCount", "gke-finetune:hfToken",
+            "gke-finetune:bucketName", "gke-finetune:network", "gke-finetune:imageBuild", "gke-finetune:shapes",
+            "gke-finetune:charts", "gke-finetune:createNamespace", "gke-finetune:hfTokenSecret"]
+# A fixed seed, so that every run feeds the same cases; FUZZ_SEED=<n> explores others.
+SEED, CASES = int(os.environ.get("FUZZ_SEED", "20261205")), 24
 
 
 def _mutants() -> list[tuple[str, bytes, tuple[str, ...]]]:
