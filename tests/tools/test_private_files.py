@@ -88,15 +88,19 @@ def test_cloud_build_gets_every_file_the_image_is_built_from(image):
     ".venv/bin/python", ".venv-jax/lib/x.py", ".pulumi-state/stacks/dev.json", "Pulumi.dev.yaml", ".git/config",
     ".env", "trainers/gemma_jax/data/private.jsonl", "trainers/trl_gpu/inspect/x.yaml",
     "trainers/sft_data/__pycache__/formats.cpython-311.pyc", "trainers/.env", "docker/.secret", "tests/golden/x.yaml",
+    "models/dev/gemma3-single-host/model.safetensors",
 ])  # fmt: skip
 def test_cloud_build_gets_nothing_private(path):
     assert not GCLOUD.uploads(path), path
 
 
-def test_git_ignores_local_data_and_inspect_folders():
+def test_git_ignores_local_data_inspect_and_model_folders():
     ignored = subprocess.run(["git", "check-ignore", "--no-index", "data/tickets.jsonl", "inspect/x/pods.yaml",
-                              "plan/dev/x.yaml", "tools/plan/show.py"], cwd=ROOT, capture_output=True, text=True)
-    assert ignored.stdout.split() == ["data/tickets.jsonl", "inspect/x/pods.yaml", "plan/dev/x.yaml"]
+                              "plan/dev/x.yaml", "models/dev/run/model.safetensors", "tools/plan/show.py"],
+                             cwd=ROOT, capture_output=True, text=True)
+    assert ignored.stdout.split() == ["data/tickets.jsonl", "inspect/x/pods.yaml", "plan/dev/x.yaml",
+                                      "models/dev/run/model.safetensors"]
+
 
 
 def test_make_inspect_writes_below_the_ignored_folder():
