@@ -199,8 +199,9 @@ logs: $(VENV)/.installed
 	$(call keep_code,$(VENV)/bin/python -m tools.runs logs $(RUN_ARGS) $(if $(FOLLOW),--follow) $(if $(POD),--pod $(POD)))
 
 # make cancel / resume STACK= RUN=: suspend: true (or not) in Pulumi.<stack>.yaml, applied to that run alone.
+# EDIT_ONLY=1: the stack file edited only, to apply later (make up).
 cancel resume: $(VENV)/.installed
-	$(call keep_code,$(VENV)/bin/python -m tools.runs $@ $(RUN_ARGS))
+	$(call keep_code,$(VENV)/bin/python -m tools.runs $@ $(RUN_ARGS) $(if $(EDIT_ONLY),--edit-only))
 
 # make inspect STACK= RUN= [OUT=<dir>]: one folder (default inspect/) with the run's objects, events, nodes, logs.
 inspect: $(VENV)/.installed

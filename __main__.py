@@ -30,10 +30,15 @@ from components.storage import DataBucket, DataBucketArgs
 from admission.check import admit
 from stack import reader
 from stack.apis import required_apis
+from stack.problems import ConfigError
 
 # The stack file, validated; then every run against what GKE admits and schedules; then its bucket, as it is
 # (an existing bucket's settings, the runs kept on the prefixes they were deployed with, the folders there).
-cfg, bucket = bucket_preflight.check(admit(reader.load()))
+# A refusal is its message alone in `pulumi preview` and `up`, without a traceback (reader.refused).
+try:
+    cfg, bucket = bucket_preflight.check(admit(reader.load()))
+except ConfigError as err:
+    raise reader.refused(err) from None
 
 if cfg.existing:
     footing = existing_cluster(cfg, bucket)

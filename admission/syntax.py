@@ -8,6 +8,7 @@ volumes and ports.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping
 
 from admission.findings import Finding
@@ -16,6 +17,8 @@ from core import syntax
 SOURCE = "https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#syntax-and-character-set"
 NAMES_SOURCE = "https://kubernetes.io/docs/concepts/overview/working-with-objects/names/"
 ANNOTATIONS_SOURCE = "https://kubernetes.io/docs/concepts/overview/working-with-objects/annotations/#syntax-and-character-set"
+OBJECT_SOURCE = "https://etcd.io/docs/v3.6/dev-guide/limit/ (etcd's --max-request-bytes)"
+EXEC_SOURCE = "https://man7.org/linux/man-pages/man2/execve.2.html (Limits on size of arguments and environment)"
 
 
 def metadata_findings(meta: Mapping, where: str) -> Iterator[Finding]:
@@ -28,7 +31,7 @@ def metadata_findings(meta: Mapping, where: str) -> Iterator[Finding]:
     annotations = meta.get("annotations") or {}
     for key in annotations:
         yield from _key(key, f"{where}.annotations", ANNOTATIONS_SOURCE)
-    size = sum(len(k) + len(str(v)) for k, v in annotations.items())
+    size = sum(syntax.utf8_size(k) + syntax.utf8_size(str(v)) for k, v in annotations.items())
     if size > syntax.ANNOTATIONS_MAX_BYTES:
         yield Finding("syntax", f"{where}.annotations", f"{size} bytes",
                       f"exceed the {syntax.ANNOTATIONS_MAX_BYTES} bytes an object's annotations may hold",
@@ -88,14 +91,34 @@ def _key(key: str, where: str, source: str) -> Iterator[Finding]:
         yield Finding("syntax", where, key, f"is not a valid key: it {problem}", source)
 
 
+def size_findings(manifest: Mapping) -> Iterator[Finding]:
+    """An object larger than etcd stores (a custom resource is stored as its JSON), and a container whose
+    command, arguments and environment together are more than Linux starts a process with."""
+    size = len(json.dumps(manifest, separators=(",", ":")).encode())
+    if size > syntax.OBJECT_MAX_BYTES:
+        yield Finding("syntax", "(the whole object)", f"{size} bytes", f"exceed the {syntax.OBJECT_MAX_BYTES} bytes "
+                      "etcd stores in one request: the API server would refuse it (\"request is too large\")",
+                      OBJECT_SOURCE)
+    for i, replicated in enumerate((manifest.get("spec") or {}).get("replicatedJobs") or []):
+        spec = replicated["template"]["spec"]["template"].get("spec") or {}
+        for j, container in enumerate(spec.get("containers") or []):
+            strings = [*(container.get("command") or []), *(container.get("args") or [])]
+            strings += [f"{v.get('name')}={v['value']}" for v in container.get("env") or [] if "value" in v]
+            total = sum(syntax.utf8_size(str(s)) + 1 for s in strings)
+            if total > syntax.ARG_TOTAL_MAX_BYTES:
+                yield Finding("syntax", f"spec.replicatedJobs[{i}].template.spec.template.spec.containers[{j}]",
+                              f"{total} bytes", f"of command, arguments and environment exceed the "
+                              f"{syntax.ARG_TOTAL_MAX_BYTES} bytes a process starts with", EXEC_SOURCE)
+
+
 def jobset_findings(manifest: Mapping) -> list[Finding]:
-    """Every syntax finding of a JobSet: its own metadata, and each replicated job's pod template."""
+    """Every syntax finding of a JobSet: its own metadata, each replicated job's pod template, its size."""
     found = list(object_name_findings(manifest["metadata"], "metadata"))
     found += metadata_findings(manifest["metadata"], "metadata")
     for i, replicated in enumerate(manifest["spec"]["replicatedJobs"]):
         found += pod_findings(replicated["template"]["spec"]["template"],
                               f"spec.replicatedJobs[{i}].template.spec.template")
-    return found
+    return found + list(size_findings(manifest))
 
 
 def kueue_findings(manifest: Mapping) -> list[Finding]:

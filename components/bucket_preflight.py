@@ -150,7 +150,7 @@ class BucketReader:
     def _cluster_region(self) -> str:
         """The existing cluster's region: its `location` (a region, or a zone of one), else gcp:region."""
         location = self.cfg.existing.location
-        zone = ZONE.match(location or "")
+        zone = ZONE.fullmatch(location or "")
         return zone.group("region") if zone else (location or self.cfg.region)
 
     def _settings(self, bucket: dict) -> None:

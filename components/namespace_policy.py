@@ -27,6 +27,7 @@ from admission import quota
 from admission.namespace_needs import level_needs, pod_security_problems, stack_pod_sets
 from stack.config import StackConfig
 from stack.problems import ConfigError, Problem
+from stack.reader import refused
 
 # Seconds to connect and to read each answer: a preview should not hang on a cluster that doesn't answer.
 TIMEOUT = (5, 15)
@@ -89,7 +90,7 @@ def check(cfg: StackConfig, api: k8s_client.ApiClient) -> None:
     for line in warnings:
         pulumi.log.warn(line)
     if problems:
-        raise ConfigError(problems)
+        raise refused(ConfigError(problems))
 
 
 def _under_mocks() -> bool:

@@ -32,6 +32,7 @@ from admission.shared_cluster import (
 )
 from stack.config import StackConfig
 from stack.problems import ConfigError, Problem
+from stack.reader import refused
 
 _TIMEOUT = 20  # seconds per request: a preview should not hang on an unreachable cluster
 
@@ -110,7 +111,7 @@ def check(cfg: StackConfig, api: k8s_client.ApiClient) -> None:
     """Raise ConfigError on the stack's problems with the cluster."""
     problems = cluster_problems(cfg, api)
     if problems:
-        raise ConfigError(problems)
+        raise refused(ConfigError(problems))
 
 
 def check_context(cfg: StackConfig, context: str, kubeconfig: str | None) -> None:

@@ -51,7 +51,7 @@ def service_account_id(stack: str, role: str) -> str:
         digest = hashlib.sha256(stack.encode()).hexdigest()[:6]
         room = SERVICE_ACCOUNT_ID_MAX - len(f"ft--{digest}-{role}")
         result = f"ft-{slug(stack)[:room].rstrip('-')}-{digest}-{role}"
-    assert _SERVICE_ACCOUNT_ID.match(result), result
+    assert _SERVICE_ACCOUNT_ID.fullmatch(result), result
     return result
 
 

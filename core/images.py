@@ -12,6 +12,6 @@ from core.syntax import IMAGE_DIGEST_REF
 
 def image_problem(ref: str) -> str | None:
     """Why `ref` is not an acceptable image reference, or None when it is."""
-    if IMAGE_DIGEST_REF.match(ref):
+    if IMAGE_DIGEST_REF.fullmatch(ref):
         return None
     return f"image {ref!r} must be pinned by digest (<registry>/<repository>@sha256:<64 hex digits>), not a tag"

@@ -25,7 +25,7 @@ def parse(quantity: str | int | float) -> Decimal:
     """The quantity's value in base units (cores, bytes)."""
     if isinstance(quantity, (int, float)):
         return Decimal(str(quantity))
-    match = _QUANTITY.match(quantity.strip())
+    match = _QUANTITY.fullmatch(quantity.strip())
     if not match:
         raise QuantityError(f"{quantity!r} is not a Kubernetes quantity")
     suffix = match.group("suffix") or ""

@@ -42,7 +42,7 @@ def or_empty(pattern: str) -> str:
 
 
 def is_dns_label(name: str) -> bool:
-    return len(name) <= DNS_LABEL_MAX and bool(_DNS_1035.match(name))
+    return len(name) <= DNS_LABEL_MAX and bool(_DNS_1035.fullmatch(name))
 
 
 # --- Kubernetes object names, labels and annotations -----------------------------------
@@ -58,7 +58,8 @@ _QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 QUALIFIED_NAME_MAX = 63
 LABEL_VALUE_MAX = 63
-# The sum of an object's annotation keys and values (TotalAnnotationSizeLimitB).
+# The sum of an object's annotation keys and values (TotalAnnotationSizeLimitB, k8s.io/apimachinery
+# pkg/api/validation/objectmeta.go: 256 * (1 << 10)).
 ANNOTATIONS_MAX_BYTES = 256 * 1024
 # A port name: an IANA service name (IsValidPortName).
 PORT_NAME_MAX = 15
@@ -70,7 +71,7 @@ _K8S_ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
 def dns_1123_label_problem(value: str) -> str | None:
     if len(value) > DNS_LABEL_MAX:
         return f"has {len(value)} characters; a DNS-1123 label has at most {DNS_LABEL_MAX}"
-    if not DNS_1123_LABEL.match(value):
+    if not DNS_1123_LABEL.fullmatch(value):
         return "is not a DNS-1123 label (lower-case letters, digits and '-', starting and ending alphanumeric)"
     return None
 
@@ -78,7 +79,7 @@ def dns_1123_label_problem(value: str) -> str | None:
 def dns_1123_subdomain_problem(value: str) -> str | None:
     if len(value) > DNS_SUBDOMAIN_MAX:
         return f"has {len(value)} characters; a DNS-1123 subdomain has at most {DNS_SUBDOMAIN_MAX}"
-    if not DNS_1123_SUBDOMAIN.match(value):
+    if not DNS_1123_SUBDOMAIN.fullmatch(value):
         return "is not a DNS-1123 subdomain (lower-case alphanumeric labels joined by '.')"
     return None
 
@@ -92,7 +93,7 @@ def qualified_name_problem(key: str) -> str | None:
         return f"has prefix {prefix!r}, which {dns_1123_subdomain_problem(prefix)}"
     if len(name) > QUALIFIED_NAME_MAX:
         return f"has a name part of {len(name)} characters; at most {QUALIFIED_NAME_MAX}"
-    if not _QUALIFIED_NAME.match(name):
+    if not _QUALIFIED_NAME.fullmatch(name):
         return "has a name part that is not alphanumeric, '-', '_' or '.' between alphanumerics"
     return None
 
@@ -100,19 +101,54 @@ def qualified_name_problem(key: str) -> str | None:
 def label_value_problem(value: str) -> str | None:
     if len(value) > LABEL_VALUE_MAX:
         return f"has {len(value)} characters; a label value has at most {LABEL_VALUE_MAX}"
-    if not _LABEL_VALUE.match(value):
+    if not _LABEL_VALUE.fullmatch(value):
         return "is not a label value (alphanumeric, '-', '_' or '.' between alphanumerics; no '/')"
     return None
 
 
 def port_name_problem(name: str) -> str | None:
-    ok = (len(name) <= PORT_NAME_MAX and _PORT_NAME.match(name) and any(c.isalpha() for c in name)
+    ok = (len(name) <= PORT_NAME_MAX and _PORT_NAME.fullmatch(name) and any(c.isalpha() for c in name)
           and not name.startswith("-") and not name.endswith("-") and "--" not in name)
     return None if ok else f"is not a port name (an IANA service name: at most {PORT_NAME_MAX} lower-case " \
                            "alphanumerics and single inner '-', with a letter)"
 
 
 def env_name_problem(name: str) -> str | None:
-    if name in (".", "..") or not _K8S_ENV_NAME.match(name):
+    if name in (".", "..") or not _K8S_ENV_NAME.fullmatch(name):
         return "is not an environment variable name (letters, digits, '-', '.', '_', not starting with a digit)"
     return None
+
+
+# --- sizes Kubernetes and Linux bound -------------------------------------------------------
+# An object as etcd stores it: etcd refuses a request over --max-request-bytes, 1.5 MiB by default
+# (go.etcd.io/etcd/server/v3 v3.6.16 embed/config.go `DefaultMaxRequestBytes = 1.5 * 1024 * 1024`;
+# https://etcd.io/docs/v3.6/dev-guide/limit/), with "etcdserver: request is too large". A JobSet is a
+# custom resource, which the API server stores as JSON, so its JSON is what must fit (the API server itself
+# reads request bodies up to 3 MiB: k8s.io/apiserver v0.35.4 pkg/server/config.go `MaxRequestBodyBytes`).
+OBJECT_MAX_BYTES = 1536 * 1024
+# One argument or environment string ("NAME=value") of a process, its terminating NUL included: Linux's
+# MAX_ARG_STRLEN, 32 pages (include/uapi/linux/binfmts.h `#define MAX_ARG_STRLEN (PAGE_SIZE * 32)`), 128 KiB
+# with the 4 KiB pages of x86-64 nodes; execve fails with E2BIG past it, and the container never starts.
+ARG_STRING_MAX_BYTES = 32 * 4096 - 1
+# All of a process's arguments and environment together: a quarter of its stack limit (execve(2), "Limits on
+# size of arguments and environment"), 2 MiB with the default 8 MiB stack.
+ARG_TOTAL_MAX_BYTES = 2 * 1024 * 1024
+
+# --- credentials ------------------------------------------------------------------------------
+# An environment variable whose name says it holds a credential: a word of its name (split at '_', '-', '.')
+# is one of these, or its name ends with TOKEN, APIKEY, ACCESSKEY or PRIVATEKEY, or holds SECRET, PASSWORD,
+# PASSWD, PASSPHRASE or CREDENTIAL. MAX_TOKENS or TOKENIZERS_PARALLELISM are not.
+_CREDENTIAL_WORDS = frozenset({"TOKEN", "KEY", "SECRET", "SECRETS", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL",
+                               "CREDENTIALS", "APIKEY", "PAT", "AUTH"})
+_CREDENTIAL_PARTS = ("SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL")
+
+
+def looks_like_credential(name: str) -> bool:
+    upper = name.upper()
+    words = set(re.split(r"[_.\-]+", upper))
+    return (bool(words & _CREDENTIAL_WORDS) or upper.endswith(("TOKEN", "APIKEY", "ACCESSKEY", "PRIVATEKEY"))
+            or any(p in upper for p in _CREDENTIAL_PARTS))
+
+
+def utf8_size(text: str) -> int:
+    return len(text.encode("utf-8", errors="surrogatepass"))

@@ -20,6 +20,7 @@ from core.trainers import (CHECKPOINTS_ENV, CONTAINER, DATA_ENV, PROFILES_ENV, P
 from manifests import storage
 from manifests.storage import CHECKPOINT_DIR, DATA_DIR, EXPORT_DIR, PROFILE_DIR, Owner
 from manifests.token import HF_TOKEN_FILE, token_mount, token_volume
+from stack.run_env import env_entry
 from stack.runs import RunConfig
 
 __all__ = ["CONTAINER", "WORKDIR"]
@@ -156,7 +157,7 @@ def env(run: RunConfig, row: Trainer, data_path: str | None = None) -> list[dict
     if row.hf_cache_size:
         # Replaces the image's HF_HOME (the user's home, in the container's writable layer).
         variables.append({"name": "HF_HOME", "value": HF_CACHE_DIR})
-    return variables + [{"name": k, "value": v} for k, v in sorted(run.env.items())]
+    return variables + [env_entry(k, v) for k, v in sorted(run.env.items())]
 
 
 def extra_volumes(row: Trainer) -> tuple[list[dict], list[dict]]:

@@ -21,7 +21,7 @@ from core.names import HF_TOKEN_SECRET, RUNS_NAMESPACE, BucketLayout, export_pre
 from core.syntax import DNS_1035_LABEL, or_empty, PROJECT_ID, REGION, STACK_SEGMENT
 from core.trainers import TRAINERS
 from stack.contracts import derive_contracts
-from stack.models import Images, PoolConfig, ShapeConfig, StackModel, TopLevelCount
+from stack.models import Images, PoolConfig, ShapeConfig, StackModel, TopLevelCount, TopLevelFlag
 from stack.datasets import DatasetConfig
 from stack.existing import Charts, ExistingCluster, existing_stack_problems, platform_pool_problems
 from stack.image_build import ImageBuild
@@ -49,7 +49,7 @@ class StackConfig(StackModel):
                               description="default: finetune-<stack>")
     # Google's ReleaseChannel.channel values but the deprecated UNSPECIFIED (admission/google_api checks it).
     release_channel: Literal["RAPID", "REGULAR", "STABLE", "EXTENDED"] = "REGULAR"
-    deletion_protection: bool = True
+    deletion_protection: TopLevelFlag = True
     system_machine_type: str = "e2-standard-4"
     system_node_count: TopLevelCount = Field(default=1, ge=1, description="per zone of the region")
     zones: tuple[str, ...] = Field(default=(), description="default node locations of pools")
@@ -62,7 +62,7 @@ class StackConfig(StackModel):
     namespace: str = Field(default="", description="default: finetune (own cluster)")
     # Create `namespace` (an existing cluster's stack deploys into one that exists unless this is true;
     # the stack's own cluster's namespace is always the stack's).
-    create_namespace: bool = False
+    create_namespace: TopLevelFlag = False
     network: NetworkConfig = NetworkConfig()
     # A cluster that exists already (stack/existing.py); None: the stack declares its own.
     existing_cluster: ExistingCluster | None = None
@@ -98,7 +98,7 @@ class StackConfig(StackModel):
     @field_validator("project")
     @classmethod
     def _project_id(cls, value: str) -> str:
-        if not PROJECT_ID.match(value):
+        if not PROJECT_ID.fullmatch(value):
             raise_problems([Problem("", value, "is not a project id",
                                     "6-30 lowercase letters, digits or hyphens, starting with a letter, "
                                     "not ending with a hyphen")])
@@ -128,7 +128,7 @@ class StackConfig(StackModel):
     @field_validator("region")
     @classmethod
     def _region(cls, value: str) -> str:
-        if not REGION.match(value):
+        if not REGION.fullmatch(value):
             raise_problems([Problem("", value, "is not a region", "e.g. 'us-east5'")])
         return value
 

@@ -19,7 +19,7 @@ import re
 import urllib.parse
 from pathlib import Path
 
-from pydantic import Field, StrictBool, model_validator
+from pydantic import Field, StrictBool, ValidationInfo, model_validator
 
 from core.syntax import DNS_1035_LABEL
 from stack.models import StackModel
@@ -49,13 +49,14 @@ class DatasetConfig(StackModel):
     sha256: str | None = Field(default=None, description="the file's expected SHA-256")
     hub: HubSource | None = None
     gcs: str | None = Field(default=None, description="gs://<bucket>/<prefix> to copy from")
-    path: str | None = Field(default=None, description="a file or folder on the machine running `pulumi up`, "
-                             "relative to the directory it runs in (the project's)")
+    path: str | None = Field(default=None, description="a file or folder inside the project's directory, "
+                             "relative to it (where `pulumi up` runs)")
     tokenize: str | None = Field(default=None, description="a JAX trainer model whose tokenizer writes token shards")
 
     @model_validator(mode="after")
-    def _rules(self) -> DatasetConfig:
-        raise_problems(dataset_problems(self))
+    def _rules(self, info: ValidationInfo) -> DatasetConfig:
+        root = (info.context or {}).get("root") if info is not None else None
+        raise_problems(dataset_problems(self, root))
         return self
 
     @property
@@ -67,14 +68,14 @@ class DatasetConfig(StackModel):
         """Staged by a Job in the cluster; a `path` is uploaded by `pulumi up` itself."""
         return self.path is None
 
-    def local_files(self) -> list[tuple[str, Path]]:
-        """A `path` source's files: (name below the dataset's prefix, file), in name order, hidden ones
-        (a name starting with '.') left out."""
-        root = Path(self.path)
-        if root.is_file():
-            return [(root.name, root)]
-        return sorted((p.relative_to(root).as_posix(), p) for p in root.rglob("*")
-                      if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts))
+    def local_files(self, root: Path | None = None) -> list[tuple[str, Path]]:
+        """A `path` source's files: (name below the dataset's prefix, the file it is), in name order, hidden
+        ones (a name starting with '.') left out; each inside `root` (default: the current directory, the
+        project's), or ValueError."""
+        files, problems = confined_files(self.path or "", (root or Path.cwd()).resolve())
+        if problems:
+            raise ValueError(str(problems[0]))
+        return files
 
     @property
     def staged_file(self) -> str | None:
@@ -97,11 +98,11 @@ class DatasetConfig(StackModel):
 
     @property
     def gcs_bucket(self) -> str | None:
-        return _GCS.match(self.gcs).group("bucket") if self.gcs else None
+        return _GCS.fullmatch(self.gcs).group("bucket") if self.gcs else None
 
     @property
     def gcs_prefix(self) -> str:
-        return (_GCS.match(self.gcs).group("prefix") or "").strip("/") if self.gcs else ""
+        return (_GCS.fullmatch(self.gcs).group("prefix") or "").strip("/") if self.gcs else ""
 
     def path_for(self, trainer_reads_tokens: bool) -> str:
         """Below datasets/<stack>/: what a run of this dataset reads (its token shards, when it can)."""
@@ -110,7 +111,7 @@ class DatasetConfig(StackModel):
         return f"{self.name}/{self.staged_file}" if self.staged_file else self.name
 
 
-def dataset_problems(d: DatasetConfig) -> list[Problem]:
+def dataset_problems(d: DatasetConfig, root: Path | None = None) -> list[Problem]:
     sources = [k for k, v in (("url", d.url), ("hub", d.hub), ("gcs", d.gcs), ("path", d.path)) if v]
     if not sources:
         return [Problem("url", MISSING, "and no hub, gcs or path either: a dataset needs a source",
@@ -118,31 +119,70 @@ def dataset_problems(d: DatasetConfig) -> list[Problem]:
     if len(sources) > 1:
         return [Problem(sources[1], getattr(d, sources[1]), f"is a second source beside {sources[0]}",
                         "exactly one of url, hub, gcs, path")]
-    problems = _path_problems(d.path) if d.path else []
+    problems = confined_files(d.path, (root or Path.cwd()).resolve())[1] if d.path else []
     if d.url and urllib.parse.urlparse(d.url).scheme not in ("https", "http"):
         problems.append(Problem("url", d.url, "is not an http(s) URL", "https://<host>/<path>/<file>"))
     elif d.url and not d.staged_file:
         problems.append(Problem("file", MISSING, f"and URL {d.url!r} names no file", "a file name"))
-    if d.sha256 and not _SHA256.match(d.sha256):
+    if d.sha256 and not _SHA256.fullmatch(d.sha256):
         problems.append(Problem("sha256", d.sha256, "is not a SHA-256", "64 lower-case hex digits"))
     if d.sha256 and not d.url:
         problems.append(Problem("sha256", d.sha256, "checks a URL's file", "sha256 with url"))
-    if d.hub and not _HUB_ID.match(d.hub.id):
+    if d.hub and not _HUB_ID.fullmatch(d.hub.id):
         problems.append(Problem("hub.id", d.hub.id, "is not a Hub dataset id", "<owner>/<name>"))
-    if d.gcs and not _GCS.match(d.gcs):
+    if d.gcs and not _GCS.fullmatch(d.gcs):
         problems.append(Problem("gcs", d.gcs, "is not a gs:// prefix", "gs://<bucket>/<prefix>"))
     if d.tokenize and not d.url:
         problems.append(Problem("tokenize", d.tokenize, "needs one text file to tokenize", "a dataset with `url`"))
     return problems
 
 
-def _path_problems(path: str) -> list[Problem]:
-    where = Path(path)
-    allowed = "a file or folder on this machine, absolute or relative to " + os.getcwd()
-    if not where.exists():
-        return [Problem("path", path, "does not exist", allowed)]
-    if where.is_dir() and not any(p.is_file() for p in where.rglob("*")):
-        return [Problem("path", path, "is a folder with no file in it", allowed)]
-    if not (where.is_file() or where.is_dir()):
-        return [Problem("path", path, "is neither a file nor a folder", allowed)]
-    return []
+def confined_files(path: str, root: Path) -> tuple[list[tuple[str, Path]], list[Problem]]:
+    """The files of a `path` source, each resolved (symbolic links followed) and inside `root`, the project's
+    directory: what `pulumi up` uploads, so nothing outside the checkout (an absolute path, `..`, a link out
+    of it: /proc/self/environ, ~/.ssh) reaches the bucket. Its problems instead, naming the resolved path."""
+    allowed = f"a file or folder inside the project's directory ({root}), written relative to it, e.g. data/chats.jsonl"
+    given = Path(path)
+    if given.is_absolute() or path.startswith("~"):
+        return [], [Problem("path", path, "is absolute; local data is read from inside the project's directory",
+                            allowed)]
+    if ".." in given.parts:
+        return [], [Problem("path", path, "climbs out of the project's directory with '..'", allowed)]
+    resolved = (root / given).resolve()
+    if not resolved.is_relative_to(root):
+        return [], [Problem("path", path, f"resolves to {resolved}, outside the project's directory (a symbolic "
+                            "link leads out of it)", allowed)]
+    if not resolved.exists():
+        return [], [Problem("path", path, "does not exist", allowed)]
+    if resolved.is_file():
+        return [(given.name, resolved)], []
+    if not resolved.is_dir():
+        return [], [Problem("path", path, "is neither a file nor a folder", allowed)]
+    files, problems = _folder_files(path, resolved, root, allowed)
+    if not files and not problems:
+        problems = [Problem("path", path, "is a folder with no file in it", allowed)]
+    return sorted(files), problems
+
+
+def _folder_files(path: str, folder: Path, root: Path, allowed: str) -> tuple[list[tuple[str, Path]], list[Problem]]:
+    """Every regular file below `folder` (links followed where they stay inside `root`, each folder once)."""
+    files, problems, seen = [], [], set()
+    for top, dirs, names in os.walk(folder, followlinks=True):
+        here = Path(top)
+        real = here.resolve()
+        if real in seen or not real.is_relative_to(root):
+            if not real.is_relative_to(root):
+                problems.append(Problem("path", path, f"holds {here.relative_to(folder).as_posix()}, which resolves "
+                                        f"to {real}, outside the project's directory", allowed))
+            dirs[:] = []
+            continue
+        seen.add(real)
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in sorted(n for n in names if not n.startswith(".")):
+            target = (here / name).resolve()
+            if not target.is_relative_to(root):
+                problems.append(Problem("path", path, f"holds {(here / name).relative_to(folder).as_posix()}, which "
+                                        f"resolves to {target}, outside the project's directory", allowed))
+            elif target.is_file():
+                files.append(((here / name).relative_to(folder).as_posix(), target))
+    return files, problems

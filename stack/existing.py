@@ -23,7 +23,7 @@ from pydantic import Field, model_validator
 from pydantic.alias_generators import to_camel
 
 from core.syntax import DNS_1035_LABEL
-from stack.models import PoolConfig, StackModel
+from stack.models import Flag, PoolConfig, StackModel
 from stack.problems import MISSING, Problem, raise_problems
 
 DNS_1035_LABEL_RE = re.compile(DNS_1035_LABEL)
@@ -40,10 +40,10 @@ class ExistingCluster(StackModel):
     location: str = Field(default="", description="the cluster's region or zone")
     # name + location: reach the control plane at its DNS-based endpoint (no cluster CA), as
     # `gcloud container clusters get-credentials --dns-endpoint` does; default: its IP endpoint.
-    dns_endpoint: bool = False
+    dns_endpoint: Flag = False
     controllers: Literal["install", "existing"] = Field(
         default="install", description="install: the stack installs JobSet (and Kueue); existing: they are installed")
-    bucket_grants: bool = Field(default=False, description="declare the bucket grants to the workload identities")
+    bucket_grants: Flag = Field(default=False, description="declare the bucket grants to the workload identities")
 
     @model_validator(mode="after")
     def _one_way_in(self) -> ExistingCluster:

@@ -49,7 +49,7 @@ class ImageBuild(StackModel):
     @field_validator("registry")
     @classmethod
     def _registry(cls, value: str) -> str:
-        if value and not REGISTRY_RE.match(value):
+        if value and not REGISTRY_RE.fullmatch(value):
             raise_problems([Problem("", value, "is not a registry repository address",
                                     "<host>[:<port>]/<path> in lower case, e.g. 127.0.0.1:5000/finetune or "
                                     "europe-docker.pkg.dev/<project>/<repository>")])
@@ -65,7 +65,7 @@ class ImageBuild(StackModel):
     @field_validator("builder")
     @classmethod
     def _builder(cls, value: str) -> str:
-        if value and not BUILDER_RE.match(value):
+        if value and not BUILDER_RE.fullmatch(value):
             raise_problems([Problem("", value, "is not a buildx builder name",
                                     "letters, digits, '.', '_' and '-', e.g. default")])
         return value

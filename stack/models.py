@@ -41,6 +41,19 @@ def _from_cli_text(value: Any) -> Any:
 # A count at the top level of the stack file, as the CLI or the file gives it.
 TopLevelCount = Annotated[int, BeforeValidator(_from_cli_text), Strict()]
 
+# A yes-or-no of the stack file: true or false, never the text "yes", "on" or "1" (which pydantic's lax bool
+# would take, and the CLI hands over as text: stack/yaml_loader.py).
+Flag = Annotated[bool, Strict()]
+
+
+def _flag_from_cli_text(value: Any) -> Any:
+    # A top-level boolean reaches the program as the text "true" or "false" (the CLI's only two).
+    return {"true": True, "false": False}.get(value, value) if isinstance(value, str) else value
+
+
+# A yes-or-no at the top level of the stack file, as the CLI or the file gives it.
+TopLevelFlag = Annotated[bool, BeforeValidator(_flag_from_cli_text), Strict()]
+
 
 class StackModel(BaseModel):
     """A part of the stack file: unknown keys rejected, immutable, camelCase keys."""
@@ -134,7 +147,7 @@ class Images(RootModel[dict[str, str]]):
             Problem(name, ref, "is not a digest reference",
                     "<registry>/<path>@sha256:<64 hex>, pinned by digest, never a tag")
             for name, ref in self.root.items()
-            if not IMAGE_DIGEST_REF.match(ref)
+            if not IMAGE_DIGEST_REF.fullmatch(ref)
         ]
         raise_problems(problems)
         return self
@@ -166,7 +179,7 @@ def shape_problems(s: ShapeConfig) -> list[Problem]:
             "reservation", s.reservation, f"can't be combined with capacity {s.capacity!r}",
             "capacity 'reservation' (spot, flex-start and queued exclude reservations)",
         ))
-    if s.reservation and not RESERVATION.match(s.reservation):
+    if s.reservation and not RESERVATION.fullmatch(s.reservation):
         problems.append(Problem("reservation", s.reservation, "is not a reservation name",
                                 "<name> or projects/<project>/reservations/<name>"))
     return problems

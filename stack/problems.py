@@ -28,6 +28,15 @@ class _Missing:
 
 # The value of a key that is not set.
 MISSING: Any = _Missing()
+
+
+class _Null:
+    def __repr__(self) -> str:
+        return "null"
+
+
+# The value of a key set to YAML's null (`key:` with nothing after it), as the file writes it.
+NULL: Any = _Null()
 # Top-level keys that the stack file spells in another namespace.
 _TOP_LEVEL_ALIASES = {"project": "gcp:project", "region": "gcp:region"}
 
@@ -90,9 +99,37 @@ def from_validation_error(err: ValidationError, model: type | None = None) -> li
             found.append(unknown_key(path, e["loc"], e.get("input"), model))
         elif e["type"] == "missing":
             found.append(Problem(path, MISSING, "and it is required"))
+        elif e["type"] in _TYPES:
+            given = e.get("input")
+            found.append(Problem(path, NULL if given is None else given, f"is {kind_of(given)}", _TYPES[e["type"]]))
         else:
             found.append(Problem(path, e.get("input"), _lower_first(e["msg"])))
     return found
+
+
+# pydantic's type errors, as what the key allows.
+_TYPES = {
+    "string_type": "text (quote a number or a boolean to make it text)",
+    "bool_type": "true or false",
+    "int_type": "a whole number", "int_from_float": "a whole number", "int_parsing": "a whole number",
+    "float_type": "a number", "dict_type": "a mapping", "model_type": "a mapping", "model_attributes_type": "a mapping",
+    "list_type": "a list", "tuple_type": "a list",
+}
+
+
+def kind_of(value: Any) -> str:
+    """What a stack file's value is, in its words: text, a number, a boolean, a list, a mapping, no value."""
+    if value is None:
+        return "no value"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "text"
+    if isinstance(value, (list, tuple)):
+        return "a list"
+    return "a mapping" if isinstance(value, dict) else type(value).__name__
 
 
 def unknown_key(path: str, loc: tuple, value: Any, model: type | None) -> Problem:

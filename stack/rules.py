@@ -20,7 +20,7 @@ from stack.problems import Problem
 def zone_problems(key: str, zones: tuple[str, ...], region: str | None) -> list[Problem]:
     problems = []
     for j, zone in enumerate(zones):
-        m = ZONE.match(zone)
+        m = ZONE.fullmatch(zone)
         if not m or (region and m.group("region") != region):
             where = f"region {region!r}" if region else "a valid region"
             problems.append(Problem(f"{key}[{j}]", zone, f"is not a zone of {where}", f"{region or '<region>'}-<letter>"))

@@ -50,6 +50,8 @@ def data_problems(run: Any, where: str) -> list[Problem]:
         return [Problem(key, value, f"{where}: a data setting of the trainers, and this run has none (its own "
                         "container reads its own arguments)", "no data settings on a run without trainer")
                 for key, _, value in given]
-    found = formats.settings_problems(run.format or "text", dict(run.columns), run.prompt_template,
-                                      run.system_prompt, run.loss or "completion")
+    # Unset is the default; set, even to "", it is what the trainer gets (`--data_format ''` is no format).
+    found = formats.settings_problems("text" if run.format is None else run.format, dict(run.columns),
+                                      run.prompt_template, run.system_prompt,
+                                      "completion" if run.loss is None else run.loss)
     return [Problem(_KEYS[p.setting], p.value, f"{where} {p.why}", p.allowed) for p in found]

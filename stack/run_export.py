@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import Field
 
 from core.trainers import EVAL_METRICS, EXPORT_DTYPES, EXPORT_FORMATS
-from stack.models import Count, StackModel
+from stack.models import Count, Flag, StackModel
 from stack.problems import Problem
 
 MAX_EVAL_SAMPLES = 256
@@ -28,7 +28,7 @@ class ExportConfig(StackModel):
     """`export:` of a run: the model written when training succeeds."""
 
     format: str = Field(default="huggingface", description=" | ".join(EXPORT_FORMATS))
-    merge: bool = Field(default=True, description="LoRA merged into the base (true), or the adapter alone (false)")
+    merge: Flag = Field(default=True, description="LoRA merged into the base (true), or the adapter alone (false)")
     dtype: str = Field(default="bfloat16", description=" | ".join(EXPORT_DTYPES))
 
 
@@ -39,7 +39,7 @@ class EvalConfig(StackModel):
                            description="held-out records whose prompts are generated and scored")
     prompts: tuple[str, ...] = Field(default=(), description="more prompts, generated as they are")
     max_new_tokens: Count = Field(default=256, ge=1, le=MAX_NEW_TOKENS, description="generation budget per prompt")
-    compare_base: bool = Field(default=True, description="the same figures for the base model, on the same prompts")
+    compare_base: Flag = Field(default=True, description="the same figures for the base model, on the same prompts")
     metric: str = Field(default="auto", description=" | ".join(EVAL_METRICS))
 
 

@@ -21,13 +21,14 @@ from pydantic.alias_generators import to_camel
 from core.contract import SchedulingContract
 from core.images import image_problem
 from core.names import REPLICATED_JOB
-from core.syntax import DNS_LABEL_MAX, ENV_NAME, is_dns_label
+from core.syntax import DNS_LABEL_MAX, is_dns_label
 from core.catalog import Family
-from core.trainers import OWN_CONTAINER_GPU_ACCOUNT, RESERVED_ENV, TRAINERS, Trainer, own_container_row
-from stack.models import Count
+from core.trainers import OWN_CONTAINER_GPU_ACCOUNT, TRAINERS, Trainer, own_container_row
+from stack.models import Count, Flag
 from stack.own_container import RunAs, own_container_problems
 from stack.problems import MISSING, Problem
 from stack.run_data import DATA_FLAGS, data_flags, data_problems
+from stack.run_env import EnvValue, env_problems, size_problems
 from stack.run_export import EvalConfig, ExportConfig, export_args, export_problems
 from stack.run_model import launcher_args, model_args, model_problems
 
@@ -53,7 +54,7 @@ class RunConfig(BaseModel):
     args: tuple[str, ...] = Field(default=(), description="trainer flags (or the command's arguments), verbatim")
     # A run of one's own container (stack/own_container.py).
     command: tuple[str, ...] = Field(default=(), description="your own container's command (a run without trainer)")
-    hf_token: bool = Field(default=False, description="your own container: the Hugging Face token (hfTokenSecret) as a file")
+    hf_token: Flag = Field(default=False, description="your own container: the Hugging Face token (hfTokenSecret) as a file")
     run_as: RunAs | None = Field(default=None, description="your own container: its uid and gid (default: 1000:1000 on GPU, the image's on TPU)")
     # The data settings, passed to the trainer as flags (stack/run_data.py).
     format: str | None = Field(default=None, description="text | conversational | prompt-completion")
@@ -71,12 +72,12 @@ class RunConfig(BaseModel):
         description="file or directory below the bucket's datasets/<stack>/ prefix the trainer reads "
         "(required by trainers that have no default source)",
     )
-    profile: bool = Field(
+    profile: Flag = Field(
         default=False,
         description="also capture a profile (trainers that can): a trace of a few steps and the profiler "
         "server; TensorBoard events go to profiles/<name>/ on every run",
     )
-    suspend: bool = Field(default=False, description="declare the run suspended (JobSet spec.suspend)")
+    suspend: Flag = Field(default=False, description="declare the run suspended (JobSet spec.suspend)")
     image: str | None = Field(
         default=None, description="trainer image by digest; defaults to the stack's image for the trainer"
     )
@@ -86,7 +87,8 @@ class RunConfig(BaseModel):
     max_restarts: Count = Field(
         default=3, ge=0, le=100, description="JobSet restarts on failures other than disruptions and config errors"
     )
-    env: dict[str, str] = Field(default_factory=dict, description="extra, non-secret environment variables")
+    env: dict[str, EnvValue] = Field(default_factory=dict, description="extra environment variables: text, "
+                                            "or {secret: <Secret>, key: <key>} (stack/run_env.py)")
     # The model once trained (stack/run_export.py).
     export: ExportConfig | None = Field(default=None, description="write the model to exports/<stack>/<name>/")
     eval: EvalConfig | None = Field(default=None, description="held-out loss, samples and metric beside the export")
@@ -163,7 +165,8 @@ def _one_run_problems(run: RunConfig, contracts: Mapping[str, SchedulingContract
         first = [Problem("pool", run.pool, f"does not exist {where}", ", ".join(map(repr, sorted(contracts))))]
     else:
         first = _family_problems(run, contract, where)
-    problems = first + _name_problems(run) + _env_problems(run, where) + _data_problems(run, where)
+    problems = first + _name_problems(run) + env_problems(run.env, where) + size_problems(run, where)
+    problems += _data_problems(run, where)
     problems += own_container_problems(run, where) + data_problems(run, where) + model_problems(run, where)
     problems += export_problems(run, where)
     if run.trainer is None:
@@ -271,18 +274,6 @@ def _args_problems(run: RunConfig, where: str) -> list[Problem]:
                 "`profile: true` instead")
         for flag in sorted(given & run.row.profile_flags)
     ]
-
-
-def _env_problems(run: RunConfig, where: str) -> list[Problem]:
-    problems = []
-    for name in sorted(run.env):
-        if not ENV_NAME.match(name):
-            problems.append(Problem(f"env.{name}", run.env[name], f"{where}: env name {name!r} is not a valid variable name",
-                                    "letters, digits and '_', not starting with a digit"))
-        elif name in RESERVED_ENV:
-            problems.append(Problem(f"env.{name}", run.env[name], f"{where}: env {name} is set by the platform",
-                                    "env without it"))
-    return problems
 
 
 def _data_problems(run: RunConfig, where: str) -> list[Problem]:

@@ -46,7 +46,7 @@ def secret_problems(value: str) -> list[Problem]:
     found = _SECRET.fullmatch(value)
     if found is None:
         return [Problem("", value, "is not a Secret Manager secret", SECRET_FORMS)]
-    if found["project"] is not None and not PROJECT_ID.match(found["project"]):
+    if found["project"] is not None and not PROJECT_ID.fullmatch(found["project"]):
         return [Problem("", value, f"names {found['project']!r}, which is not a project id", SECRET_FORMS)]
     return []
 

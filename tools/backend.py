@@ -29,6 +29,7 @@ import sys
 from pathlib import Path
 
 from core.syntax import PROJECT_ID
+from tools.cli import EX_UNAVAILABLE, guarded
 from tools.stacks import DEPLOYED_FILE, deployed
 
 EX_CONFIG = 78
@@ -70,7 +71,7 @@ def next_steps(bucket: str) -> list[str]:
 
 def problems(project: str, location: str, bucket: str, team: list[str]) -> list[str]:
     found = []
-    if not PROJECT_ID.match(project):
+    if not PROJECT_ID.fullmatch(project):
         found.append(f"--project: {project!r} is not a project id; allowed: 6-30 lowercase letters, digits or "
                      "hyphens, starting with a letter")
     if not re.fullmatch(r"[A-Za-z0-9-]+", location):
@@ -99,12 +100,13 @@ def local_backend_problem(url: str) -> str | None:
 
 def project_backend(root: Path) -> str:
     """The backend this checkout's CLI uses: $PULUMI_BACKEND_URL, else Pulumi.yaml's `backend.url`."""
-    import yaml  # pylint: disable=import-outside-toplevel
+    from stack.yaml_loader import load_yaml  # pylint: disable=import-outside-toplevel
 
     if os.environ.get("PULUMI_BACKEND_URL"):
         return os.environ["PULUMI_BACKEND_URL"]
-    project = yaml.safe_load((root / "Pulumi.yaml").read_text()) or {}
-    return str((project.get("backend") or {}).get("url", ""))
+    project = load_yaml(root / "Pulumi.yaml").data
+    backend = project.get("backend") if isinstance(project, dict) else None
+    return str(backend.get("url", "")) if isinstance(backend, dict) else ""
 
 
 def deployed_from_local(stack: str, root: Path = ROOT) -> str | None:
@@ -114,7 +116,10 @@ def deployed_from_local(stack: str, root: Path = ROOT) -> str | None:
         by_ci = stack in deployed(root)
     except SystemExit:  # a listed stack without its file: tools/stacks.py says so where it matters
         by_ci = False
-    url = project_backend(root)
+    try:
+        url = project_backend(root)
+    except ValueError:  # Pulumi.yaml unreadable (a StackFileError): the plan names it
+        return None
     if not by_ci or local_backend_problem(url) is None:
         return None
     return (f"warning: stack {stack} is deployed by .github/workflows/deploy.yml ({DEPLOYED_FILE}), and this "
@@ -133,7 +138,11 @@ def _setup(args: argparse.Namespace) -> int:
     for argv in commands:
         print("  " + shlex.join(argv))
         if args.apply:
-            done = subprocess.run(argv, check=False)
+            try:
+                done = subprocess.run(argv, check=False)
+            except FileNotFoundError:
+                print(f"backend: {argv[0]} is not on PATH; nothing was run (README, Prerequisites)", file=sys.stderr)
+                return EX_UNAVAILABLE
             if done.returncode != 0:
                 print(f"backend: `{shlex.join(argv)}` exited {done.returncode}; nothing after it was run",
                       file=sys.stderr)
@@ -143,6 +152,10 @@ def _setup(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    return guarded("backend", lambda: _main(argv))
+
+
+def _main(argv: list[str] | None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.backend", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     setup = sub.add_parser("setup", help="the gcloud commands of the team's gs:// backend (run with --apply)")

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import runpy
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -296,4 +297,10 @@ def _run(stack, deployment, overrides, secrets, plain, root: Path = ROOT, previe
             runpy.run_path(str(root / "__main__.py"), run_name="__main__")
         return pulumi.Output.all(**exports).apply(deployment.outputs.update)
 
-    program()
+    # The CLI runs the program in the project's directory: its stack file and `path:` datasets are there.
+    before = os.getcwd()
+    os.chdir(root)
+    try:
+        program()
+    finally:
+        os.chdir(before)

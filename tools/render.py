@@ -36,6 +36,8 @@ from stack.config import StackConfig
 from stack.problems import ConfigError
 from stack.runs import RunConfig
 from tools import stacks
+from tools.cli import guarded, stack_name
+from tools.files import WriteRefused
 from tools.yaml_files import to_yaml, write_manifests
 
 __all__ = ["compute_class_objects", "config_inputs", "explode_jobs", "kueue_objects", "run_manifests", "stack_compute_class_manifests",
@@ -105,8 +107,12 @@ def shipped_stacks(root: Path = ROOT) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    return guarded("render", lambda: _main(argv))
+
+
+def _main(argv: list[str] | None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.render", description=__doc__.splitlines()[0])
-    parser.add_argument("--stack", required=True, help="render the runs of Pulumi.<stack>.yaml")
+    parser.add_argument("--stack", required=True, type=stack_name, help="render the runs of Pulumi.<stack>.yaml")
     parser.add_argument("--out", type=Path, required=True, help="output directory")
     parser.add_argument(
         "--explode-jobs", action="store_true", help="write each JobSet's child Jobs (batch/v1) instead, for scanners"
@@ -126,7 +132,12 @@ def main(argv: list[str] | None = None) -> int:
         manifests = kueue_objects(config) if args.kueue else run_manifests(config)
     # For scanners, every Job the stack declares: each run's child Jobs and the staging Jobs.
     chosen = {**explode_jobs(manifests), **staging_jobs(config)} if args.explode_jobs else manifests
-    for path in write_manifests(chosen, args.out):
+    try:
+        written = write_manifests(chosen, args.out)
+    except WriteRefused as err:
+        print(f"render: {err}", file=sys.stderr)
+        return err.code
+    for path in written:
         print(path)
     return 0
 

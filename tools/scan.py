@@ -16,7 +16,8 @@ import re
 import sys
 from pathlib import Path
 
-import yaml
+from stack.problems import ConfigError
+from stack.yaml_loader import load_yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 SKIPS = ROOT / "tools" / "scan_skips.yaml"
@@ -30,7 +31,10 @@ class SkipListError(ValueError):
 
 def load_skips(path: Path = SKIPS) -> dict[str, str]:
     """{check id: reason} from the skip list, after checking every entry."""
-    raw = yaml.safe_load(path.read_text()) or {}
+    try:
+        raw = load_yaml(path).data or {}  # the one loader: a duplicate id is refused, not the last one kept
+    except ConfigError as err:
+        raise SkipListError(str(err)) from None
     entries = raw.get("skips") if isinstance(raw, dict) else None
     if not isinstance(entries, list) or not entries:
         raise SkipListError(f"{path}: expected a non-empty `skips:` list")

@@ -43,7 +43,7 @@ SHIPPED = ("a4", "autopilot", "dev", "existing-dev", "tpu-multihost", "tpu-multi
 
 def stack_files(root: Path = ROOT) -> dict[str, Path]:
     """Every stack file of the checkout at `root`, shipped and the user's own, by stack name (sorted)."""
-    found = {m.group("stack"): p for p in root.glob("Pulumi.*.yaml") if (m := _STACK_FILE.match(p.name))}
+    found = {m.group("stack"): p for p in root.glob("Pulumi.*.yaml") if (m := _STACK_FILE.fullmatch(p.name))}
     return dict(sorted(found.items()))
 
 
@@ -75,7 +75,7 @@ def affected_by(changed: list[str], stacks: list[str]) -> list[str]:
     """The stacks (of `stacks`) that a change to the `changed` paths can alter."""
     hit: set[str] = set()
     for path in changed:
-        match = _STACK_FILE.match(path)
+        match = _STACK_FILE.fullmatch(path)
         if match:
             hit.add(match.group("stack"))
         elif not _INERT.match(path):

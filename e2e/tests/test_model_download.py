@@ -108,7 +108,7 @@ def test_a_directory_holding_something_else_is_left_alone_without_force(root, gc
     target.mkdir()
     (target / "notes.txt").write_text("mine")
     refused = _download(root, gcs, target)
-    assert refused.returncode == 78, refused.stderr
+    assert refused.returncode == 73, refused.stderr
     assert "notes.txt" in refused.stderr and "--force" in refused.stderr
     assert sorted(p.name for p in target.iterdir()) == ["notes.txt"]
     forced = _download(root, gcs, target, "--force")
@@ -123,3 +123,18 @@ def test_a_run_without_export_is_named_with_what_to_do(root, gcs, tmp_path):
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 66 and "'nope' is not one of stack dev's runs with `export:`" in done.stderr
     assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("hostile", ["../../escape.txt", "/escape.txt", "a/./b.txt"])
+def test_an_object_named_out_of_the_folder_is_refused_and_nothing_is_written(root, gcs, tmp_path, hostile):
+    """Cloud Storage takes such names; a download writes below DIR or not at all."""
+    bucket = _bucket(root)
+    step = 7 + len(hostile)  # a checkpoint of its own for each name
+    gcs.upload(bucket, f"checkpoints/{STACK}/{RUN}/{step}/ok.bin", b"fine")
+    gcs.upload(bucket, f"checkpoints/{STACK}/{RUN}/{step}/{hostile}", b"not yours")
+    assert f"checkpoints/{STACK}/{RUN}/{step}/{hostile}" in gcs.names(bucket)  # stored as named
+    target = tmp_path / "deep" / "er" / "model"
+    done = _download(root, gcs, target, "--checkpoint", str(step))
+    assert done.returncode == 66, done.stderr
+    assert repr(hostile) in done.stderr and "nothing was downloaded" in done.stderr
+    assert not target.exists() and list(tmp_path.rglob("*")) == []

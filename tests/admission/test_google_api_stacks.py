@@ -19,6 +19,7 @@ import pytest
 from admission.google_api import coverage, discovery
 from admission.google_api.judge import MAPPINGS, resource_findings, resources_findings
 from stack.config import StackConfig
+from tests.support.checkout import linked_checkout
 from tests.support.pulumi_harness import EXISTING_CLUSTER_STACKS, SHIPPED_STACKS, run_stack
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,11 +29,15 @@ _FLEX_POOL = {"name": "v6e-flex", "accelerator": "tpu-v6e", "topology": "1x1", "
 _GCS_DATASET = {"name": "copied", "gcs": "gs://other-team-data/stories/"}
 
 
-def _local_folder() -> str:
-    """A `path:` dataset's folder on the machine running `pulumi up`: its files are uploaded as objects."""
-    folder = Path(tempfile.mkdtemp(prefix="gke-finetune-upload-"))
-    (folder / "train.jsonl").write_text('{"messages": [{"role": "user", "content": "hi"}]}\n')
-    return str(folder)
+def _local_checkout() -> Path:
+    """A checkout with a `path:` dataset's folder in it (data/tickets): its files are uploaded as objects."""
+    tree = linked_checkout(Path(tempfile.mkdtemp(prefix="gke-finetune-upload-")))
+    (tree / "data" / "tickets").mkdir(parents=True)
+    (tree / "data" / "tickets" / "train.jsonl").write_text('{"messages": [{"role": "user", "content": "hi"}]}\n')
+    return tree
+
+
+_LOCAL = _local_checkout()
 
 
 VARIANTS = {
@@ -41,7 +46,7 @@ VARIANTS = {
     "given-network": ("dev", {f"{P}network": {"existing": "shared-vpc", "existingSubnetwork": "shared-nodes"}}),
     "flex-start-and-gcs-dataset": ("dev", {f"{P}pools": [_FLEX_POOL], f"{P}runs": [],
                                            f"{P}datasets": [_GCS_DATASET]}),
-    "path-dataset": ("dev", {f"{P}runs": [], f"{P}datasets": [{"name": "tickets", "path": _local_folder()}]}),
+    "path-dataset": ("dev", {f"{P}runs": [], f"{P}datasets": [{"name": "tickets", "path": "data/tickets"}]}),
     "existing-cluster-grants": ("existing-dev", {
         f"{P}existingCluster": {"context": "gke_my-project-id_us-east5_team-cluster", "bucketGrants": True},
         f"{P}projectNumber": "123456789012"}),
@@ -51,7 +56,7 @@ VARIANTS = {
 @functools.cache
 def declared(stack: str, variant: str = "") -> tuple[tuple[str, str, dict], ...]:
     overrides = VARIANTS[variant][1] if variant else None
-    resources = run_stack(stack, overrides=overrides).resources
+    resources = run_stack(stack, overrides=overrides, root=_LOCAL if variant == "path-dataset" else ROOT).resources
     return tuple((r.type, r.name, r.inputs) for r in resources)
 
 

@@ -10,6 +10,7 @@ import pytest
 
 from components.uploads import LocalFile, check_upload, local_file
 from stack.problems import ConfigError
+from tests.support.checkout import linked_checkout
 from tests.support.pulumi_harness import declared_before_error, run_stack
 
 OBJECT = "gcp:storage/bucketObject:BucketObject"
@@ -19,18 +20,28 @@ BUCKET = "my-project-id-dev-finetune"
 
 
 def _deploy(path, data):
-    datasets = [{"name": "tickets", "path": str(path)}]
+    """The dev stack with a dataset of `path`, a file or folder in data/ of a checkout below tmp_path."""
+    tree = path.parents[1]
+    datasets = [{"name": "tickets", "path": path.relative_to(tree).as_posix()}]
     runs = [{"name": "chat", "trainer": "gemma-jax", "pool": "v6e-1x1", "data": data, "format": "conversational",
              "args": ["--batch_size", "32"]}]
-    return run_stack("dev", overrides={"gke-finetune:datasets": datasets, "gke-finetune:runs": runs})
+    return run_stack("dev", overrides={"gke-finetune:datasets": datasets, "gke-finetune:runs": runs}, root=tree)
+
+
+@pytest.fixture
+def data(tmp_path):
+    """data/ of a checkout of its own, where the program runs (the CLI runs it in the project's directory)."""
+    folder = linked_checkout(tmp_path) / "data"
+    folder.mkdir()
+    return folder
 
 
 def _md5(data: bytes) -> str:
     return base64.b64encode(hashlib.md5(data).digest()).decode()
 
 
-def test_a_folder_is_uploaded_file_by_file_with_its_checksum_before_the_runs(tmp_path):
-    folder = tmp_path / "tickets"
+def test_a_folder_is_uploaded_file_by_file_with_its_checksum_before_the_runs(data):
+    folder = data / "tickets"
     (folder / "2026").mkdir(parents=True)
     (folder / "train.jsonl").write_text('{"messages": []}\n')
     (folder / "2026" / "more.jsonl").write_text('{"messages": [1]}\n')
@@ -46,7 +57,7 @@ def test_a_folder_is_uploaded_file_by_file_with_its_checksum_before_the_runs(tmp
     assert train.retain_on_delete  # `pulumi destroy` leaves the dataset in the bucket
     content = objects["datasets/dev/tickets/.staged.json"].inputs["content"]
     record = json.loads(content["value"] if isinstance(content, dict) else content)  # a secret to the provider
-    assert record["source"] == {"kind": "path", "path": str(folder)}
+    assert record["source"] == {"kind": "path", "path": "data/tickets"}
     assert [(f["name"], f["size"]) for f in record["files"]] == [("2026/more.jsonl", 18), ("train.jsonl", 17)]
     assert record["files"][1]["sha256"] == hashlib.sha256(b'{"messages": []}\n').hexdigest()
     [run] = d.of_type(JOBSET)
@@ -57,8 +68,8 @@ def test_a_folder_is_uploaded_file_by_file_with_its_checksum_before_the_runs(tmp
     assert d.outputs["datasets"] == {"tickets": f"gs://{BUCKET}/datasets/dev/tickets/"}
 
 
-def test_a_file_is_read_by_its_name_and_only_a_changed_file_changes(tmp_path):
-    path = tmp_path / "chats.jsonl"
+def test_a_file_is_read_by_its_name_and_only_a_changed_file_changes(data):
+    path = data / "chats.jsonl"
     path.write_text("a\n")
     first = {o.inputs["name"]: o.inputs for o in _deploy(path, "tickets").of_type(OBJECT)}
     again = {o.inputs["name"]: o.inputs for o in _deploy(path, "tickets").of_type(OBJECT)}
@@ -83,13 +94,51 @@ def test_an_upload_whose_checksum_differs_fails(tmp_path):
         check_upload(found, _md5(b"y"))
 
 
-@pytest.mark.parametrize("path, why", [("no/such/file.jsonl", "does not exist"), ("EMPTY", "is a folder with no file in it")])
-def test_a_path_that_does_not_exist_is_refused_before_anything_is_declared(tmp_path, path, why):
-    if path == "EMPTY":
-        path = str(tmp_path / "empty")
-        (tmp_path / "empty").mkdir()
+@pytest.mark.parametrize("path, why", [("no/such/file.jsonl", "does not exist"),
+                                       ("data/empty", "is a folder with no file in it")])
+def test_a_path_that_does_not_exist_is_refused_before_anything_is_declared(data, path, why):
+    (data / "empty").mkdir()
     overrides = {"gke-finetune:datasets": [{"name": "tickets", "path": path}]}
-    declared, err = declared_before_error("dev", overrides=overrides)
+    declared, err = declared_before_error("dev", overrides=overrides, root=data.parent)
     assert isinstance(err, ConfigError) and declared.resources == []
-    assert any(p.startswith(f"datasets[0].path: {path!r} {why}; allowed: a file or folder on this machine")
-               for p in err.problems), err.problems
+    assert any(p.startswith(f"datasets[0].path: {path!r} {why}; allowed: a file or folder inside the project's "
+                            f"directory ({data.parent.resolve()})") for p in err.problems), err.problems
+
+
+def _refused(data, path: str) -> list[str]:
+    overrides = {"gke-finetune:datasets": [{"name": "tickets", "path": path}]}
+    declared, err = declared_before_error("dev", overrides=overrides, root=data.parent)
+    assert isinstance(err, ConfigError) and declared.resources == [], err
+    return [p for p in err.problems if p.startswith("datasets[0].path:")]
+
+
+def test_a_path_out_of_the_checkout_is_refused_naming_the_key_and_where_it_leads(data, tmp_path):
+    outside = tmp_path / "secrets.txt"
+    outside.write_text("PULUMI_CONFIG_PASSPHRASE=hunter2\n")
+    (data / "env").symlink_to("/proc/self/environ")
+    (data / "mine.jsonl").symlink_to(outside)
+    (data / "folder").mkdir()
+    (data / "folder" / "ok.jsonl").write_text("{}\n")
+    (data / "folder" / "leak.jsonl").symlink_to(outside)
+    (data / "folder" / "home").symlink_to(tmp_path, target_is_directory=True)
+    root = data.parent.resolve()
+    for path, why in [("/proc/self/environ", "is absolute"), ("~/.ssh/id_rsa", "is absolute"),
+                      ("../secrets.txt", "climbs out of the project's directory with '..'"),
+                      ("data/../../secrets.txt", "climbs out"),
+                      ("data/env", "resolves to /proc/"), ("data/mine.jsonl", f"resolves to {outside.resolve()}")]:
+        [problem] = _refused(data, path)
+        assert problem.startswith(f"datasets[0].path: {path!r} {why}"), problem
+        assert f"allowed: a file or folder inside the project's directory ({root})" in problem
+    found = _refused(data, "data/folder")
+    assert any(f"holds leak.jsonl, which resolves to {outside.resolve()}" in p for p in found), found
+    assert any(f"holds home, which resolves to {tmp_path.resolve()}" in p for p in found), found
+
+
+def test_links_that_stay_inside_the_checkout_are_followed_once(data):
+    (data / "real").mkdir()
+    (data / "real" / "a.jsonl").write_text("{}\n")
+    (data / "set").mkdir()
+    (data / "set" / "a.jsonl").symlink_to(data / "real" / "a.jsonl")
+    (data / "set" / "again").symlink_to(data / "set", target_is_directory=True)  # a loop
+    objects = {o.inputs["name"] for o in _deploy(data / "set", "tickets").of_type(OBJECT)}
+    assert objects == {"datasets/dev/tickets/a.jsonl", "datasets/dev/tickets/.staged.json"}

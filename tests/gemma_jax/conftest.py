@@ -3,13 +3,37 @@ here, and a locally saved tiny Gemma checkpoint."""
 
 from __future__ import annotations
 
+import os
 import random
+import shutil
 import subprocess
 import sys
+import tempfile
 
 import pytest
 
 from gemma_jax_helpers import REPO, cpu_env, make_story, write_tinystories
+
+# Most tests start the trainer several times on the same tiny shapes; JAX's persistent compilation
+# cache lets a start reuse what an earlier one compiled instead of compiling it again
+# (https://docs.jax.dev/en/latest/persistent_compilation_cache.html: enabled by
+# JAX_COMPILATION_CACHE_DIR, every compile cached with a minimum compile time of 0). The programs
+# are the same; only their compile time goes. One folder for the test session, its xdist workers
+# and every trainer process they start (they inherit the environment, cpu_env), removed at the end.
+_CACHE_ENV = "JAX_COMPILATION_CACHE_DIR"
+
+
+def pytest_configure(config):
+    if hasattr(config, "workerinput") or os.environ.get(_CACHE_ENV):
+        return  # an xdist worker inherits the controller's; a folder given outside is kept as given
+    config.jax_cache = tempfile.mkdtemp(prefix="gke-finetune-jax-cache-")
+    os.environ[_CACHE_ENV] = config.jax_cache
+    os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
+
+
+def pytest_unconfigure(config):
+    if getattr(config, "jax_cache", None):
+        shutil.rmtree(config.jax_cache, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

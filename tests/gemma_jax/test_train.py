@@ -98,6 +98,8 @@ def test_lora_fsdp_with_mfu_and_merged_export(
         ({"maxlen": 0}, "--maxlen"),
         ({"profile_steps": "7"}, "--profile_steps"),
         ({"batch_size": 6}, "--batch_size"),  # not a multiple of 4 devices
+        # A field inside a field: str.format would look up {w} in each row at start-up and crash-loop the pod.
+        ({"data_format": "prompt-completion", "prompt_template": "{q:{w}}"}, "--prompt_template"),
     ],
 )
 def test_config_errors_exit_78(tmp_path, stories_file, tokenizer_file, override, flag):

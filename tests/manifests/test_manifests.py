@@ -323,9 +323,10 @@ def test_a_drifted_golden_fails(tmp_path):
 
 
 def test_render_writes_one_file_per_run_and_drops_stale_ones(tmp_path):
-    (tmp_path / "removed-run.yaml").write_text("old")
+    (tmp_path / "mine.yaml").write_text("not the render's: kept")
+    assert render.main(["--stack", "tpu-queued", "--out", str(tmp_path)]) == 0  # its runs: stale below
     assert render.main(["--stack", "tpu-multislice", "--out", str(tmp_path)]) == 0
     runs, _contracts, _facts = render.stack_inputs("tpu-multislice")
-    assert {p.stem for p in tmp_path.glob("*.yaml")} == {r.name for r in runs}
+    assert {p.stem for p in tmp_path.glob("*.yaml")} == {r.name for r in runs} | {"mine"}
     loaded = yaml.safe_load((tmp_path / "gemma3-multislice.yaml").read_text())
     assert loaded == render.stack_manifests("tpu-multislice")["gemma3-multislice"]

@@ -49,6 +49,10 @@ def trained(pieces):
     (("prompt-completion", {}, "no fields", None, "completion"), "prompt_template", "reads no column"),
     (("prompt-completion", {}, "{} and {0}", None, "completion"), "prompt_template", "positional field"),
     (("prompt-completion", {}, "{row.name}", None, "completion"), "prompt_template", "attribute or index"),
+    (("prompt-completion", {}, "{q:{w}}", None, "completion"), "prompt_template", "has a field inside it"),
+    (("prompt-completion", {}, "{q!r}", None, "completion"), "prompt_template", "has a conversion (!r)"),
+    (("prompt-completion", {}, "{q:>10}", None, "completion"), "prompt_template", "has a format spec (:>10)"),
+    (("prompt-completion", {}, "{q", None, "completion"), "prompt_template", "expected '}' before end"),
     (("text", {}, None, "Be brief.", "completion"), "system_prompt", "format text is none"),
     (("text", {}, None, None, "answers"), "loss_on", "is not a loss setting"),
 ])

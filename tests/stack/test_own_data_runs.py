@@ -43,8 +43,16 @@ def pod(run: RunConfig) -> dict:
                                         "format conversational has none"),
     ({"format": "prompt-completion", "prompt_template": "{}"}, "runs[0].promptTemplate: '{}' on run 'chat' has a "
                                                                "positional field"),
+    ({"format": "prompt-completion", "prompt_template": "Q: {q:{w}}"},
+     "runs[0].promptTemplate: 'Q: {q:{w}}' on run 'chat' field {q:{w}} has a field inside it; write {q}; allowed: "
+     "{column} fields, each naming a column of the record (e.g. {question}), and text ({{ and }} for a brace); no "
+     "format spec ({x:>9}), conversion ({x!r}), index or attribute ({x[0]}, {x.y}) and no field inside a field"),
+    ({"format": "prompt-completion", "prompt_template": "{q!s}"}, "runs[0].promptTemplate: '{q!s}' on run 'chat' "
+                                                                  "field {q!s} has a conversion (!s); write {q}"),
     ({"format": "text", "system_prompt": "Be brief."}, "runs[0].systemPrompt: 'Be brief.' on run 'chat' adds a turn"),
     ({"loss": "answers"}, "runs[0].loss: 'answers' on run 'chat' is not a loss setting; allowed: completion | all"),
+    ({"format": ""}, "runs[0].format: '' on run 'chat' is not a data format"),  # not the default: a flag of ''
+    ({"loss": ""}, "runs[0].loss: '' on run 'chat' is not a loss setting"),
     ({"args": ("--data_format", "text")}, "runs[0].args: '--data_format' on run 'chat': flag --data_format is set "
                                           "from the run's `format`; allowed: `format` instead"),
 ])  # fmt: skip

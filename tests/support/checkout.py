@@ -1,6 +1,7 @@
 """A copy of this checkout in a temporary directory, to run its tools and tests as a user's clone would.
 
     tree = copy_checkout(tmp_path)          # tmp_path/checkout, with tmp_path/shared beside it
+    tree = linked_checkout(tmp_path)        # the same, its entries links but the stack files (fast)
     (tree / "Pulumi.mine.yaml").write_text(...)
     run_in(tree, "make", "plan", "STACK=mine")
 
@@ -35,6 +36,25 @@ def copy_checkout(where: Path) -> Path:
             shutil.copy2(source, tree / name)
     shared = ROOT.parent / "shared"
     if shared.is_dir():
+        (where / "shared").symlink_to(shared)
+    return tree
+
+
+def linked_checkout(where: Path) -> Path:
+    """A checkout to run the program and the commands in, made in milliseconds: `where`/checkout, whose entries
+    are links to this checkout's, but its stack files, which are copies (a test may edit or replace them),
+    and its data/, plan/ and inspect/ folders, which it does not have (a test makes its own)."""
+    tree = where / "checkout"
+    tree.mkdir(parents=True)
+    for entry in ROOT.iterdir():
+        if entry.name in ("data", "plan", "inspect", ".git") or entry.name.startswith(".pulumi"):
+            continue
+        if entry.name.startswith("Pulumi.") and entry.name != "Pulumi.yaml":
+            shutil.copy2(entry, tree / entry.name)
+        else:
+            (tree / entry.name).symlink_to(entry)
+    shared = ROOT.parent / "shared"
+    if shared.is_dir() and not (where / "shared").exists():
         (where / "shared").symlink_to(shared)
     return tree
 

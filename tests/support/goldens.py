@@ -51,12 +51,12 @@ def compute_class_manifests_for(stack: str) -> dict[str, dict]:
 def update_goldens() -> list[Path]:
     paths = []
     for stack in [EXAMPLES, *shipped_stacks()]:
-        paths += write_manifests(manifests_for(stack), GOLDEN_DIR / stack)
-        paths += write_manifests(staging_for(stack), GOLDEN_DIR / stack / DATASETS)
+        paths += write_manifests(manifests_for(stack), GOLDEN_DIR / stack, whole_folder=True)
+        paths += write_manifests(staging_for(stack), GOLDEN_DIR / stack / DATASETS, whole_folder=True)
         for sub, objects in ((KUEUE, kueue_manifests_for(stack)), (COMPUTE_CLASSES, compute_class_manifests_for(stack))):
             sub_dir = GOLDEN_DIR / stack / sub
             if objects or sub_dir.is_dir():
-                paths += write_manifests(objects, sub_dir)
+                paths += write_manifests(objects, sub_dir, whole_folder=True)
             if sub_dir.is_dir() and not any(sub_dir.iterdir()):
                 sub_dir.rmdir()
     return paths

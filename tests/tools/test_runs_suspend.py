@@ -6,6 +6,11 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
+import stat
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -14,7 +19,7 @@ import yaml
 from core.names import PROJECT
 from tests.support.pulumi_harness import ROOT, run_stack
 from tools import stacks
-from tools.runs.suspend import RUNS_KEY, EditError, apply_command, edit
+from tools.runs.suspend import RUNS_KEY, EditError, _check, apply_command, edit
 
 JOBSET = "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"
 
@@ -87,12 +92,16 @@ def test_a_run_the_file_does_not_declare_is_refused_naming_the_runs():
 
 
 def test_an_edit_that_would_change_more_than_the_key_is_refused():
-    # A `name` value whose end the editor can't find as a plain scalar: the read-back check catches it.
+    # A plain scalar with a space, which an editor looking for its end by characters cuts short: the
+    # loader's marks place the edit, and the read-back check would catch one that changed anything else.
     text = 'config:\n  gke-finetune:runs:\n    - {name: "a", trainer: "t"}\n'
     assert "suspend" in edit(text, Path("Pulumi.x.yaml"), "a", True).text
-    broken = "config:\n  gke-finetune:runs:\n    - {name: a b, trainer: t}\n"
-    with pytest.raises(EditError):
-        edit(broken, Path("Pulumi.x.yaml"), "a b", True)
+    spaced = "config:\n  gke-finetune:runs:\n    - {name: a b, trainer: t}\n"
+    assert edit(spaced, Path("Pulumi.x.yaml"), "a b", True).text.splitlines()[2] == \
+        "    - {name: a b, suspend: true, trainer: t}"
+    other = spaced.replace("trainer: t}", "trainer: u, suspend: true}")
+    with pytest.raises(EditError, match="would change more than the `suspend` of run 'a b'; set it by hand"):
+        _check(spaced, other, Path("Pulumi.x.yaml"), "a b", True)
 
 
 def test_the_targeted_up_names_the_urn_the_program_gives_the_jobset():
@@ -100,3 +109,127 @@ def test_the_targeted_up_names_the_urn_the_program_gives_the_jobset():
     command = apply_command("dev", "gemma3-single-host")
     assert command[:2] == ["pulumi", "up"] and "--yes" in command
     assert command[command.index("--target") + 1] == jobset.urn
+
+
+# --- the file itself: atomic, locked, its mode and line endings kept, edited only when it can be applied ---
+
+TWO_RUNS = """# two runs of one pool
+config:
+  gcp:project: my-project-id
+  gcp:region: us-east5
+  gke-finetune:zones: [us-east5-b]
+  gke-finetune:pools:
+    - {name: v6e-1x1, accelerator: tpu-v6e, topology: 1x1}
+  gke-finetune:datasets: [{name: tiny, url: "https://example.com/tiny.txt"}]
+  gke-finetune:runs:
+    - name: first     # the first run
+      trainer: gemma-jax
+      pool: v6e-1x1
+      data: tiny
+      args: [--maxlen, "256"]
+    - name: second
+      trainer: gemma-jax
+      pool: v6e-1x1
+      data: tiny
+"""
+
+
+def _checkout(tmp_path: Path, text: str = TWO_RUNS, newline: str = "\n") -> Path:
+    (tmp_path / "Pulumi.yaml").write_text((ROOT / "Pulumi.yaml").read_text())
+    (tmp_path / "Pulumi.two.yaml").write_bytes(text.replace("\n", newline).encode())
+    return tmp_path / "Pulumi.two.yaml"
+
+
+def _command(root: Path, *args: str, path: str | None = None) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    if path is not None:
+        env["PATH"] = path
+    return subprocess.run([sys.executable, "-m", "tools.runs", *args, "--stack", "two", "--root", str(root)],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+
+
+# Each process imports the command, says it is ready, waits for the start file, then runs `make cancel`'s
+# command: the edits start within a millisecond of each other, as two people's (or a script's) would.
+AT_ONCE = """
+import sys, time
+from pathlib import Path
+from tools.runs.__main__ import main
+ready, start, argv = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3:]
+ready.touch()
+while not start.exists():
+    time.sleep(0.0005)
+sys.exit(main(argv))
+"""
+
+
+def test_two_cancels_at_once_both_land(tmp_path):
+    """Real processes started together, each cancelling its own run of the same file: the lock makes each
+    read what the one before wrote (without it, edits that read the same old file lose one another)."""
+    path = _checkout(tmp_path)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    pairs, start = 3, tmp_path / "start"
+    procs = []
+    for i in range(pairs):
+        copy = tmp_path / f"pair{i}"
+        copy.mkdir()
+        (copy / "Pulumi.yaml").write_bytes((tmp_path / "Pulumi.yaml").read_bytes())
+        (copy / "Pulumi.two.yaml").write_bytes(path.read_bytes())
+        for run in ("first", "second"):
+            argv = ["cancel", "--edit-only", "--stack", "two", "--run", run, "--root", str(copy)]
+            procs.append(subprocess.Popen([sys.executable, "-c", AT_ONCE, str(tmp_path / f"ready-{i}-{run}"),
+                                           str(start), *argv], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                                          stderr=subprocess.PIPE, text=True))
+    deadline = time.monotonic() + 120
+    while len(list(tmp_path.glob("ready-*"))) < len(procs) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    start.touch()
+    for proc in procs:
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+    for i in range(pairs):
+        copy = tmp_path / f"pair{i}"
+        runs = yaml.safe_load((copy / "Pulumi.two.yaml").read_text())["config"][RUNS_KEY]
+        assert [r.get("suspend") for r in runs] == [True, True], f"pair {i}: {runs}"
+        assert sorted(p.name for p in copy.iterdir()) == ["Pulumi.two.yaml", "Pulumi.yaml"]  # no lock or temp file
+
+
+def test_crlf_and_the_mode_stay_and_resume_gives_the_file_back(tmp_path):
+    path = _checkout(tmp_path, newline="\r\n")
+    path.chmod(0o640)
+    original = path.read_bytes()
+    done = _command(tmp_path, "cancel", "--edit-only", "--run", "second")
+    assert done.returncode == 0, done.stderr
+    edited = path.read_bytes()
+    assert edited.count(b"\r\n") == original.count(b"\r\n") + 1 and b"\n" not in edited.replace(b"\r\n", b"")
+    assert b"      pool: v6e-1x1\r\n      suspend: true\r\n" not in edited  # after the name, not at the end
+    assert b"    - name: second\r\n      suspend: true\r\n" in edited
+    assert stat.S_IMODE(path.stat().st_mode) == 0o640
+    assert "only the stack file was edited; nothing was applied" in done.stdout
+    assert _command(tmp_path, "resume", "--edit-only", "--run", "second").returncode == 0
+    assert path.read_bytes() == original and stat.S_IMODE(path.stat().st_mode) == 0o640
+
+
+def test_nothing_is_edited_when_it_cannot_be_applied_or_written(tmp_path):
+    path = _checkout(tmp_path)
+    original = path.read_bytes()
+    no_cli = _command(tmp_path, "cancel", "--run", "first", path=str(Path(sys.executable).parent))
+    assert no_cli.returncode == 69, no_cli.stderr
+    assert no_cli.stderr.startswith("cancel: stack two: the Pulumi CLI is not on PATH") and "nothing was changed" in no_cli.stderr
+    assert "--edit-only" in no_cli.stderr and path.read_bytes() == original
+    path.chmod(0o444)
+    read_only = _command(tmp_path, "cancel", "--edit-only", "--run", "first")
+    assert read_only.returncode == 73, read_only.stderr
+    assert read_only.stderr.startswith("cancel: Pulumi.two.yaml is read-only; nothing was changed")
+    assert path.read_bytes() == original and "Traceback" not in read_only.stderr
+
+
+def test_a_run_that_merges_its_keys_is_edited_in_its_own_mapping(tmp_path):
+    text = ("templates:\n  run: &run {trainer: gemma-jax, pool: v6e-1x1, data: tiny}\n"
+            + TWO_RUNS.replace("  gke-finetune:runs:\n", "  gke-finetune:runs:\n    - <<: *run\n      name: merged\n"))
+    path = _checkout(tmp_path, text)
+    new = edit(path.read_text(), path, "merged", True).text
+    assert "    - <<: *run\n      name: merged\n      suspend: true\n" in new
+    assert edit(new, path, "merged", False).text == text
+    shared = text.replace("data: tiny}", "data: tiny, suspend: true}")
+    with pytest.raises(EditError, match="the `suspend` of run 'merged' comes from a merge"):
+        edit(shared, path, "merged", False)

@@ -159,3 +159,12 @@ def test_a_mapping_to_a_missing_column_and_a_wrong_format_exit_78(gemma4_dir, tm
     code = main([str(a) for a in (*_without_sql_flags(FAST), "--model_id", gemma4_dir, "--dataset_name", chats,
                                   "--output_dir", tmp_path / "o", "--data_format", "chat")])
     assert code == exit_codes.CONFIG_ERROR and "--data_format" in capsys.readouterr().err
+    # A field inside a field or a conversion: refused at start-up (exit 78), never a crash that restarts the pod
+    # (rows that have the column: str.format would look {w} up in each and raise KeyError).
+    rows = _write(tmp_path / "pc.jsonl", [{"q": f"question {i}", "completion": "answer"} for i in range(4)])
+    for template in ("{q:{w}}", "{q!r}", "{q:>10}"):
+        code = main([str(a) for a in (*_without_sql_flags(FAST), "--model_id", gemma4_dir, "--dataset_name", rows,
+                                      "--output_dir", tmp_path / "o", "--data_format", "prompt-completion",
+                                      "--prompt_template", template)])
+        err = capsys.readouterr().err
+        assert code == exit_codes.CONFIG_ERROR and "--prompt_template" in err and template in err, err

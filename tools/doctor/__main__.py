@@ -10,6 +10,7 @@ from stack.problems import ConfigError
 from stack.reader import load_files
 from tools.doctor.answers import Live, Recorded
 from tools.doctor.checks import MISS, Finding
+from tools.cli import EX_CANTCREAT, EX_NOINPUT, guarded, stack_name
 from tools.doctor.stack_checks import all_findings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,8 +30,12 @@ def report(stack: str, found: list[Finding]) -> list[str]:
 
 
 def main(argv=None) -> int:
+    return guarded("doctor", lambda: _main(argv))
+
+
+def _main(argv) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.doctor", description=__doc__)
-    parser.add_argument("--stack", required=True)
+    parser.add_argument("--stack", required=True, type=stack_name)
     parser.add_argument("--root", type=Path, default=ROOT, help="the directory of Pulumi.yaml and the stack file")
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--record", type=Path, help="also write every answer to FILE (tokens replaced)")
@@ -38,14 +43,22 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     try:
         config = load_files(args.stack, args.root)
-    except (ConfigError, FileNotFoundError) as err:
+    except ConfigError as err:
         print(f"doctor: stack {args.stack}: {err}", file=sys.stderr)
         return EX_CONFIG
-    answers = Recorded(args.answers) if args.answers else Live()
+    try:
+        answers = Recorded(args.answers) if args.answers else Live()
+    except (OSError, ValueError, TypeError, AttributeError) as err:
+        print(f"doctor: --answers {args.answers}: not a file of recorded answers ({err})", file=sys.stderr)
+        return EX_NOINPUT
     found = all_findings(answers, config, args.root)
     print("\n".join(report(args.stack, found)))
     if args.record:
-        answers.record(args.record)
+        try:
+            answers.record(args.record)
+        except OSError as err:
+            print(f"doctor: --record {args.record}: can't be written: {err.strerror}", file=sys.stderr)
+            return EX_CANTCREAT
     return EX_FIX if any(f.status == MISS for f in found) else 0
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from stack.problems import ConfigError
 from stack.reader import load_files
+from tools.cli import guarded, stack_name
 from tools.migrate.copy import Migration, Outcome
 from tools.migrate.plan import moves
 
@@ -37,11 +38,15 @@ def report(outcome: Outcome, deleting: bool) -> list[str]:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.migrate", description=__doc__)
-    parser.add_argument("--stack", required=True)
+    parser.add_argument("--stack", required=True, type=stack_name)
     parser.add_argument("--run", help="one run (default: every run and dataset of the stack)")
     parser.add_argument("--delete-source", action="store_true", help="delete the old objects once all are verified")
     parser.add_argument("--root", type=Path, default=ROOT, help="the directory of Pulumi.yaml and the stack file")
     args = parser.parse_args(argv)
+    return guarded("migrate", lambda: _migrate(args))
+
+
+def _migrate(args) -> int:
     try:
         config = load_files(args.stack, args.root)
     except (ConfigError, FileNotFoundError) as err:

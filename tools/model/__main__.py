@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 
 from core.names import CHECKPOINT_PREFIX, legacy_prefix
+from tools.cli import count, guarded, positive, stack_name
 
 ROOT = Path(__file__).resolve().parents[2]
 EX_NOINPUT, EX_UNAVAILABLE, EX_CONFIG = 66, 69, 78
@@ -17,14 +19,21 @@ def default_dir(stack: str, run: str, step: int | None = None) -> Path:
     return ROOT / "models" / stack / (run if step is None else f"{run}-step{step}")
 
 
+def _device(text: str) -> str:
+    """argparse's type for --device: the torch device strings generate uses."""
+    if text not in ("auto", "cpu", "cuda") and not re.fullmatch(r"cuda:[0-9]{1,2}", text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a device: auto, cpu, cuda or cuda:<n>")
+    return text
+
+
 def _parse(argv):
     parser = argparse.ArgumentParser(prog="python -m tools.model", description="A run's model, after training.")
     sub = parser.add_subparsers(dest="command", required=True)
     down = sub.add_parser("download", help="a run's export (or a checkpoint) from the bucket to this machine")
-    down.add_argument("--stack", required=True)
+    down.add_argument("--stack", required=True, type=stack_name)
     down.add_argument("--run")
     down.add_argument("--dir", type=Path, help="default: models/<stack>/<run>/")
-    down.add_argument("--checkpoint", type=int, metavar="STEP", help="that checkpoint instead of the export")
+    down.add_argument("--checkpoint", type=count, metavar="STEP", help="that checkpoint instead of the export")
     down.add_argument("--force", action="store_true", help="download into a directory that holds something else")
     down.add_argument("--quiet", action="store_true", help="no progress bar")
     down.add_argument("--root", type=Path, default=ROOT, help=argparse.SUPPRESS)
@@ -32,8 +41,9 @@ def _parse(argv):
     gen.add_argument("--dir", type=Path, required=True)
     gen.add_argument("--prompt", required=True)
     gen.add_argument("--system")
-    gen.add_argument("--max-new-tokens", type=int, default=256)
-    gen.add_argument("--device", default="auto", help="cpu, cuda, or auto (a GPU where there is one)")
+    gen.add_argument("--max-new-tokens", type=positive, default=256)
+    gen.add_argument("--device", default="auto", type=_device,
+                     help="cpu, cuda, cuda:<n>, or auto (a GPU where there is one)")
     return parser.parse_args(argv)
 
 
@@ -108,6 +118,10 @@ def generate_command(args) -> int:
 
 def main(argv=None) -> int:
     args = _parse(argv)
+    return guarded(f"model {args.command}", lambda: _main(args))
+
+
+def _main(args) -> int:
     try:
         if args.command == "download":
             return download_command(args)

@@ -41,7 +41,7 @@ class DownloadError(Exception):
         self.code = code
 
 
-EX_NOINPUT, EX_UNAVAILABLE, EX_CANTCREAT, EX_CONFIG = 66, 69, 73, 78
+EX_NOINPUT, EX_UNAVAILABLE, EX_CANTCREAT = 66, 69, 73
 
 
 @dataclass(frozen=True)
@@ -128,7 +128,7 @@ def check_target(target: Path, marker: dict | None, files: list[Remote], force: 
     if not target.exists():
         return
     if not target.is_dir():
-        raise DownloadError(f"{target} is a file; name a directory (DIR=...)", EX_CONFIG)
+        raise DownloadError(f"{target} is a file; name a directory (DIR=...)", EX_CANTCREAT)
     present = {p.relative_to(target).as_posix() for p in target.rglob("*") if p.is_file()}
     names = {f.name for f in files}
     local_marker = target / export_dir.MARKER
@@ -139,12 +139,12 @@ def check_target(target: Path, marker: dict | None, files: list[Remote], force: 
             same = False
         if not same:
             raise DownloadError(f"{target} holds another export (its {export_dir.MARKER} differs); --force "
-                                "(FORCE=1) replaces it, or choose another DIR", EX_CONFIG)
+                                "(FORCE=1) replaces it, or choose another DIR", EX_CANTCREAT)
     strangers = sorted(p for p in present if p not in names and p.removesuffix(PART) not in names)
     if strangers and not force:
         raise DownloadError(f"{target} holds files this download would not write ({', '.join(strangers[:3])}"
                             f"{'...' if len(strangers) > 3 else ''}); --force (FORCE=1) downloads beside them, "
-                            "or choose another DIR", EX_CONFIG)
+                            "or choose another DIR", EX_CANTCREAT)
 
 
 def crc32c_of(path: Path) -> str:
@@ -174,9 +174,21 @@ def matches(path: Path, remote: Remote) -> bool:
     return remote.md5 is not None and md5_of(path) == remote.md5
 
 
+def local_path(target: Path, name: str) -> Path:
+    """Where the object `name` (relative to the prefix) goes below `target`; DownloadError for a name that would
+    leave it. Cloud Storage takes '..', '.', empty segments and a leading '/' in object names (only a whole name
+    of '.' or '..' is refused: https://cloud.google.com/storage/docs/objects#naming), so a name is no path until
+    checked: each segment must be a plain file or folder name."""
+    parts = name.split("/")
+    if any(part in ("", ".", "..") or "\\" in part or "\0" in part for part in parts):
+        raise DownloadError(f"the object {name!r} is named as no file below {target} ('..', '.', an empty segment "
+                            "or a leading '/'): nothing was downloaded", EX_NOINPUT)
+    return target.joinpath(*parts)
+
+
 def fetch(bucket, prefix: str, remote: Remote, target: Path, bar) -> bool:
     """The object at `target`, checked; False when it was there already."""
-    path = target / remote.name
+    path = local_path(target, remote.name)
     if matches(path, remote):
         bar.update(remote.size)
         return False
@@ -218,6 +230,8 @@ def download(bucket, prefix: str, files: list[Remote], target: Path, quiet: bool
     """Every file in order (an export's marker is last); (fetched, already there)."""
     from tqdm import tqdm  # pylint: disable=import-outside-toplevel
 
+    for remote in files:  # every name checked before anything is written
+        local_path(target, remote.name)
     target.mkdir(parents=True, exist_ok=True)
     fetched = kept = 0
     total = sum(f.size for f in files)

@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 
 from tools.backend import deployed_from_local
+from tools.cli import guarded, stack_name
+from tools.files import WriteRefused, replace_text
 from tools.plan.collect import ROOT, PlanError, collect
 from tools.plan.diff import diff, render_diff
 from tools.plan.ref import plan_json, plan_ref
@@ -32,33 +34,47 @@ def _parser() -> argparse.ArgumentParser:
     secret = {"action": "append", "default": [], "metavar": "KEY",
               "help": "plan as if this secret key of the project were set; repeatable"}
     show = sub.add_parser("show", help="print the plan of a stack and write its run manifests")
-    show.add_argument("--stack", required=True)
+    show.add_argument("--stack", required=True, type=stack_name)
     show.add_argument("--secret", **secret)
     show.add_argument("--out", type=Path, help="manifests directory (default: plan/<stack>/manifests)")
     show.add_argument("--json", type=Path, help="also write the plan as JSON here")
+    show.add_argument("--root", type=Path, default=ROOT, help="the checkout whose stack file is planned "
+                      "(default: this one)")
     js = sub.add_parser("json", help="print the plan as JSON (for diff)")
-    js.add_argument("--stack", required=True)
+    js.add_argument("--stack", required=True, type=stack_name)
     js.add_argument("--root", type=Path, default=ROOT)
     js.add_argument("--secret", **secret)
     df = sub.add_parser("diff", help="what a change adds, removes and modifies against a git ref")
-    df.add_argument("--stack", required=True)
+    df.add_argument("--stack", required=True, type=stack_name)
     df.add_argument("--base", required=True, help="git ref to compare with, e.g. origin/main")
     df.add_argument("--secret", **secret)
     ho = sub.add_parser("handoff", help="what a platform team applies for an existing-cluster stack: RBAC, IAM, "
                                          "firewall rule")
-    ho.add_argument("--stack", required=True)
+    ho.add_argument("--stack", required=True, type=stack_name)
     ho.add_argument("--user", action="append", default=[], help="a Google account that deploys it; repeatable")
     ho.add_argument("--group", action="append", default=[], help="a Google group that deploys it; repeatable")
     ho.add_argument("--service-account", action="append", default=[], help="a service account that deploys it")
     ho.add_argument("--out", type=Path, help="also write rbac.yaml and gcloud.sh here")
+    ho.add_argument("--root", type=Path, default=ROOT, help="the checkout of the stack file (default: this one)")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    root = args.root.resolve() if args.command == "json" else ROOT
+    return guarded(f"plan {args.command}", lambda: _main(args))
+
+
+def _main(args: argparse.Namespace) -> int:
+    root = args.root.resolve() if args.command in ("json", "show", "handoff") else ROOT
+    if not (root / "Pulumi.yaml").is_file():
+        print(f"plan: --root {args.root}: no Pulumi.yaml there (the checkout's directory)", file=sys.stderr)
+        return EX_CONFIG
+    for name in ("out", "json"):  # paths the user gave, from where they gave them
+        if isinstance(getattr(args, name, None), Path):
+            setattr(args, name, getattr(args, name).resolve())
     _use_root(root)
     os.chdir(root)  # the CLI runs the program in the project directory
+    args.root = root
     if args.command == "json":
         try:
             print(json.dumps(collect(args.stack, root, tuple(args.secret)), sort_keys=True))
@@ -73,11 +89,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    warning = deployed_from_local(args.stack, ROOT)
+    warning = deployed_from_local(args.stack, args.root)
     if warning:
         print(f"{warning}\n")
     try:
-        plan = collect(args.stack, ROOT, tuple(args.secret))
+        plan = collect(args.stack, args.root, tuple(args.secret))
     except PlanError as err:
         if err.unreadable:
             print(f"{err.problems[0]} (stack {args.stack}: nothing planned)", file=sys.stderr)
@@ -87,12 +103,16 @@ def _show(args: argparse.Namespace) -> int:
             print(f"  - {problem}", file=sys.stderr)
         return 1
     print(render(plan))
-    out = (args.out or ROOT / "plan" / args.stack / "manifests").resolve()
-    written = write_manifests(plan, out)
-    shown = out.relative_to(ROOT) if out.is_relative_to(ROOT) else out
+    out = (args.out or args.root / "plan" / args.stack / "manifests").resolve()
+    try:
+        written = write_manifests(plan, out, adopt=args.out is None)
+        if args.json:
+            replace_text(args.json, json.dumps(plan, indent=2, sort_keys=True))
+    except (WriteRefused, OSError) as err:
+        print(f"plan: {err if isinstance(err, WriteRefused) else f'{err.filename}: {err.strerror}'}", file=sys.stderr)
+        return WriteRefused.code
+    shown = out.relative_to(args.root) if out.is_relative_to(args.root) else out
     print(f"\nRun manifests ({len(written)}) written to {shown}/")
-    if args.json:
-        args.json.write_text(json.dumps(plan, indent=2, sort_keys=True))
     return 0
 
 
@@ -102,13 +122,18 @@ def _handoff(args: argparse.Namespace) -> int:
 
     given = Subjects(tuple(args.user), tuple(args.group), tuple(args.service_account))
     try:
-        found = handoff(args.stack, ROOT, given if given != Subjects() else PLACEHOLDER)
+        found = handoff(args.stack, args.root, given if given != Subjects() else PLACEHOLDER)
     except (ConfigError, FileNotFoundError) as err:
         print(f"handoff: stack {args.stack}: {err}", file=sys.stderr)
         return EX_CONFIG
     print(found.text())
     if args.out:
-        for path in write(found, args.out):
+        try:
+            paths = write(found, args.out)
+        except WriteRefused as err:
+            print(f"handoff: {err}", file=sys.stderr)
+            return err.code
+        for path in paths:
             print(f"# written: {path}", file=sys.stderr)
     return 0
 

@@ -94,7 +94,8 @@ def collect(stack: str, root: Path = ROOT, secrets: tuple[str, ...] = ()) -> dic
         try:
             deployment = offline.run_stack(stack, secrets=given, root=root)
         except problems.ConfigError as err:
-            unreadable = type(err).__name__ == "StackFileError"  # a tree's own class (an older one has none)
+            # The tree's own classes (an older tree has neither the class nor the attribute).
+            unreadable = type(err).__name__ == "StackFileError" or getattr(err, "unreadable", False) is True
             raise PlanError(list(err.problems), unreadable) from None
         except Exception as err:  # noqa: BLE001 (any validation error of the program)
             raise PlanError([f"{type(err).__name__}: {err}"]) from None

@@ -31,6 +31,7 @@ from stack.config import StackConfig
 from stack.problems import MISSING, ConfigError, Problem
 from stack.reader import load_files
 from tools import offline
+from tools.files import OwnedFiles
 from tools.plan.rbac import Rights, declared, rbac_documents, rights
 
 PROJECT_NUMBER_STAND_IN = "999999999999"  # a valid number, replaced by $PROJECT_NUMBER in the commands
@@ -184,8 +185,7 @@ def handoff(stack: str, root: Path, subjects: Subjects = PLACEHOLDER) -> Handoff
 
 
 def write(found: Handoff, out: Path) -> list[Path]:
-    out.mkdir(parents=True, exist_ok=True)
-    rbac, script = out / "rbac.yaml", out / "gcloud.sh"
-    rbac.write_text(yaml.safe_dump_all(found.rbac, sort_keys=False))
-    script.write_text("#!/bin/sh\nset -eu\n" + "\n".join(found.gcloud) + "\n")
-    return [rbac, script]
+    """rbac.yaml and gcloud.sh in `out`, written over only if handoff wrote them there before (tools/files.py);
+    WriteRefused otherwise."""
+    return OwnedFiles(out).write({"rbac.yaml": yaml.safe_dump_all(found.rbac, sort_keys=False),
+                                  "gcloud.sh": "#!/bin/sh\nset -eu\n" + "\n".join(found.gcloud) + "\n"})

@@ -12,6 +12,7 @@ from tools.plan.hbm import render_hbm
 from tools.plan.memory import render_memory
 from tools.plan.tree import render_tree, short
 from tools.render import write_manifests as render_files
+from tools.yaml_files import only_manifest_left
 
 ENFORCE = "pod-security.kubernetes.io/enforce"
 
@@ -53,13 +54,17 @@ def render_pod_security(found: Mapping) -> list[str]:
     return lines
 
 
-def write_manifests(plan: Mapping, out_dir: Path) -> list[Path]:
-    """The run manifests in `out_dir`, and the Kueue objects in `out_dir`/kueue/ (removed when none)."""
-    written = render_files(plan["manifests"], out_dir)
+def write_manifests(plan: Mapping, out_dir: Path, adopt: bool = False) -> list[Path]:
+    """The run manifests in `out_dir`, and the Kueue objects in `out_dir`/kueue/ (removed when none): only
+    files the plan wrote there before are removed or written over (tools/files.py; `adopt`: the plan's own
+    default folder)."""
     kueue_dir = out_dir / "kueue"
+    written = render_files(plan["manifests"], out_dir, adopt)
     if plan.get("kueue") or kueue_dir.is_dir():
-        written += render_files(plan.get("kueue", {}), kueue_dir)
-    if kueue_dir.is_dir() and not any(kueue_dir.iterdir()):
+        written += render_files(plan.get("kueue", {}), kueue_dir, adopt)
+    if not plan.get("kueue") and only_manifest_left(kueue_dir):
+        for leftover in kueue_dir.iterdir():
+            leftover.unlink()
         kueue_dir.rmdir()
     return written
 

@@ -7,6 +7,7 @@ import os
 import sys
 from pathlib import Path
 
+from tools.cli import count, guarded, seconds, stack_name
 from tools.runs import commands as cmd
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -16,14 +17,14 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m tools.runs", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--stack", required=True)
+    common.add_argument("--stack", required=True, type=stack_name)
     common.add_argument("--run", help="the run (default: the stack's only run)")
     common.add_argument("--root", type=Path, default=ROOT, help="the directory of Pulumi.yaml and the stack file")
     common.add_argument("--context", help="kubeconfig context (default: the stack's own cluster's)")
     logs = sub.add_parser("logs", parents=[common], help="the trainer's log")
     logs.add_argument("--follow", action="store_true", help="stream it, across restarts, until the run ends")
     logs.add_argument("--pod", default="0", help="a process index, or all (default 0)")
-    logs.add_argument("--tail", type=int, help="only the last N lines (without --follow)")
+    logs.add_argument("--tail", type=count, help="only the last N lines (without --follow)")
     for name, words in (("cancel", "stop the run: suspend: true in the stack file, applied"),
                         ("resume", "start it again: suspend removed from the stack file, applied")):
         one = sub.add_parser(name, parents=[common], help=words)
@@ -32,8 +33,8 @@ def _parser() -> argparse.ArgumentParser:
     inspect.add_argument("--out", type=Path, default=Path("inspect"), help="where the folder goes (default inspect/)")
     inspect.add_argument("--progress-dir", help="a directory laid out as the bucket, instead of the bucket")
     wait = sub.add_parser("wait", parents=[common], help="wait until the run ends (make status WAIT=1)")
-    wait.add_argument("--timeout", type=float, help="exit 75 when not admitted within SECONDS")
-    wait.add_argument("--poll", type=float, default=10.0, help=argparse.SUPPRESS)
+    wait.add_argument("--timeout", type=seconds, help="exit 75 when not admitted within SECONDS")
+    wait.add_argument("--poll", type=seconds, default=10.0, help=argparse.SUPPRESS)
     wait.add_argument("--all", action="store_true", help=argparse.SUPPRESS)  # every run (make status without RUN)
     return parser
 
@@ -59,27 +60,37 @@ def logs(args) -> int:
 
 
 def suspend(args) -> int:
+    """Cancel or resume: the stack file edited only when the change can be applied here too (or `--edit-only`
+    says it is only the file), atomically under a lock (tools/runs/suspend.py)."""
+    from tools.files import WriteRefused  # pylint: disable=import-outside-toplevel
     from tools.runs import suspend as edit  # pylint: disable=import-outside-toplevel
 
     config = cmd.stack_config(args.stack, args.root, args.command)
     run = cmd.the_run(config, args.run, args.command)
     path = args.root / f"Pulumi.{args.stack}.yaml"
+    missing = None if args.edit_only else edit.pulumi_problem()
+    if missing:
+        raise cmd.CommandError(f"{args.command}: stack {args.stack}: {missing}; nothing was changed. To edit the "
+                               f"stack file only and apply it later, add --edit-only (make {args.command} ... "
+                               "EDIT_ONLY=1)", cmd.EX_UNAVAILABLE)
     try:
-        done = edit.edit(path.read_text(), path, run.name, args.command == "cancel")
+        done = edit.edit_file(path, run.name, args.command == "cancel")
     except edit.EditError as err:
         raise cmd.CommandError(f"{args.command}: {err}", cmd.EX_CONFIG) from None
-    if done.changed:
-        path.write_text(done.text)
+    except (WriteRefused, OSError) as err:
+        why = err if isinstance(err, WriteRefused) else f"{path.name} can't be written: {err.strerror}"
+        raise cmd.CommandError(f"{args.command}: {why}", WriteRefused.code) from None
     state = "suspend: true" if args.command == "cancel" else "suspend removed"
     print(f"{args.command}: {path.name}:{done.line}: run {run.name}: {state}" + ("" if done.changed else " already"),
           flush=True)
     if args.edit_only:
-        print(f"{args.command}: apply it with `make up STACK={args.stack}` (or: {' '.join(edit.apply_command(args.stack, run.name))})")
+        print(f"{args.command}: only the stack file was edited; nothing was applied. Apply it with "
+              f"`make up STACK={args.stack}` (or: {' '.join(edit.apply_command(args.stack, run.name))})")
         return 0
     try:
         code = edit.apply(args.stack, run.name, args.root, dict(os.environ))
     except edit.EditError as err:
-        raise cmd.CommandError(f"{args.command}: {err}", cmd.EX_CONFIG) from None
+        raise cmd.CommandError(f"{args.command}: {err}", cmd.EX_UNAVAILABLE) from None
     if code != 0:
         raise cmd.CommandError(f"{args.command}: `pulumi up --target` exited {code}; the stack file keeps the change: "
                                f"`make up STACK={args.stack}` applies it", code)
@@ -147,7 +158,7 @@ COMMANDS = {"logs": logs, "cancel": suspend, "resume": suspend, "inspect": inspe
 
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
-    return cmd.finish(lambda: COMMANDS[args.command](args))
+    return guarded(args.command, lambda: cmd.finish(lambda: COMMANDS[args.command](args)))
 
 
 if __name__ == "__main__":

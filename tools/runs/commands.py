@@ -29,7 +29,7 @@ class CommandError(Exception):
 def stack_config(stack: str, root: Path, command: str) -> StackConfig:
     try:
         return load_files(stack, root)
-    except (ConfigError, FileNotFoundError) as err:
+    except ConfigError as err:
         raise CommandError(f"{command}: stack {stack}: {err}", EX_CONFIG) from None
 
 

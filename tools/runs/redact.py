@@ -2,8 +2,9 @@
 
 - A Secret's `data` and `stringData` (the run's pods name the Hugging Face token's Secret; its value is
   never read here, but an object list could carry one).
-- An environment variable's literal `value` whose name says it holds a credential (TOKEN, SECRET,
-  PASSWORD, KEY, CREDENTIAL); references (`valueFrom`) are kept: they name a Secret, not its value.
+- An environment variable's literal `value` whose name says it holds a credential (core/syntax.py
+  `looks_like_credential`, the rule the stack's `env:` is held to); references (`valueFrom`) are kept: they
+  name a Secret, not its value.
 - `kubectl.kubernetes.io/last-applied-configuration`, which repeats an object whole, secrets included,
   and `metadata.managedFields` (who set which field: noise for a person debugging).
 - In text (logs, events): Hugging Face tokens (`hf_` and 30 or more letters and digits), Google OAuth
@@ -17,8 +18,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from core.syntax import looks_like_credential
+
 REDACTED = "[redacted]"
-SECRET_ENV_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|KEY|CREDENTIAL", re.IGNORECASE)
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 TEXT_SECRETS = (
     (re.compile(r"hf_[A-Za-z0-9]{30,}"), "hf_" + REDACTED),
@@ -40,7 +42,7 @@ def redact_text(text: str) -> str:
 def _env(env: list) -> list:
     out = []
     for var in env:
-        if isinstance(var, Mapping) and "value" in var and SECRET_ENV_NAME.search(str(var.get("name", ""))):
+        if isinstance(var, Mapping) and "value" in var and looks_like_credential(str(var.get("name", ""))):
             var = {**var, "value": REDACTED}
         out.append(var)
     return out

@@ -10,11 +10,12 @@ Kueue starts a suspended job it has admitted. Either way the pods get their grac
 a checkpoint (core/trainers.py), and the checkpoints and progress record stay in the bucket, from
 which the resumed run continues.
 
-The file is edited in place, one line (or one flow-mapping entry), found by ruamel.yaml's round-trip
-loader, which knows each key's line and column: ruamel's own dumper would rewrite a flow sequence
-that spans lines (Pulumi.a4.yaml's `args`) onto one, and the file is the user's. The edit is then
-read back with the stack reader's YAML loader: it must say what the file said, but for that run's
-`suspend`, or nothing is written.
+The file is edited as the user wrote it, one line (or one flow-mapping entry), at the place the one YAML
+loader (stack/yaml_loader.py) gives each key and value: comments, order, quoting and line endings (CRLF
+stays CRLF) are kept. The edit is then read back with the same loader: it must say what the file said, but
+for that run's `suspend`, or nothing is written. A `suspend` a merge (`<<`) brings is shared with other
+mappings: it is set by hand. The file is replaced atomically under a lock on its folder, with its mode
+(tools/files.py), so two cancels at once both land; a read-only file is left as it is.
 
 `--target` applies the one JobSet: other edits pending in the stack file wait for the user's own
 `make up` (https://www.pulumi.com/docs/iac/cli/commands/pulumi_up/, `--target`). A targeted resource
@@ -24,15 +25,17 @@ the program no longer declares (a suspended Kueue run) is deleted.
 from __future__ import annotations
 
 import copy
+import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-from ruamel.yaml import YAML
+from yaml.nodes import MappingNode, Node, ScalarNode
 
 from components.runs import jobset_urn
 from core.names import PROJECT
+from stack.yaml_loader import StackFileError, YamlDocument, load_yaml
+from tools.files import check_writable, locked, replace_text
 
 RUNS_KEY = f"{PROJECT}:runs"
 
@@ -48,92 +51,137 @@ class Edit:
     line: int  # 1-based line of the change
 
 
-def _runs(text: str, path: Path):
-    loader = YAML()  # round-trip: mappings carry the line and column of each key and value
+@dataclass(frozen=True)
+class _Entry:
+    """A run's mapping in the stack file: its node, its values, and its own key and value nodes."""
+
+    node: MappingNode
+    values: dict
+    pairs: list[tuple[Node, Node]]
+
+    def own(self, key: str) -> tuple[Node, Node] | None:
+        return next(((k, v) for k, v in self.pairs if isinstance(k, ScalarNode) and k.value == key), None)
+
+
+def _read(text: str, path: Path) -> YamlDocument:
     try:
-        document = loader.load(text)
-    except Exception as err:  # ruamel's YAMLError and friends
-        raise EditError(f"{path.name} is not valid YAML: {err}") from None
-    runs = ((document or {}).get("config") or {}).get(RUNS_KEY)
-    if not isinstance(runs, list):
+        return load_yaml(path, text)
+    except StackFileError as err:
+        raise EditError(str(err)) from None
+
+
+def _entry(document: YamlDocument, run: str, path: Path) -> _Entry:
+    runs = ((document.data or {}).get("config") or {}).get(RUNS_KEY) if isinstance(document.data, dict) else None
+    _, nodes = document.node_at("config", RUNS_KEY)
+    if not isinstance(runs, list) or nodes is None:
         raise EditError(f"{path.name} declares no `{RUNS_KEY}` list")
-    return runs
-
-
-def _entry(runs, run: str, path: Path):
-    for entry in runs:
-        if isinstance(entry, dict) and entry.get("name") == run:
-            return entry
+    for values, node in zip(runs, nodes.value):
+        if isinstance(values, dict) and values.get("name") == run and isinstance(node, MappingNode):
+            return _Entry(node, values, list(node.value))
     names = ", ".join(str(e.get("name")) for e in runs if isinstance(e, dict))
     raise EditError(f"{run!r} is not a run of {path.name}; runs: {names or '(none)'}")
 
 
-def _token_end(line: str, col: int) -> int:
-    """The column after the scalar starting at `col` (quoted, or plain up to , } ] # or the end)."""
-    if line[col] in "\"'":
-        return line.index(line[col], col + 1) + 1
-    end = col
-    while end < len(line) and line[end] not in ",}]#" and not line[end].isspace():
-        end += 1
-    return end
+class _Lines:
+    """The file's lines with their own endings, edited by the loader's marks (0-based line and column)."""
+
+    def __init__(self, text: str):
+        self.lines = text.splitlines(keepends=True)
+
+    def body(self, row: int) -> str:
+        return self.lines[row].rstrip("\r\n")
+
+    def ending(self, row: int) -> str:
+        line = self.lines[row]
+        return line[len(self.body(row)):] or next((self.lines[r][len(self.body(r)):] for r in range(row - 1, -1, -1)
+                                                   if self.lines[r] != self.body(r)), "\n")
+
+    def set_body(self, row: int, body: str) -> None:
+        self.lines[row] = body + self.lines[row][len(self.body(row)):]
+
+    def text(self) -> str:
+        return "".join(self.lines)
 
 
-def _replace_value(lines: list[str], entry, value: str) -> int:
-    row, col = entry.lc.value("suspend")
-    line = lines[row]
-    lines[row] = line[:col] + value + line[_token_end(line, col):]
+def _end_row(key: Node, value: Node) -> int:
+    """The last line of a key's value as written here (an alias (*name) is on its key's line)."""
+    if value.start_mark.index < key.start_mark.index:
+        return key.start_mark.line
+    end = value.end_mark
+    return end.line - 1 if end.column == 0 and end.line > key.start_mark.line else end.line
+
+
+def _replace_value(lines: _Lines, value: Node, word: str) -> int:
+    row = value.start_mark.line
+    if value.end_mark.line != row:
+        raise EditError("its `suspend` value spans lines")
+    body = lines.body(row)
+    lines.set_body(row, body[:value.start_mark.column] + word + body[value.end_mark.column:])
     return row
 
 
-def _insert(lines: list[str], entry) -> int:
-    key_row, key_col = entry.lc.key("name")
-    line = lines[key_row]
-    if entry.fa.flow_style():
-        quote = '"' if line[key_col] == '"' else ""
-        at = _token_end(line, entry.lc.value("name")[1])
-        lines[key_row] = f"{line[:at]}, {quote}suspend{quote}: true{line[at:]}"
-        return key_row
-    lines.insert(key_row + 1, " " * key_col + "suspend: true")
-    return key_row + 1
+def _insert(lines: _Lines, entry: _Entry) -> int:
+    """`suspend: true` after the run's `name` (or its first key, when a merge brings the name)."""
+    key, value = entry.own("name") or entry.pairs[0]
+    if entry.node.flow_style:
+        row = value.end_mark.line if value.start_mark.index > key.start_mark.index else key.start_mark.line
+        at = value.end_mark.column if value.start_mark.index > key.start_mark.index else None
+        if at is None or value.end_mark.line != key.start_mark.line:
+            raise EditError("its flow mapping spans lines")
+        body = lines.body(row)
+        quote = '"' if body[key.start_mark.column] == '"' else ""
+        lines.set_body(row, f"{body[:at]}, {quote}suspend{quote}: true{body[at:]}")
+        return row
+    row = _end_row(key, value)
+    lines.lines.insert(row + 1, " " * key.start_mark.column + "suspend: true" + lines.ending(row))
+    return row + 1
 
 
-def _remove(lines: list[str], entry) -> int:
+def _remove(lines: _Lines, entry: _Entry, key: Node, value: Node) -> int:
     """The key taken out as `_insert` put it in (its own line, or `, suspend: true` in a flow mapping), so
     that cancel then resume gives the file back; where it was written otherwise, its value set false."""
-    row, col = entry.lc.key("suspend")  # a quoted key's column is its opening quote's
-    value_row, value_col = entry.lc.value("suspend")
-    line = lines[row]
-    if not entry.fa.flow_style() and line[:col].strip() == "" and len(entry) > 1:
-        del lines[row]  # the key's own line: the file as it was before `make cancel`
+    row, body = key.start_mark.line, lines.body(key.start_mark.line)
+    rest = body[value.end_mark.column:].strip()
+    own_line = body[:key.start_mark.column].strip() == "" and (rest == "" or rest.startswith("#")) \
+        and value.end_mark.line == row
+    if not entry.node.flow_style and own_line and len(entry.pairs) > 1:
+        del lines.lines[row]
         return row
-    head = line[:col].rstrip()
-    if entry.fa.flow_style() and value_row == row and head.endswith(","):
-        lines[row] = head[:-1] + line[_token_end(line, value_col):]  # from the comma before the pair to its end
+    head = body[:key.start_mark.column].rstrip()
+    if entry.node.flow_style and value.end_mark.line == row and head.endswith(","):
+        lines.set_body(row, head[:-1] + body[value.end_mark.column:])
         return row
-    return _replace_value(lines, entry, "false")
+    return _replace_value(lines, value, "false")
 
 
 def edit(text: str, path: Path, run: str, suspend: bool) -> Edit:
     """The stack file's text with the run's `suspend` set (cancel) or removed (resume)."""
-    entry = _entry(_runs(text, path), run, path)
-    current = entry.get("suspend", False) is True
+    entry = _entry(_read(text, path), run, path)
+    current = entry.values.get("suspend", False) is True
+    first_row = (entry.own("name") or entry.pairs[0])[0].start_mark.line + 1 if entry.pairs else 1
     if current == suspend:
-        return Edit(text, False, entry.lc.key("name")[0] + 1)
-    lines = text.split("\n")
-    if suspend:
-        row = _replace_value(lines, entry, "true") if "suspend" in entry else _insert(lines, entry)
-    else:
-        row = _remove(lines, entry)
-    new = "\n".join(lines)
+        return Edit(text, False, first_row)
+    own, lines = entry.own("suspend"), _Lines(text)
+    if own is None and "suspend" in entry.values:
+        raise EditError(f"the `suspend` of run {run!r} comes from a merge (`<<`) that other mappings share; set it by hand")
+    try:
+        if suspend:
+            row = _replace_value(lines, own[1], "true") if own else _insert(lines, entry)
+        else:
+            row = _remove(lines, entry, *own)
+    except EditError as err:
+        raise EditError(f"run {run!r} in {path.name}: {err}; set `suspend` by hand") from None
+    new = lines.text()
     _check(text, new, path, run, suspend)
     return Edit(new, True, row + 1)
 
 
 def _check(old: str, new: str, path: Path, run: str, suspend: bool) -> None:
     """The new text says what the old one did, but for the run's suspend; else EditError."""
+    before = _read(old, path).data
     try:
-        before, after = yaml.safe_load(old), yaml.safe_load(new)
-    except yaml.YAMLError as err:
+        after = load_yaml(path, new).data
+    except StackFileError as err:
         raise EditError(f"editing {path.name} would leave it unreadable ({err}); set `suspend` by hand") from None
     expected = copy.deepcopy(before)
     for entry in expected["config"][RUNS_KEY]:
@@ -146,7 +194,40 @@ def _check(old: str, new: str, path: Path, run: str, suspend: bool) -> None:
         if isinstance(entry, dict) and entry.get("name") == run and not suspend and entry.get("suspend") is False:
             entry.pop("suspend")
     if after != expected:
-        raise EditError(f"editing {path.name} would change more than run {run!r}'s suspend; set it by hand")
+        raise EditError(f"editing {path.name} would change more than the `suspend` of run {run!r}; set it by hand")
+
+
+def edit_file(path: Path, run: str, suspend: bool) -> Edit:
+    """`edit` applied to the file itself: read, edited and replaced under a lock on its folder, atomically and
+    with its mode (tools/files.py); a read-only file is refused (tools.files.WriteRefused)."""
+    with locked(path.parent):
+        try:
+            text = path.read_bytes().decode("utf-8")
+        except UnicodeDecodeError:
+            text = None  # the loader names the byte and its place
+        except OSError as err:
+            raise EditError(f"{path.name} can't be read: {err.strerror}") from None
+        if text is None:
+            _read_file(path)
+        done = edit(text.removeprefix("\ufeff"), path, run, suspend)
+        if done.changed:
+            check_writable(path)
+            replace_text(path, ("\ufeff" if text.startswith("\ufeff") else "") + done.text)
+        return done
+
+
+def _read_file(path: Path) -> None:
+    try:
+        load_yaml(path)
+    except StackFileError as err:
+        raise EditError(str(err)) from None
+
+
+def pulumi_problem() -> str | None:
+    """Why the targeted `pulumi up` can't run here (checked before the file is edited); None when it can."""
+    if shutil.which("pulumi") is None:
+        return "the Pulumi CLI is not on PATH (README, Prerequisites; `make doctor` checks it)"
+    return None
 
 
 def apply_command(stack: str, run: str) -> list[str]:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from stack.problems import ConfigError
 from stack.reader import load_files
+from tools.cli import guarded, parse_args, say_error, seconds, stack_name, wants_json
 from tools.status.context import ContextMissing, check, stack_context
 from tools.status.row import run_facts
 from tools.status.sources import (BucketProgress, ClusterUnreachable, KubeCluster, LocalProgress, NotDeployed,
@@ -26,17 +27,17 @@ def _parse(argv):
     parser = argparse.ArgumentParser(prog="python -m tools.status", description=DESCRIPTION)
     sub = parser.add_subparsers(dest="command", required=True)
     show = sub.add_parser("show", help="the stack's runs, and one run's details")
-    show.add_argument("--stack", required=True)
+    show.add_argument("--stack", required=True, type=stack_name)
     show.add_argument("--run")
     show.add_argument("--json", action="store_true", help="machine-readable output")
-    show.add_argument("--watch", nargs="?", type=float, const=10.0, help="refresh every SECONDS (default 10)")
+    show.add_argument("--watch", nargs="?", type=seconds, const=10.0, help="refresh every SECONDS (default 10)")
     show.add_argument("--iterations", type=int, default=0, help=argparse.SUPPRESS)  # bounds --watch (tests)
     show.add_argument("--context", help="kubeconfig context (default: the stack's own cluster's)")
     show.add_argument("--from-json", help="a `kubectl get ... -o json` dump instead of the cluster")
     show.add_argument("--progress-dir", help="a directory laid out as the bucket, instead of the bucket")
     show.add_argument("--root", type=Path, default=ROOT,
                       help="the directory of Pulumi.yaml and the stack file (default: the repository's)")
-    return parser.parse_args(argv)
+    return parse_args(parser, argv)
 
 
 def _objects(args, config) -> tuple[dict, str]:
@@ -80,23 +81,27 @@ def snapshot(args, config, facts) -> tuple[int, str, str]:
 
 
 def main(argv=None) -> int:
+    return guarded("status", lambda: _main(argv), wants_json(argv))
+
+
+def _main(argv) -> int:
     args = _parse(argv)
     try:
         config = load_files(args.stack, args.root)
-    except (ConfigError, FileNotFoundError) as err:
-        print(f"status: stack {args.stack}: {err}", file=sys.stderr)
-        return EX_CONFIG
+    except ConfigError as err:
+        return say_error("status", f"stack {args.stack}: {err}", EX_CONFIG, args.json)
     facts = run_facts(config)
     if args.run and args.run not in facts:
-        print(f"status: {args.run!r} is not a run of stack {args.stack}; runs: {', '.join(facts) or '(none)'}",
-              file=sys.stderr)
-        return EX_NOINPUT
+        return say_error("status", f"{args.run!r} is not a run of stack {args.stack}; runs: "
+                         f"{', '.join(facts) or '(none)'}", EX_NOINPUT, args.json)
     shown = 0
     while True:
         code, text, source = snapshot(args, config, facts)
         if source:  # which cluster context was read: before the table, or beside --json's output
             print(source, file=sys.stderr if args.json or code else sys.stdout, flush=True)
-        print(text, file=sys.stdout if code == 0 else sys.stderr, flush=True)
+        if code != 0:
+            return say_error("status", text, code, args.json)
+        print(text, flush=True)
         shown += 1
         if args.watch is None or code != 0 or (args.iterations and shown >= args.iterations):
             return code

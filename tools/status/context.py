@@ -87,8 +87,10 @@ def check(stack: str, ctx: StackContext) -> None:
     if any(Path(f).is_file() for f in files):
         try:
             contexts, _ = kube_config.list_kube_config_contexts(config_file=kubeconfig_file(ctx.kubeconfig))
-        except (kube_config.ConfigException, OSError, ValueError, yaml.YAMLError) as err:
-            raise ClusterUnreachable(f"no usable kubeconfig ({', '.join(files)}): {err}") from None
-        names = {c["name"] for c in contexts or ()}
+            names = {c["name"] for c in contexts or ()}
+        except (kube_config.ConfigException, OSError, ValueError, yaml.YAMLError, TypeError, KeyError,
+                AttributeError) as err:  # a file the client can't read as a kubeconfig, whatever it holds
+            raise ClusterUnreachable(f"no usable kubeconfig ({', '.join(files)}): {type(err).__name__}: {err}") \
+                from None
     if ctx.context not in names:
         raise ContextMissing(f"stack {stack}: the kubeconfig ({', '.join(files)}) has no {ctx.describe()}; {ctx.fix}")

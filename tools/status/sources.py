@@ -40,8 +40,14 @@ def empty() -> dict[str, list]:
 
 
 def from_dump(path: str) -> dict[str, list]:
-    """The objects of a `kubectl get jobsets,workloads,provisioningrequests,pods -o json` dump."""
-    items = json.loads(Path(path).read_text()).get("items", [])
+    """The objects of a `kubectl get jobsets,workloads,provisioningrequests,pods -o json` dump; NotDeployed
+    when the file is not one."""
+    try:
+        items = json.loads(Path(path).read_text()).get("items", [])
+    except (OSError, ValueError, AttributeError) as err:
+        raise NotDeployed(f"--from-json {path}: not a `kubectl get ... -o json` dump ({err})") from None
+    if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
+        raise NotDeployed(f"--from-json {path}: its `items` are not a list of objects")
     by_kind = {kind: key for key, (_, _, _, kind) in KINDS.items()} | {"Pod": "pods", "Node": "nodes"}
     out = empty()
     for item in items:
@@ -69,7 +75,7 @@ class KubeCluster:
 
         try:
             config.load_kube_config(config_file=kubeconfig_file(config_file), context=context)
-        except (config.ConfigException, OSError) as err:
+        except (config.ConfigException, OSError, ValueError, TypeError, KeyError, AttributeError) as err:
             raise ClusterUnreachable(f"no usable kubeconfig (KUBECONFIG or ~/.kube/config): {err}") from None
         self.client = client
         self.core, self.custom = client.CoreV1Api(), client.CustomObjectsApi()

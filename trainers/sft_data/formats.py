@@ -71,16 +71,30 @@ def format_columns(mapping: Mapping[str, str]) -> str:
     return ",".join(f"{k}={v}" for k, v in mapping.items())
 
 
+# What a prompt template may hold: `{column}` fields naming the record's columns, and text ({{ and }} for braces).
+TEMPLATE_FIELDS = ("{column} fields, each naming a column of the record (e.g. {question}), and text ({{ and }} for a "
+                   "brace); no format spec ({x:>9}), conversion ({x!r}), index or attribute ({x[0]}, {x.y}) and no "
+                   "field inside a field")
+
+
 def template_fields(template: str) -> list[str]:
-    """The columns a prompt template reads; ValueError for what str.format can't fill from a row."""
+    """The columns a prompt template reads; ValueError for anything but plain `{column}` fields
+    (string.Formatter's parse: a format spec, where nested fields live, or a conversion would reach
+    str.format at start-up with what no row can fill)."""
     fields = []
-    for _, name, _, _ in string.Formatter().parse(template):
+    for _, name, spec, conversion in string.Formatter().parse(template):
         if name is None:
             continue
+        shown = "{" + name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}"
         if not name or name.isdigit():
-            raise ValueError("has a positional field '{}'; name a column, e.g. {question}")
+            raise ValueError(f"has a positional field {shown}; name a column, e.g. {{question}}")
         if any(c in name for c in ".["):
-            raise ValueError(f"field {{{name}}} reads an attribute or index; name a column")
+            raise ValueError(f"field {shown} reads an attribute or index; name a column")
+        if conversion:
+            raise ValueError(f"field {shown} has a conversion (!{conversion}); write {{{name}}}")
+        if spec:
+            what = "a field inside it" if "{" in spec else f"a format spec (:{spec})"
+            raise ValueError(f"field {shown} has {what}; write {{{name}}}")
         fields.append(name)
     return fields
 
@@ -113,10 +127,9 @@ def settings_problems(data_format: str, columns: Mapping[str, str], prompt_templ
                                     "prompt comes from", "one of them"))
         try:
             if not template_fields(prompt_template):
-                problems.append(Setting("prompt_template", prompt_template, "reads no column",
-                                        "a template with {column} fields"))
+                problems.append(Setting("prompt_template", prompt_template, "reads no column", TEMPLATE_FIELDS))
         except ValueError as err:
-            problems.append(Setting("prompt_template", prompt_template, str(err), "{column} fields"))
+            problems.append(Setting("prompt_template", prompt_template, str(err), TEMPLATE_FIELDS))
     if system_prompt is not None and data_format == "text":
         problems.append(Setting("system_prompt", system_prompt, "adds a turn to a chat, and format text is none",
                                 "a system prompt with format conversational or prompt-completion"))
