@@ -68,7 +68,8 @@ def in_cluster(cfg: StackConfig, at: Footing) -> None:
     # Autopilot: one ComputeClass per capacity ladder, which the ladder's run selects.
     if cfg.compute_classes():
         compute_classes = ComputeClasses("compute-classes", ComputeClassesArgs(
-            classes=cfg.compute_classes(), provider=at.provider, depends_on=at.cluster))
+            classes=cfg.compute_classes(), provider=at.provider, depends_on=at.cluster,
+            renamed=cfg.compute_class_renames()))
         queue_ready = [*queue_ready, *compute_classes.ready]
 
     pulumi.export("pools", {

@@ -22,7 +22,7 @@ from components.kube import controller_release
 from core.contract import SchedulingContract
 from core.names import KUEUE_CHART, KUEUE_CHART_VERSION, KUEUE_NAMESPACE
 from manifests.controllers import chart_source, kueue_chart_values
-from manifests.kueue import kueue_manifests
+from manifests.kueue import kueue_manifests, renamed_from
 from stack.existing import Charts
 
 
@@ -68,7 +68,8 @@ class Kueue(pulumi.ComponentResource):
             values={**kueue_chart_values(args.namespace), **args.owner},
         ) if args.install else None
         manifests = kueue_manifests(args.flavors)
-        self.objects = {key: self._object(name, key, m, args) for key, m in manifests.items()}
+        renamed = renamed_from(args.flavors)
+        self.objects = {key: self._object(name, key, m, args, renamed.get(key)) for key, m in manifests.items()}
         self.register_outputs({"version": KUEUE_CHART_VERSION, "objects": sorted(self.objects)})
 
     @property
@@ -76,11 +77,22 @@ class Kueue(pulumi.ComponentResource):
         """What a queued run waits for: the controller (where the stack installs it) and every queueing object."""
         return [*([self.release] if self.release else []), *self.objects.values()]
 
-    def _object(self, name: str, key: str, manifest: Mapping, args: KueueArgs) -> KubernetesObject:
+    def _object(self, name: str, key: str, manifest: Mapping, args: KueueArgs, old_key: str | None) -> KubernetesObject:
         # The CRDs and webhooks come with the chart; a LocalQueue also needs its namespace.
         depends = [self.release] if self.release else list(args.depends_on)
         depends += args.namespace_dependencies if "namespace" in manifest["metadata"] else []
         return KubernetesObject(
             f"{name}-{key}", manifest,
-            pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=depends),
+            pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=depends,
+                                   aliases=renamed_alias(name, old_key)),
         )
+
+
+def renamed_alias(name: str, old_key: str | None) -> list[pulumi.Alias]:
+    """The alias of an object the stack declared under another name (manifests/kueue.py `renamed_from`).
+
+    With it the engine takes the object in the state as this one, and the provider replaces it, since its
+    `metadata.name` changed (a preview shows `replace`, create before delete: the new object first, the
+    ClusterQueue updated to name it, the old one deleted last); without it a preview would show an unrelated
+    delete and create. https://www.pulumi.com/docs/iac/concepts/resources/options/aliases/"""
+    return [pulumi.Alias(name=f"{name}-{old_key}")] if old_key else []

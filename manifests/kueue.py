@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 
 from core.catalog import ACCELERATORS, PROVISIONING_REQUEST_LABEL
 from core.contract import SchedulingContract
-from core.names import LOCAL_QUEUE, WORKLOAD_PRIORITIES, cluster_scoped
+from core.names import LOCAL_QUEUE, WORKLOAD_PRIORITIES, cluster_scoped, legacy_cluster_scoped, priority_class_name
 from core.quantity import GIB
 
 API_GROUP = "kueue.x-k8s.io"
@@ -58,14 +58,25 @@ def check_name(contract: SchedulingContract) -> str:
     return cluster_scoped(contract.namespace, f"{contract.pool}-provisioning")
 
 
+def renamed_from(flavors: Sequence[SchedulingContract]) -> dict[str, str]:
+    """The objects whose names `cluster_scoped`'s hash changed, new manifest key -> the key the stack
+    declared them under before (`legacy_cluster_scoped`): the Pulumi aliases that make a preview show each as
+    the same object renamed (a replacement: a cluster-scoped object's name is its identity)."""
+    renamed = {}
+    for contract in flavors:
+        if contract.flavor == cluster_scoped(contract.namespace, contract.pool):
+            renamed[f"resourceflavor-{contract.flavor}"] = \
+                f"resourceflavor-{legacy_cluster_scoped(contract.namespace, contract.pool)}"
+        if contract.queued:
+            old = legacy_cluster_scoped(contract.namespace, f"{contract.pool}-provisioning")
+            for kind in ("provisioningrequestconfig", "admissioncheck"):
+                renamed[f"{kind}-{check_name(contract)}"] = f"{kind}-{old}"
+    return renamed
+
+
 def cluster_queue_name(namespace: str) -> str:
     """The stack's one ClusterQueue (cluster-scoped): named after the stack's namespace."""
     return cluster_scoped(namespace)
-
-
-def priority_class_name(namespace: str, priority: str) -> str:
-    """The WorkloadPriorityClass of a run's `priority` (cluster-scoped): `<namespace>-<priority>`."""
-    return cluster_scoped(namespace, priority)
 
 
 def resource_flavor(contract: SchedulingContract) -> dict:

@@ -26,7 +26,7 @@ from stack.datasets import DatasetConfig
 from stack.existing import Charts, ExistingCluster, existing_stack_problems, platform_pool_problems
 from stack.image_build import ImageBuild
 from stack.network import NetworkConfig
-from stack.queueing import compute_classes, kueue_flavors, queueing_problems, with_queues
+from stack.queueing import compute_class_renames, compute_classes, kueue_flavors, queueing_problems, with_queues
 from stack.problems import MISSING, ConfigError, Problem, from_validation_error, raise_problems
 from stack.rules import (bucket_problems, dataset_stack_problems, mode_problems, namespace_problems,
                          offering_problems, unique_name_problems, zone_problems)
@@ -285,6 +285,10 @@ class StackConfig(StackModel):
     def compute_classes(self) -> dict[str, tuple[SchedulingContract, ...]]:
         """Each Autopilot ladder's ComputeClass by name, with its rungs' contracts in order; none on Standard."""
         return compute_classes(self.runs, self.contracts(), self.autopilot)
+
+    def compute_class_renames(self) -> dict[str, str]:
+        """Each Autopilot ladder's ComputeClass name -> its name before cluster-scoped names had a hash."""
+        return compute_class_renames(self.runs, self.contracts(), self.autopilot)
 
     def pool_zones(self, pool: PoolConfig) -> tuple[str, ...]:
         return pool.zones or self.zones

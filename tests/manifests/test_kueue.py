@@ -44,15 +44,15 @@ def _typo(manifest: dict, path: tuple, wrong: str) -> dict:
 
 
 @pytest.mark.parametrize("key,path,wrong", [
-    ("resourceflavor-finetune-queued-v6e-2x4", ("spec", "nodeLabels"), "nodeLabel"),
-    ("resourceflavor-finetune-queued-v6e-2x4", ("spec", "tolerations", 0, "effect"), "efect"),
+    ("resourceflavor-finetune-queued-v6e-2x4-1e7dde", ("spec", "nodeLabels"), "nodeLabel"),
+    ("resourceflavor-finetune-queued-v6e-2x4-1e7dde", ("spec", "tolerations", 0, "effect"), "efect"),
     ("clusterqueue-finetune", ("spec", "resourceGroups", 0, "flavors", 0, "resources", 0, "nominalQuota"), "nominalquota"),
     ("clusterqueue-finetune", ("spec", "admissionChecksStrategy"), "admissionChecks"),  # v1beta1's field
     ("clusterqueue-finetune", ("spec", "flavorFungibility", "whenCanPreempt"), "whenCanPrempt"),
     ("localqueue-finetune", ("spec", "clusterQueue"), "clusterqueue"),
-    ("admissioncheck-finetune-queued-v6e-2x4-provisioning", ("spec", "controllerName"), "controller"),
-    ("provisioningrequestconfig-finetune-queued-v6e-2x4-provisioning", ("spec", "managedResources"), "managedResource"),
-    ("provisioningrequestconfig-finetune-queued-v6e-2x4-provisioning", ("spec", "podSetUpdates", "nodeSelector", 0, "key"), "name"),
+    ("admissioncheck-finetune-queued-v6e-2x4-provisioning-3c2d5e", ("spec", "controllerName"), "controller"),
+    ("provisioningrequestconfig-finetune-queued-v6e-2x4-provisioning-3c2d5e", ("spec", "managedResources"), "managedResource"),
+    ("provisioningrequestconfig-finetune-queued-v6e-2x4-provisioning-3c2d5e", ("spec", "podSetUpdates", "nodeSelector", 0, "key"), "name"),
     ("workloadpriorityclass-finetune-high", ("value",), "priority"),
     ("workloadpriorityclass-finetune-high", ("metadata", "name"), "nam"),
 ])  # fmt: skip
@@ -76,7 +76,7 @@ def test_the_cluster_queue_holds_every_flavor_in_ladder_order_with_the_pools_quo
     config = _config()
     spec = _objects()["clusterqueue-finetune"]["spec"]
     [group] = spec["resourceGroups"]
-    assert [f["name"] for f in group["flavors"]] == ["finetune-spot-v6e-2x4", "finetune-v6e-2x4", "finetune-queued-v6e-2x4"]
+    assert [f["name"] for f in group["flavors"]] == ["finetune-spot-v6e-2x4-e74a62", "finetune-v6e-2x4-60293a", "finetune-queued-v6e-2x4-1e7dde"]
     assert group["coveredResources"] == ["cpu", "memory", "ephemeral-storage", "google.com/tpu"]
     contracts = config.contracts()
     for flavor in group["flavors"]:
@@ -90,7 +90,7 @@ def test_the_cluster_queue_holds_every_flavor_in_ladder_order_with_the_pools_quo
     assert spec["preemption"]["withinClusterQueue"] == "LowerPriority"
     assert spec["namespaceSelector"] == {"matchLabels": {"kubernetes.io/metadata.name": RUNS_NAMESPACE}}
     assert spec["admissionChecksStrategy"] == {
-        "admissionChecks": [{"name": "finetune-queued-v6e-2x4-provisioning", "onFlavors": ["finetune-queued-v6e-2x4"]}]
+        "admissionChecks": [{"name": "finetune-queued-v6e-2x4-provisioning-3c2d5e", "onFlavors": ["finetune-queued-v6e-2x4-1e7dde"]}]
     }
     # The stack's own cluster's default namespace names its ClusterQueue.
     assert _objects()["clusterqueue-finetune"]["metadata"] == {"name": RUNS_NAMESPACE}
@@ -100,14 +100,14 @@ def test_the_cluster_queue_holds_every_flavor_in_ladder_order_with_the_pools_quo
 
 def test_a_queued_pool_is_provisioned_by_kueues_provisioning_request_check():
     objects = _objects()
-    config = objects["provisioningrequestconfig-finetune-queued-v6e-2x4-provisioning"]["spec"]
+    config = objects["provisioningrequestconfig-finetune-queued-v6e-2x4-provisioning-3c2d5e"]["spec"]
     assert config["provisioningClassName"] == "queued-provisioning.gke.io"
     assert config["managedResources"] == ["google.com/tpu"]
     assert config["parameters"] == {"maxRunDurationSeconds": "86400"}  # Pulumi.tpu-queued.yaml
-    check = objects["admissioncheck-finetune-queued-v6e-2x4-provisioning"]["spec"]
+    check = objects["admissioncheck-finetune-queued-v6e-2x4-provisioning-3c2d5e"]["spec"]
     assert check["controllerName"] == "kueue.x-k8s.io/provisioning-request"
-    assert check["parameters"]["name"] == "finetune-queued-v6e-2x4-provisioning"
-    flavor = objects["resourceflavor-finetune-queued-v6e-2x4"]["spec"]
+    assert check["parameters"]["name"] == "finetune-queued-v6e-2x4-provisioning-3c2d5e"
+    flavor = objects["resourceflavor-finetune-queued-v6e-2x4-1e7dde"]["spec"]
     assert flavor["nodeLabels"][QUEUED_LABEL] == "true"
     assert QUEUED_TAINT.toleration() in flavor["tolerations"]
     # Only queued pools get a check.
