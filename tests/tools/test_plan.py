@@ -387,3 +387,13 @@ def test_the_plan_states_the_pod_security_level_each_stack_s_namespace_needs(pla
     assert plans["a4"]["pod_security"]["level"] == "restricted"
     namespace = next(r for r in plans["dev"]["resources"] if r["type"] == "kubernetes:core/v1:Namespace")
     assert namespace["inputs"]["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "baseline"
+
+
+def test_the_plan_says_which_cluster_scoped_objects_a_deployed_stack_sees_renamed(plans):
+    from core.names import cluster_scoped
+    text = render(plans["tpu-queued"])
+    assert "A stack deployed with the earlier names sees `pulumi preview` replace each of these" in text
+    assert f"  resourceflavor finetune-v6e-2x4 -> {cluster_scoped('finetune', 'v6e-2x4')}" in text
+    assert "  workloadpriorityclass" not in text  # a run's label names it: its name stays
+    assert "ladder-gemma3-single-host -> finetune-ladder-gemma3-single-host-" in render(plans["autopilot"])
+    assert "Cluster-scoped names" not in render(plans["dev"])  # no Kueue, nothing renamed
