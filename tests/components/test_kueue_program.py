@@ -87,3 +87,14 @@ def test_the_program_installs_kueue_with_those_values():
     owner = owner_values("finetune", "tpu-queued")
     assert releases["kueue"]["values"] == {**kueue_chart_values("finetune"), **owner}
     assert releases["jobset"]["values"] == owner
+
+
+@pytest.mark.parametrize("stack", ["tpu-queued", "dev"])
+def test_a_stack_never_uninstalls_the_controllers_it_installed(stack):
+    """Other stacks on the cluster use them, and Kueue's uninstall deletes its CRDs (every team's queues and
+    workloads): `destroy` leaves each release in the cluster. The stack's own queueing objects are its own."""
+    deployment = run_stack(stack)
+    releases = {r.inputs["name"]: r for r in deployment.of_type(RELEASE)}
+    assert "jobset" in releases
+    assert all(r.retain_on_delete for r in releases.values()), releases
+    assert not any(r.retain_on_delete for r in _kueue_objects(deployment))
