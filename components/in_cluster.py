@@ -66,7 +66,8 @@ def in_cluster(cfg: StackConfig, at: Footing) -> None:
         kueue = Kueue("kueue", KueueArgs(
             flavors=cfg.kueue_flavors(), provider=at.provider, namespace=cfg.runs_namespace, owner=owner,
             depends_on=controllers,
-            namespace_dependencies=workspace.namespaced, charts=cfg.charts, install=at.install_controllers))
+            namespace_dependencies=workspace.namespaced, charts=cfg.charts, install=at.install_controllers,
+            settings=cfg.kueue))
         queue_ready = kueue.ready
 
     # Autopilot: one ComputeClass per capacity ladder, which the ladder's run selects.

@@ -24,6 +24,7 @@ from core.names import KUEUE_CHART, KUEUE_CHART_VERSION, KUEUE_NAMESPACE
 from manifests.controllers import chart_source, kueue_chart_values
 from manifests.kueue import kueue_manifests, renamed_from
 from stack.existing import Charts
+from stack.sharing import KueueSettings
 
 
 @dataclass
@@ -39,6 +40,7 @@ class KueueArgs:
     # False: the cluster's platform team installed Kueue (an existing cluster's `controllers: existing`);
     # only the stack's queueing objects are declared.
     install: bool = True
+    settings: KueueSettings = field(default_factory=KueueSettings)  # the installed Kueue's (stack/sharing.py)
 
 
 class KubernetesObject(pulumi.CustomResource):
@@ -65,7 +67,7 @@ class Kueue(pulumi.ComponentResource):
         self.release = controller_release(
             name, "kueue", chart_source(KUEUE_CHART, KUEUE_CHART_VERSION, args.charts), KUEUE_NAMESPACE,
             pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=args.depends_on),
-            values={**kueue_chart_values(args.namespace), **args.owner},
+            values={**kueue_chart_values(args.namespace, args.settings), **args.owner},
         ) if args.install else None
         manifests = kueue_manifests(args.flavors)
         renamed = renamed_from(args.flavors)

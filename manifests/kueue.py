@@ -119,18 +119,19 @@ def covered_resources(flavors: Sequence[SchedulingContract]) -> list[str]:
 
 
 def quota(contract: SchedulingContract, resource: str) -> str:
-    """What the pool holds of `resource` at full size: its chips, or its nodes' allocatable.
+    """What the stack's flavor holds of `resource`: the pool's chips or its nodes' allocatable, at full size,
+    or this stack's share of them where other stacks' ClusterQueues share the pool (stack/sharing.py).
 
     Always a quantity string in the form the API server writes back: Kueue's webhook stores a quota
     as a `resource.Quantity`, which serialises canonically (a number, or `10956800Mi` where it keeps
     `10700Gi`), so any other form would differ from the stored object on every `pulumi preview` (a
     perpetual update the real engine showed, e2e/tests/test_engine.py and e2e/tests/test_handoff.py)."""
     if resource not in NODE_RESOURCES:
-        return str(contract.quota_chips if resource == contract.resource_name else 0)
+        return str(contract.nominal_chips if resource == contract.resource_name else 0)
     per_node = contract.allocatable.get(resource)
     if resource == "cpu":
-        return quantity.canonical_millis(int(per_node * 1000) * contract.vms)
-    return quantity.canonical_bytes(int(per_node // _MIB) * contract.vms * int(_MIB))
+        return quantity.canonical_millis(int(per_node * 1000) * contract.nominal_vms)
+    return quantity.canonical_bytes(int(per_node // _MIB) * contract.nominal_vms * int(_MIB))
 
 
 def cluster_queue(flavors: Sequence[SchedulingContract], namespace: str) -> dict:

@@ -27,7 +27,7 @@ from stack.secrets import HF_TOKEN_KEY, TokenState, file_token_state, hf_token_p
 
 # Keys whose stack value is structured; Pulumi hands them to the program as JSON.
 _STRUCTURED = ("pools", "shapes", "images", "runs", "zones", "network", "datasets", "existingCluster", "charts",
-               "imageBuild")
+               "imageBuild", "kueue")
 _NOT_MODEL_KEYS = (HF_TOKEN_KEY,)
 _GCP_KEYS = {"gcp:project": "project", "gcp:region": "region"}
 
