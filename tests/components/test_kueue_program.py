@@ -84,9 +84,8 @@ def test_the_queued_stack_declares_every_kueue_object_after_the_chart():
 def test_the_program_installs_kueue_with_those_values():
     releases = {r.inputs["name"]: r.inputs for r in run_stack("tpu-queued").of_type("kubernetes:helm.sh/v3:Release")}
     # The chart's values, and who installed it (read back by a stack that finds it in a shared cluster).
-    owner = owner_values("finetune", "tpu-queued")
-    assert releases["kueue"]["values"] == {**kueue_chart_values("finetune"), **owner}
-    assert releases["jobset"]["values"] == owner
+    assert releases["kueue"]["values"] == {**kueue_chart_values("finetune"), **owner_values("kueue", "finetune", "tpu-queued")}
+    assert releases["jobset"]["values"] == owner_values("jobset", "finetune", "tpu-queued")
 
 
 @pytest.mark.parametrize("stack", ["tpu-queued", "dev"])
