@@ -33,7 +33,10 @@ from pulumi.runtime.settings import get_monitor
 from admission.shared_cluster import (
     Installed, controller_problems, deployment_owner, installed_controllers, namespace_problems, release_of,
 )
+from admission.installed_controllers import CONFIG_KEY, kueue_config_problems, version_problems
+from core.names import JOBSET_NAMESPACE, KUEUE_NAMESPACE
 from stack.config import StackConfig
+from stack.queueing import queued_runs
 from stack.problems import ConfigError, Problem
 
 # Seconds to connect and to read each answer: a preview should not hang on a cluster that doesn't answer.
@@ -118,13 +121,58 @@ def read_namespace_labels(api: k8s_client.ApiClient, namespace: str) -> dict | N
 def cluster_problems(cfg: StackConfig, api: k8s_client.ApiClient) -> tuple[list[Problem], list[str]]:
     """(problems, not checked) of the stack's namespace and controllers against the cluster behind `api`."""
     not_checked: list[str] = []
-    namespace = _read("the stack's namespace", not_checked, lambda: namespace_problems(
-        cfg.runs_namespace, cfg.create_namespace, read_namespace_labels(api, cfg.runs_namespace), cfg.stack))
+    labels: dict[str, str] = {}
+
+    def namespace() -> list[Problem]:
+        read = read_namespace_labels(api, cfg.runs_namespace)
+        labels.update(read or {})
+        return namespace_problems(cfg.runs_namespace, cfg.create_namespace, read, cfg.stack)
+
     install = cfg.existing.controllers == "install"
-    controllers = _read("the installed controllers", not_checked, lambda: controller_problems(
-        cfg.existing.controllers, needed_controllers(cfg), read_controllers(api, not_checked, install),
-        cfg.runs_namespace))
-    return namespace + controllers, not_checked
+    found: dict[str, Installed] = {}
+
+    def controllers() -> list[Problem]:
+        found.update(read_controllers(api, not_checked, install))
+        return controller_problems(cfg.existing.controllers, needed_controllers(cfg), found, cfg.runs_namespace)
+
+    problems = _read("the stack's namespace", not_checked, namespace)
+    problems += _read("the installed controllers", not_checked, controllers)
+    if not install and found:
+        problems += installed_problems(cfg, api, found, labels, not_checked)
+    return problems, not_checked
+
+
+_DEFAULT_NAMESPACES = {"jobset": JOBSET_NAMESPACE, "kueue": KUEUE_NAMESPACE}
+
+
+def installed_problems(cfg: StackConfig, api: k8s_client.ApiClient, found: Mapping[str, Installed],
+                       labels: Mapping[str, str], not_checked: list[str]) -> list[Problem]:
+    """The platform team's controllers (`controllers: existing`): their versions (Deployment images) and
+    Kueue's configuration (its manager ConfigMap) against the stack's namespace and runs."""
+    problems = []
+    for controller in (c for c in needed_controllers(cfg) if c in found):
+        namespace = found[controller].release[0] if found[controller].release else _DEFAULT_NAMESPACES[controller]
+        deployments = _read(f"{controller}'s version (the Deployments of {namespace!r})", not_checked, lambda: [
+            c.image for d in k8s_client.AppsV1Api(api).list_namespaced_deployment(
+                namespace, _request_timeout=TIMEOUT).items for c in d.spec.template.spec.containers])
+        problems += version_problems(controller, deployments)
+        if controller == "kueue":
+            problems += _read(f"Kueue's configuration (the ConfigMaps of {namespace!r})", not_checked,
+                              lambda: _kueue_config_problems(cfg, api, namespace, labels, not_checked))
+    return problems
+
+
+def _kueue_config_problems(cfg: StackConfig, api: k8s_client.ApiClient, namespace: str,
+                           labels: Mapping[str, str], not_checked: list[str]) -> list[Problem]:
+    maps = k8s_client.CoreV1Api(api).list_namespaced_config_map(namespace, _request_timeout=TIMEOUT).items
+    found = [m for m in maps if CONFIG_KEY in (m.data or {})]
+    if not found:
+        not_checked.append(f"not checked: Kueue's configuration (no ConfigMap with {CONFIG_KEY} in {namespace!r})")
+        return []
+    config = yaml.safe_load(found[0].data[CONFIG_KEY]) or {}
+    queued = {r.name for r in queued_runs(cfg.runs, cfg.contracts())}
+    return kueue_config_problems(config, cfg.runs_namespace, labels, [r.name for r in cfg.runs if r.name not in queued],
+                                 f"ConfigMap {namespace}/{found[0].metadata.name}")
 
 
 def _read(what: str, not_checked: list[str], judge) -> list[Problem]:
