@@ -12,9 +12,8 @@ run through Kueue (a priority). Shown here:
 - `destroy` of one leaves every object of the other, and both namespaces;
 - a changed endpoint of the same cluster (the kubeconfig's server address)
   replaces nothing: the provider is identified by the cluster;
-- a stack that would install the controllers someone else installed, deploy
-  into a namespace that doesn't exist, or into one the platform team's Kueue
-  doesn't manage (read from its manager ConfigMap), is refused by `pulumi preview`
+- a stack that would install the controllers someone else installed, or
+  deploy into a namespace that doesn't exist, is refused by `pulumi preview`
   before anything is declared, with the stack's own one-line problem.
 """
 
@@ -171,9 +170,6 @@ def test_a_changed_endpoint_of_the_same_cluster_replaces_nothing(shared):
      "namespace: 'team-c' does not exist in this cluster; allowed: a namespace the platform team made"),
     ("a namespace another stack would lose", {"createNamespace": True},
      "createNamespace: true but namespace 'team-b' exists already in this cluster"),
-    # The platform team's Kueue manages team-a and team-b only (its manager ConfigMap, read by the preflight).
-    ("a namespace Kueue doesn't manage", {"namespace": "default"},
-     "does not manage namespace 'default' (its managedJobsNamespaceSelector doesn't select it)"),
 ])
 def test_a_stack_that_would_take_over_the_clusters_singletons_is_refused_at_preview(shared, state_root, case,
                                                                                      change, expected):
