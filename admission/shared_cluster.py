@@ -23,9 +23,15 @@ CRDs are no such sign: JobSet's chart installs them from `crds/`, which Helm
 never deletes, so they outlive an uninstall.
 
 Who installed it: the configuration's Helm release (`meta.helm.sh/release-name`
-and `-namespace`, which Helm sets on every object of a release) and, in that
-release's user-supplied values, the `gkeFinetune` owner a stack installs its
-releases with (`owner_values`).
+and `-namespace`, which Helm sets on every object of a release) and the
+`gke-finetune/owner` annotation (`<namespace>/<stack>`) a stack installs the
+controller's Deployment with (`owner_values`): JobSet's chart puts
+`controller.annotations` on its Deployment (v0.12.0
+charts/jobset/templates/controller/deployment.yaml), Kueue's chart
+`controllerManager.manager.podAnnotations` on its Deployment's pod template
+(v0.19.2 charts/kueue/templates/manager/manager.yaml). A Deployment is what a
+read-only previewer may read; a Helm release's values live in a Secret, which
+it may not (and should not).
 """
 
 from __future__ import annotations
@@ -41,13 +47,23 @@ KUEUE_GROUP = "kueue.x-k8s.io"
 CONTROLLERS = ("jobset", "kueue")
 RELEASE_NAME = "meta.helm.sh/release-name"
 RELEASE_NAMESPACE = "meta.helm.sh/release-namespace"
-OWNER_KEY = "gkeFinetune"
+OWNER_ANNOTATION = "gke-finetune/owner"
 
 
-def owner_values(namespace: str, stack: str) -> dict:
-    """The Helm values that say which stack installed a controller: its namespace and stack name.
-    The charts render nothing from them; `helm get values` shows them to a person."""
-    return {OWNER_KEY: {"namespace": namespace, "stack": stack}}
+def owner_values(controller: str, namespace: str, stack: str) -> dict:
+    """The Helm values that mark a controller's Deployment with the stack that installed it."""
+    owner = {OWNER_ANNOTATION: f"{namespace}/{stack}"}
+    if controller == "kueue":
+        return {"controllerManager": {"manager": {"podAnnotations": owner}}}
+    return {"controller": {"annotations": owner}}
+
+
+def deployment_owner(deployment: Mapping) -> Mapping | None:
+    """The stack a controller's Deployment says installed it ({namespace, stack}), if any."""
+    annotations = {**((deployment.get("spec") or {}).get("template", {}).get("metadata") or {}).get("annotations", {}),
+                   **((deployment.get("metadata") or {}).get("annotations") or {})}
+    namespace, slash, stack = str(annotations.get(OWNER_ANNOTATION, "")).partition("/")
+    return {"namespace": namespace, "stack": stack} if slash else None
 
 
 @dataclass(frozen=True)
@@ -57,7 +73,7 @@ class Installed:
     controller: str  # jobset | kueue
     configuration: str  # the webhook configuration that shows it
     release: tuple[str, str] | None = None  # (namespace, name) of its Helm release; None: not by Helm
-    owner: Mapping | None = None  # the release's `gkeFinetune` values; None: not a stack's
+    owner: Mapping | None = None  # its Deployment's `gke-finetune/owner` ({namespace, stack}); None: not a stack's
 
     def installed_by(self) -> str:
         if self.owner:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.kueue import KubernetesObject
+from components.kueue import KubernetesObject, renamed_alias
 from core.contract import SchedulingContract
 from manifests.compute_class import compute_class_manifests
 
@@ -26,6 +26,7 @@ class ComputeClassesArgs:
     classes: Mapping[str, Sequence[SchedulingContract]]  # class name -> its ladder's rungs, in order
     provider: k8s.Provider
     depends_on: list[pulumi.Resource] = field(default_factory=list)  # the cluster
+    renamed: Mapping[str, str] = field(default_factory=dict)  # class name -> its former name (aliases)
 
 
 class ComputeClasses(pulumi.ComponentResource):
@@ -38,7 +39,8 @@ class ComputeClasses(pulumi.ComponentResource):
         self.objects = {
             key: KubernetesObject(
                 f"{name}-{key}", manifest,
-                pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=args.depends_on),
+                pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=args.depends_on,
+                                       aliases=renamed_alias(name, _former_key(key, args.renamed))),
             )
             for key, manifest in compute_class_manifests(args.classes).items()
         }
@@ -47,3 +49,9 @@ class ComputeClasses(pulumi.ComponentResource):
     @property
     def ready(self) -> list[pulumi.Resource]:
         return list(self.objects.values())
+
+
+def _former_key(key: str, renamed: Mapping[str, str]) -> str | None:
+    """The manifest key (`computeclass-<name>`) a class had under its former name, if it had another."""
+    name = key.removeprefix("computeclass-")
+    return f"computeclass-{renamed[name]}" if renamed.get(name, name) != name else None

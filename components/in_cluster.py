@@ -54,25 +54,28 @@ def in_cluster(cfg: StackConfig, at: Footing) -> None:
         depends_on=at.cluster, pod_security=needed_level(cfg)), at.opts)
     token_grants = token_access(cfg, at)
     controllers = []
-    owner = owner_values(cfg.runs_namespace, cfg.stack)
     if at.install_controllers:
         jobset = JobSetController("jobset", JobSetControllerArgs(
-            provider=at.provider, depends_on=at.controller_nodes, charts=cfg.charts, values=owner))
+            provider=at.provider, depends_on=at.controller_nodes, charts=cfg.charts,
+            values=owner_values("jobset", cfg.runs_namespace, cfg.stack)))
         controllers = [jobset.release]
 
     # Kueue, only for a stack whose runs need it (a queued pool, a ladder, a priority).
     queue_ready = []
     if cfg.kueue_flavors():
         kueue = Kueue("kueue", KueueArgs(
-            flavors=cfg.kueue_flavors(), provider=at.provider, namespace=cfg.runs_namespace, owner=owner,
+            flavors=cfg.kueue_flavors(), provider=at.provider, namespace=cfg.runs_namespace,
+            owner=owner_values("kueue", cfg.runs_namespace, cfg.stack),
             depends_on=controllers,
-            namespace_dependencies=workspace.namespaced, charts=cfg.charts, install=at.install_controllers))
+            namespace_dependencies=workspace.namespaced, charts=cfg.charts, install=at.install_controllers,
+            settings=cfg.kueue))
         queue_ready = kueue.ready
 
     # Autopilot: one ComputeClass per capacity ladder, which the ladder's run selects.
     if cfg.compute_classes():
         compute_classes = ComputeClasses("compute-classes", ComputeClassesArgs(
-            classes=cfg.compute_classes(), provider=at.provider, depends_on=at.cluster))
+            classes=cfg.compute_classes(), provider=at.provider, depends_on=at.cluster,
+            renamed=cfg.compute_class_renames()))
         queue_ready = [*queue_ready, *compute_classes.ready]
 
     pulumi.export("pools", {

@@ -155,7 +155,15 @@ def controller_release(
 ) -> k8s.helm.v3.Release:
     """A controller from its official Helm chart (`source`: manifests/controllers.py `chart_source`), awaited:
     its CRDs, controller and webhooks exist before anything that depends on the release is submitted (an
-    atomic install rolls back on failure)."""
+    atomic install rolls back on failure).
+
+    Owned once: the release is retained on delete, so neither `pulumi destroy` nor a stack that stops
+    needing the controller uninstalls it. Other stacks on the cluster use it (`controllers: existing`), and
+    an uninstall takes Kueue's CRDs with it (its chart keeps them in templates/, which Helm deletes, unlike
+    JobSet's crds/), and with the CRDs every team's ClusterQueues, LocalQueues and Workloads. Pulumi then
+    drops the release from the state without calling the provider's Delete
+    (https://www.pulumi.com/docs/iac/concepts/resources/options/retainondelete/); a platform team removes
+    the controllers on purpose (docs/existing-clusters.md, "Controllers are owned once")."""
     repository = source.get("repository_opts")
     return k8s.helm.v3.Release(
         name,
@@ -169,5 +177,5 @@ def controller_release(
         atomic=True,
         timeout=600,
         values=values,
-        opts=opts,
+        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(retain_on_delete=True)),
     )

@@ -22,8 +22,9 @@ from components.kube import controller_release
 from core.contract import SchedulingContract
 from core.names import KUEUE_CHART, KUEUE_CHART_VERSION, KUEUE_NAMESPACE
 from manifests.controllers import chart_source, kueue_chart_values
-from manifests.kueue import kueue_manifests
+from manifests.kueue import kueue_manifests, renamed_from
 from stack.existing import Charts
+from stack.sharing import KueueSettings
 
 
 @dataclass
@@ -39,6 +40,7 @@ class KueueArgs:
     # False: the cluster's platform team installed Kueue (an existing cluster's `controllers: existing`);
     # only the stack's queueing objects are declared.
     install: bool = True
+    settings: KueueSettings = field(default_factory=KueueSettings)  # the installed Kueue's (stack/sharing.py)
 
 
 class KubernetesObject(pulumi.CustomResource):
@@ -65,10 +67,11 @@ class Kueue(pulumi.ComponentResource):
         self.release = controller_release(
             name, "kueue", chart_source(KUEUE_CHART, KUEUE_CHART_VERSION, args.charts), KUEUE_NAMESPACE,
             pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=args.depends_on),
-            values={**kueue_chart_values(args.namespace), **args.owner},
+            values={**kueue_chart_values(args.namespace, args.settings), **args.owner},
         ) if args.install else None
         manifests = kueue_manifests(args.flavors)
-        self.objects = {key: self._object(name, key, m, args) for key, m in manifests.items()}
+        renamed = renamed_from(args.flavors)
+        self.objects = {key: self._object(name, key, m, args, renamed.get(key)) for key, m in manifests.items()}
         self.register_outputs({"version": KUEUE_CHART_VERSION, "objects": sorted(self.objects)})
 
     @property
@@ -76,11 +79,22 @@ class Kueue(pulumi.ComponentResource):
         """What a queued run waits for: the controller (where the stack installs it) and every queueing object."""
         return [*([self.release] if self.release else []), *self.objects.values()]
 
-    def _object(self, name: str, key: str, manifest: Mapping, args: KueueArgs) -> KubernetesObject:
+    def _object(self, name: str, key: str, manifest: Mapping, args: KueueArgs, old_key: str | None) -> KubernetesObject:
         # The CRDs and webhooks come with the chart; a LocalQueue also needs its namespace.
         depends = [self.release] if self.release else list(args.depends_on)
         depends += args.namespace_dependencies if "namespace" in manifest["metadata"] else []
         return KubernetesObject(
             f"{name}-{key}", manifest,
-            pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=depends),
+            pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=depends,
+                                   aliases=renamed_alias(name, old_key)),
         )
+
+
+def renamed_alias(name: str, old_key: str | None) -> list[pulumi.Alias]:
+    """The alias of an object the stack declared under another name (manifests/kueue.py `renamed_from`).
+
+    With it the engine takes the object in the state as this one, and the provider replaces it, since its
+    `metadata.name` changed (a preview shows `replace`, create before delete: the new object first, the
+    ClusterQueue updated to name it, the old one deleted last); without it a preview would show an unrelated
+    delete and create. https://www.pulumi.com/docs/iac/concepts/resources/options/aliases/"""
+    return [pulumi.Alias(name=f"{name}-{old_key}")] if old_key else []

@@ -6,17 +6,20 @@ judgement is admission/shared_cluster.py's. They run in `pulumi preview` and
 SDK's mocks (the offline plan and the tests) there is no cluster to read, and
 nothing is read.
 
-What can't be read is not judged: a user allowed into their namespace only may
-not list webhook configurations (403), and then the stack leaves the judgement
-to the cluster (the provider's create refuses an object that exists; Helm
-refuses to install over a release or objects it does not own) and says so.
+A read-only identity can run it: it reads webhook configurations, the
+controllers' Deployments and the stack's namespace, never a Secret (a Helm
+release's values live in one). A read that is forbidden (403) is said as
+"not checked: <why>" and left to the cluster (the provider's create refuses an
+object that exists; Helm refuses to install over a release or objects it does
+not own). A cluster that doesn't answer stops the preview, naming the server
+and the context: an unchecked cluster is not a checked one. Each request has a
+short connect and read timeout and is not retried (the client's urllib3 pool
+otherwise retries a failed connection 3 times: kubernetes-client/python
+kubernetes/client/rest.py, `configuration.retries`).
 """
 
 from __future__ import annotations
 
-import base64
-import gzip
-import json
 from collections.abc import Mapping
 
 import pulumi
@@ -28,13 +31,17 @@ from pulumi.runtime.mocks import MockMonitor
 from pulumi.runtime.settings import get_monitor
 
 from admission.shared_cluster import (
-    OWNER_KEY, Installed, controller_problems, installed_controllers, namespace_problems, release_of,
+    Installed, controller_problems, deployment_owner, installed_controllers, namespace_problems, release_of,
 )
+from admission.installed_controllers import CONFIG_KEY, kueue_config_problems, version_problems
+from core.names import JOBSET_NAMESPACE, KUEUE_NAMESPACE
 from stack.config import StackConfig
+from stack.queueing import queued_runs
 from stack.problems import ConfigError, Problem
 from stack.reader import refused
 
-_TIMEOUT = 20  # seconds per request: a preview should not hang on an unreachable cluster
+# Seconds to connect and to read each answer: a preview should not hang on a cluster that doesn't answer.
+TIMEOUT = (5, 15)
 
 
 def under_mocks() -> bool:
@@ -47,69 +54,144 @@ def needed_controllers(cfg: StackConfig) -> tuple[str, ...]:
     return ("jobset", "kueue") if cfg.kueue_flavors() else ("jobset",)
 
 
-def _release_owner(api: k8s_client.ApiClient, release: tuple[str, str]) -> Mapping | None:
-    """The `gkeFinetune` values of a deployed Helm release (Helm 3 keeps a release in a Secret whose
-    `release` field is base64 of gzipped JSON; its `config` is the user-supplied values)."""
+def api_client(load, *args, **kwargs) -> k8s_client.ApiClient:
+    """A client from a kubeconfig loader (`load_kube_config`, `load_kube_config_from_dict`) that tries each
+    request once."""
+    configuration = k8s_client.Configuration()
+    load(*args, client_configuration=configuration, persist_config=False, **kwargs)
+    configuration.retries = False
+    return k8s_client.ApiClient(configuration)
+
+
+def reach(api: k8s_client.ApiClient, where: str) -> None:
+    """Stop unless the cluster's API server answers (its /version)."""
+    try:
+        k8s_client.VersionApi(api).get_code(_request_timeout=TIMEOUT)
+    except ApiException:
+        return  # it answered (even a 401 or 403 is an answer; the reads below say what they may not read)
+    except Exception as err:  # noqa: BLE001 (refused, timed out, no route, TLS: the cluster is not reachable)
+        raise ConfigError([Problem("existingCluster", where, f"did not answer at {api.configuration.host} "
+                                   f"({type(err).__name__}): the stack can't check the cluster it would deploy "
+                                   "into, and stops before declaring anything",
+                                   "a cluster this machine reaches (the context, the endpoint, a VPN or the "
+                                   "control plane's authorized networks)")]) from None
+
+
+def _owner(api: k8s_client.ApiClient, release: tuple[str, str], not_checked: list[str]) -> Mapping | None:
+    """Who installed a controller: its Deployment's `gke-finetune/owner` (admission/shared_cluster.py)."""
     namespace, name = release
-    secrets = k8s_client.CoreV1Api(api).list_namespaced_secret(
-        namespace, label_selector=f"owner=helm,name={name},status=deployed", _request_timeout=_TIMEOUT)
-    for secret in secrets.items:
-        payload = base64.b64decode(base64.b64decode(secret.data["release"]))
-        values = json.loads(gzip.decompress(payload) if payload[:2] == b"\x1f\x8b" else payload).get("config") or {}
-        return values.get(OWNER_KEY)
-    return None
+    try:
+        listed = k8s_client.AppsV1Api(api).list_namespaced_deployment(namespace, _request_timeout=TIMEOUT)
+    except ApiException as err:
+        not_checked.append(f"not checked: who installed Helm release {name!r} ({err.status} {err.reason} on the "
+                           f"Deployments of namespace {namespace!r})")
+        return None
+    owners = [deployment_owner(api.sanitize_for_serialization(d)) for d in listed.items]
+    return next((o for o in owners if o), None)
 
 
-def read_controllers(api: k8s_client.ApiClient) -> dict[str, Installed]:
-    """The JobSet and Kueue installations the cluster's webhook configurations show, with their owners."""
+def read_controllers(api: k8s_client.ApiClient, not_checked: list[str] | None = None,
+                     owners: bool = True) -> dict[str, Installed]:
+    """The JobSet and Kueue installations the cluster's webhook configurations show, with their owners (where
+    `owners`: only a stack that would install the controllers asks who did)."""
+    not_checked = [] if not_checked is None else not_checked
     registration = k8s_client.AdmissionregistrationV1Api(api)
     configurations = [
         api.sanitize_for_serialization(c)
-        for listed in (registration.list_validating_webhook_configuration(_request_timeout=_TIMEOUT),
-                       registration.list_mutating_webhook_configuration(_request_timeout=_TIMEOUT))
+        for listed in (registration.list_validating_webhook_configuration(_request_timeout=TIMEOUT),
+                       registration.list_mutating_webhook_configuration(_request_timeout=TIMEOUT))
         for c in listed.items
     ]
     found = {}
     for controller, configuration in installed_controllers(configurations).items():
         release = release_of(configuration)
-        owner = _release_owner(api, release) if release else None
+        owner = _owner(api, release, not_checked) if release and owners else None
         found[controller] = Installed(controller, configuration["metadata"]["name"], release, owner)
     return found
 
 
 def read_namespace_labels(api: k8s_client.ApiClient, namespace: str) -> dict | None:
     try:
-        return k8s_client.CoreV1Api(api).read_namespace(namespace, _request_timeout=_TIMEOUT).metadata.labels or {}
+        return k8s_client.CoreV1Api(api).read_namespace(namespace, _request_timeout=TIMEOUT).metadata.labels or {}
     except ApiException as err:
         if err.status == 404:
             return None
         raise
 
 
-def cluster_problems(cfg: StackConfig, api: k8s_client.ApiClient) -> list[Problem]:
-    """The stack's namespace and controllers against the cluster behind `api`; a part that can't be read is
-    left to the cluster, with a warning."""
-    namespace = _read("the stack's namespace", lambda: namespace_problems(
-        cfg.runs_namespace, cfg.create_namespace, read_namespace_labels(api, cfg.runs_namespace), cfg.stack))
-    controllers = _read("the installed controllers", lambda: controller_problems(
-        cfg.existing.controllers, needed_controllers(cfg), read_controllers(api), cfg.runs_namespace))
-    return namespace + controllers
+def cluster_problems(cfg: StackConfig, api: k8s_client.ApiClient) -> tuple[list[Problem], list[str]]:
+    """(problems, not checked) of the stack's namespace and controllers against the cluster behind `api`."""
+    not_checked: list[str] = []
+    labels: dict[str, str] = {}
+
+    def namespace() -> list[Problem]:
+        read = read_namespace_labels(api, cfg.runs_namespace)
+        labels.update(read or {})
+        return namespace_problems(cfg.runs_namespace, cfg.create_namespace, read, cfg.stack)
+
+    install = cfg.existing.controllers == "install"
+    found: dict[str, Installed] = {}
+
+    def controllers() -> list[Problem]:
+        found.update(read_controllers(api, not_checked, install))
+        return controller_problems(cfg.existing.controllers, needed_controllers(cfg), found, cfg.runs_namespace)
+
+    problems = _read("the stack's namespace", not_checked, namespace)
+    problems += _read("the installed controllers", not_checked, controllers)
+    if not install and found:
+        problems += installed_problems(cfg, api, found, labels, not_checked)
+    return problems, not_checked
 
 
-def _read(what: str, judge) -> list[Problem]:
+_DEFAULT_NAMESPACES = {"jobset": JOBSET_NAMESPACE, "kueue": KUEUE_NAMESPACE}
+
+
+def installed_problems(cfg: StackConfig, api: k8s_client.ApiClient, found: Mapping[str, Installed],
+                       labels: Mapping[str, str], not_checked: list[str]) -> list[Problem]:
+    """The platform team's controllers (`controllers: existing`): their versions (Deployment images) and
+    Kueue's configuration (its manager ConfigMap) against the stack's namespace and runs."""
+    problems = []
+    for controller in (c for c in needed_controllers(cfg) if c in found):
+        namespace = found[controller].release[0] if found[controller].release else _DEFAULT_NAMESPACES[controller]
+        deployments = _read(f"{controller}'s version (the Deployments of {namespace!r})", not_checked, lambda: [
+            c.image for d in k8s_client.AppsV1Api(api).list_namespaced_deployment(
+                namespace, _request_timeout=TIMEOUT).items for c in d.spec.template.spec.containers])
+        problems += version_problems(controller, deployments)
+        if controller == "kueue":
+            problems += _read(f"Kueue's configuration (the ConfigMaps of {namespace!r})", not_checked,
+                              lambda: _kueue_config_problems(cfg, api, namespace, labels, not_checked))
+    return problems
+
+
+def _kueue_config_problems(cfg: StackConfig, api: k8s_client.ApiClient, namespace: str,
+                           labels: Mapping[str, str], not_checked: list[str]) -> list[Problem]:
+    maps = k8s_client.CoreV1Api(api).list_namespaced_config_map(namespace, _request_timeout=TIMEOUT).items
+    found = [m for m in maps if CONFIG_KEY in (m.data or {})]
+    if not found:
+        not_checked.append(f"not checked: Kueue's configuration (no ConfigMap with {CONFIG_KEY} in {namespace!r})")
+        return []
+    config = yaml.safe_load(found[0].data[CONFIG_KEY]) or {}
+    queued = {r.name for r in queued_runs(cfg.runs, cfg.contracts())}
+    return kueue_config_problems(config, cfg.runs_namespace, labels, [r.name for r in cfg.runs if r.name not in queued],
+                                 f"ConfigMap {namespace}/{found[0].metadata.name}")
+
+
+def _read(what: str, not_checked: list[str], judge) -> list[Problem]:
     try:
         return judge()
     except ApiException as err:  # e.g. 403: the stack's credentials may not read it
-        pulumi.log.warn(f"could not read {what} in the cluster ({err.status} {err.reason}): not checked before "
-                        "the stack's objects are applied; the cluster itself refuses what it must")
-    except Exception as err:  # unreachable: the provider reports it on its own terms
-        pulumi.log.warn(f"could not reach the cluster to check {what}: {err}")
+        not_checked.append(f"not checked: {what} ({err.status} {err.reason}: the stack's credentials may not "
+                           "read them); the cluster itself refuses what it must")
     return []
 
 
-def check(cfg: StackConfig, api: k8s_client.ApiClient) -> None:
-    """Raise ConfigError on the stack's problems with the cluster."""
-    problems = cluster_problems(cfg, api)
+def check(cfg: StackConfig, api: k8s_client.ApiClient, where: str = "") -> None:
+    """Raise ConfigError on the stack's problems with the cluster (or on a cluster that doesn't answer); say
+    what could not be checked."""
+    reach(api, where or api.configuration.host)
+    problems, not_checked = cluster_problems(cfg, api)
+    for line in not_checked:
+        pulumi.log.warn(line)
     if problems:
         raise refused(ConfigError(problems))
 
@@ -119,11 +201,12 @@ def check_context(cfg: StackConfig, context: str, kubeconfig: str | None) -> Non
     if under_mocks():
         return
     try:
-        api = k8s_config.new_client_from_config(config_file=kubeconfig, context=context)
-    except Exception as err:  # no such context or file: the provider says so on its own terms
-        pulumi.log.warn(f"could not load kubeconfig context {context!r} to check the cluster: {err}")
-        return
-    check(cfg, api)
+        api = api_client(k8s_config.load_kube_config, config_file=kubeconfig, context=context)
+    except Exception as err:  # noqa: BLE001 (no such context or file)
+        raise ConfigError([Problem("existingCluster.context", context, f"could not be loaded from the kubeconfig "
+                                   f"({kubeconfig or '~/.kube/config'}): {err}",
+                                   "a context of that kubeconfig (kubectl config get-contexts)")]) from None
+    check(cfg, api, f"context {context!r}")
 
 
 def checked_kubeconfig(cfg: StackConfig, kubeconfig: pulumi.Output[str]) -> pulumi.Output[str]:
@@ -131,6 +214,7 @@ def checked_kubeconfig(cfg: StackConfig, kubeconfig: pulumi.Output[str]) -> pulu
     in-cluster object, waits for the check (an existing cluster named by `name` and `location`)."""
     def checked(text: str) -> str:
         if not under_mocks():
-            check(cfg, k8s_config.new_client_from_config_dict(yaml.safe_load(text)))
+            check(cfg, api_client(k8s_config.load_kube_config_from_dict, yaml.safe_load(text)),
+                  f"cluster {cfg.existing.name!r} in {cfg.existing.location}")
         return text
     return kubeconfig.apply(checked)

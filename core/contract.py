@@ -43,6 +43,8 @@ class SchedulingContract:
     namespace: str = ""
     # Queued capacity: the longest a ProvisioningRequest's nodes may run.
     max_run_duration_seconds: int | None = None
+    # A pool other stacks share (stack/sharing.py): this stack's part of its chips; 0: the whole pool.
+    share_chips: int = 0
     # Autopilot: the ComputeClass of a run's capacity ladder, whose priorities are
     # the ladder's rungs (stack/queueing.py); the selector then names it instead
     # of one shape's capacity labels. None: the shape's own capacity.
@@ -97,8 +99,18 @@ class SchedulingContract:
 
     @property
     def quota_chips(self) -> int:
-        """The chips the pool can hold at once: its Kueue flavor's quota."""
+        """The chips the pool can hold at once."""
         return self.vms * self.chips_per_host
+
+    @property
+    def nominal_vms(self) -> int:
+        """The VMs of the pool this stack's Kueue flavor holds: its share where the pool is shared, else all."""
+        return self.share_chips // self.chips_per_host if self.share_chips else self.vms
+
+    @property
+    def nominal_chips(self) -> int:
+        """This stack's Kueue flavor's quota of chips (stack/sharing.py)."""
+        return self.nominal_vms * self.chips_per_host
 
     # A run that Kueue admits names only what every rung of its ladder shares
     # (the shape's labels and the accelerator's toleration); Kueue adds its

@@ -1,5 +1,6 @@
 """Names the platform creates and the runs refer to, and the versions it pins. Pure data."""
 
+import hashlib
 from dataclasses import dataclass
 
 from core.ids import bounded, slug
@@ -192,15 +193,49 @@ def stager_service_account(stack: str) -> str:
     return f"{slug(stack)}-stager"
 
 
+# Label values (a ComputeClass or WorkloadPriorityClass name in a run's labels or selector) and the name of a
+# ProvisioningRequestConfig (an AdmissionCheck's `spec.parameters.name`, a DNS-1123 label in Kueue v0.19.2's CRD:
+# `^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`, 63 characters) are at most 63 characters.
+SCOPED_NAME_MAX = 63
+SCOPE_HASH_CHARS = 6
+
+
 def cluster_scoped(namespace: str, name: str = "") -> str:
-    """The name of a cluster-scoped object a stack declares (ClusterQueue, ResourceFlavor, AdmissionCheck,
-    ProvisioningRequestConfig, WorkloadPriorityClass, ComputeClass): prefixed with the stack's namespace,
-    so two stacks that share a cluster (each in its own namespace) never declare the same object."""
-    # Label values (a WorkloadPriorityClass or ComputeClass name in a run's labels) are at most 63.
-    return bounded(f"{namespace}-{name}", 63) if name else namespace
+    """The name of a cluster-scoped object a stack declares (ResourceFlavor, AdmissionCheck,
+    ProvisioningRequestConfig, ComputeClass): `<namespace>-<name>-<hash>`, the hash of the namespace and the
+    name apart, so ("ml", "spot-v6e-2x4") and ("ml-spot", "v6e-2x4") are two names and two stacks sharing a
+    cluster (each in its own namespace) never declare the same object. A DNS-1123 label, which every kind
+    takes (no separator does: namespaces, pools and runs may all hold hyphens, and a dot is refused where
+    Kueue names a ProvisioningRequestConfig); a long head is cut, never the hash. The stack's one ClusterQueue
+    is named `<namespace>`."""
+    if not name:
+        return namespace
+    digest = hashlib.sha256(f"{namespace}/{name}".encode()).hexdigest()[:SCOPE_HASH_CHARS]
+    head = f"{namespace}-{name}"[:SCOPED_NAME_MAX - SCOPE_HASH_CHARS - 1].rstrip("-")
+    return f"{head}-{digest}"
+
+
+def legacy_cluster_scoped(namespace: str, name: str) -> str:
+    """The name `cluster_scoped` gave before it told namespace and name apart (`<namespace>-<name>`): the
+    Pulumi aliases of the objects declared under it, so the preview shows them renamed."""
+    return bounded(f"{namespace}-{name}", SCOPED_NAME_MAX)
+
+
+def priority_class_name(namespace: str, priority: str) -> str:
+    """The WorkloadPriorityClass of a run's `priority` (cluster-scoped): `<namespace>-<priority>`.
+
+    Unambiguous as it is: a priority is one of WORKLOAD_PRIORITIES, none of which holds a hyphen, so the
+    last hyphen ends the namespace. It keeps this form because a run's labels name it: another name
+    would replace every running JobSet that has a priority."""
+    return bounded(f"{namespace}-{priority}", SCOPED_NAME_MAX)
 
 
 def compute_class_name(namespace: str, run: str) -> str:
     """The ComputeClass of an Autopilot run's capacity ladder (cluster-scoped; `ladder-` keeps it
     clear of GKE's own classes, such as `autopilot` and `autopilot-spot`)."""
     return cluster_scoped(namespace, f"ladder-{run}")
+
+
+def legacy_compute_class_name(namespace: str, run: str) -> str:
+    """`compute_class_name` before `cluster_scoped` told namespace and name apart."""
+    return legacy_cluster_scoped(namespace, f"ladder-{run}")

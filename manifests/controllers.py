@@ -27,6 +27,7 @@ from __future__ import annotations
 import yaml
 
 from stack.existing import Charts
+from stack.sharing import REQUEUE_BACKOFF_MAX_SECONDS, KueueSettings
 
 # JobSet v0.12.0 serves its webhook on this container port, fixed in its chart
 # (charts/jobset/templates/controller/deployment.yaml: containerPort 9443, the
@@ -43,7 +44,7 @@ KUEUE_FRAMEWORKS = ("jobset.x-k8s.io/jobset",)
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"  # set by the API server on every namespace
 
 
-def kueue_manager_config(namespace: str) -> dict:
+def kueue_manager_config(namespace: str, settings: KueueSettings = KueueSettings()) -> dict:
     """Kueue's controller configuration (config.kueue.x-k8s.io/v1beta2): the chart's defaults
     (v0.19.2 charts/kueue/values.yaml, managerConfig.controllerManagerConfigYaml), scoped to the runs'
     namespace: the stack that installs Kueue manages its own jobs only (a cluster shared by several stacks
@@ -62,12 +63,33 @@ def kueue_manager_config(namespace: str) -> dict:
         "clientConnection": {"qps": 300, "burst": 500},
         "managedJobsNamespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: namespace}},
         "integrations": {"frameworks": list(KUEUE_FRAMEWORKS)},
+        "waitForPodsReady": wait_for_pods_ready(settings),
     }
 
 
-def kueue_chart_values(namespace: str) -> dict:
+def wait_for_pods_ready(settings: KueueSettings) -> dict:
+    """All-or-nothing admission: an admitted run whose pods are not all ready within the timeout (its nodes
+    never came: a pool another stack filled, a stock-out) is evicted, its quota released, and requeued after
+    an exponential backoff (`backoffBaseSeconds` * 2^(n-1), at most `backoffMaxSeconds`), at most
+    `backoffLimitCount` times before it is deactivated. The time counts from the eviction, so a requeued run
+    goes behind the runs that waited meanwhile. Kueue v0.19.2 config API v1beta2 (apis/config/v1beta2/
+    configuration_types.go `WaitForPodsReady`, `RequeuingStrategy`; present means enabled, there is no
+    `enable` in v1beta2); https://kueue.sigs.k8s.io/docs/tasks/manage/setup_wait_for_pods_ready/."""
+    return {
+        "timeout": f"{settings.pods_ready_timeout_seconds}s",
+        "blockAdmission": False,  # other runs are admitted meanwhile (several pools, several rungs)
+        "requeuingStrategy": {
+            "timestamp": "Eviction",
+            "backoffLimitCount": settings.requeue_limit,
+            "backoffBaseSeconds": settings.requeue_backoff_seconds,
+            "backoffMaxSeconds": max(REQUEUE_BACKOFF_MAX_SECONDS, settings.requeue_backoff_seconds),
+        },
+    }
+
+
+def kueue_chart_values(namespace: str, settings: KueueSettings = KueueSettings()) -> dict:
     """The Helm values the stack installs Kueue's chart with, managing the jobs of `namespace`."""
-    config = yaml.safe_dump(kueue_manager_config(namespace), sort_keys=False)
+    config = yaml.safe_dump(kueue_manager_config(namespace, settings), sort_keys=False)
     return {"managerConfig": {"controllerManagerConfigYaml": config}}
 
 

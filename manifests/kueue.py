@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 
 from core.catalog import ACCELERATORS, PROVISIONING_REQUEST_LABEL
 from core.contract import SchedulingContract
-from core.names import LOCAL_QUEUE, WORKLOAD_PRIORITIES, cluster_scoped
+from core.names import LOCAL_QUEUE, WORKLOAD_PRIORITIES, cluster_scoped, legacy_cluster_scoped, priority_class_name
 from core import quantity
 from core.quantity import GIB
 
@@ -59,14 +59,25 @@ def check_name(contract: SchedulingContract) -> str:
     return cluster_scoped(contract.namespace, f"{contract.pool}-provisioning")
 
 
+def renamed_from(flavors: Sequence[SchedulingContract]) -> dict[str, str]:
+    """The objects whose names `cluster_scoped`'s hash changed, new manifest key -> the key the stack
+    declared them under before (`legacy_cluster_scoped`): the Pulumi aliases that make a preview show each as
+    the same object renamed (a replacement: a cluster-scoped object's name is its identity)."""
+    renamed = {}
+    for contract in flavors:
+        if contract.flavor == cluster_scoped(contract.namespace, contract.pool):
+            renamed[f"resourceflavor-{contract.flavor}"] = \
+                f"resourceflavor-{legacy_cluster_scoped(contract.namespace, contract.pool)}"
+        if contract.queued:
+            old = legacy_cluster_scoped(contract.namespace, f"{contract.pool}-provisioning")
+            for kind in ("provisioningrequestconfig", "admissioncheck"):
+                renamed[f"{kind}-{check_name(contract)}"] = f"{kind}-{old}"
+    return renamed
+
+
 def cluster_queue_name(namespace: str) -> str:
     """The stack's one ClusterQueue (cluster-scoped): named after the stack's namespace."""
     return cluster_scoped(namespace)
-
-
-def priority_class_name(namespace: str, priority: str) -> str:
-    """The WorkloadPriorityClass of a run's `priority` (cluster-scoped): `<namespace>-<priority>`."""
-    return cluster_scoped(namespace, priority)
 
 
 def resource_flavor(contract: SchedulingContract) -> dict:
@@ -108,18 +119,19 @@ def covered_resources(flavors: Sequence[SchedulingContract]) -> list[str]:
 
 
 def quota(contract: SchedulingContract, resource: str) -> str:
-    """What the pool holds of `resource` at full size: its chips, or its nodes' allocatable.
+    """What the stack's flavor holds of `resource`: the pool's chips or its nodes' allocatable, at full size,
+    or this stack's share of them where other stacks' ClusterQueues share the pool (stack/sharing.py).
 
     Always a quantity string in the form the API server writes back: Kueue's webhook stores a quota
     as a `resource.Quantity`, which serialises canonically (a number, or `10956800Mi` where it keeps
     `10700Gi`), so any other form would differ from the stored object on every `pulumi preview` (a
     perpetual update the real engine showed, e2e/tests/test_engine.py and e2e/tests/test_handoff.py)."""
     if resource not in NODE_RESOURCES:
-        return str(contract.quota_chips if resource == contract.resource_name else 0)
+        return str(contract.nominal_chips if resource == contract.resource_name else 0)
     per_node = contract.allocatable.get(resource)
     if resource == "cpu":
-        return quantity.canonical_millis(int(per_node * 1000) * contract.vms)
-    return quantity.canonical_bytes(int(per_node // _MIB) * contract.vms * int(_MIB))
+        return quantity.canonical_millis(int(per_node * 1000) * contract.nominal_vms)
+    return quantity.canonical_bytes(int(per_node // _MIB) * contract.nominal_vms * int(_MIB))
 
 
 def cluster_queue(flavors: Sequence[SchedulingContract], namespace: str) -> dict:

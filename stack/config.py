@@ -10,6 +10,8 @@ Pulumi.yaml declares the same keys and defaults (a test keeps them in step).
 
 from __future__ import annotations
 
+import dataclasses
+
 from typing import Any, Literal
 
 from pydantic import Field, PrivateAttr, ValidationError, ValidationInfo, field_validator, model_validator
@@ -26,11 +28,12 @@ from stack.datasets import DatasetConfig
 from stack.existing import Charts, ExistingCluster, existing_stack_problems, platform_pool_problems
 from stack.image_build import ImageBuild
 from stack.network import NetworkConfig
-from stack.queueing import compute_classes, kueue_flavors, queueing_problems, with_queues
+from stack.queueing import compute_class_renames, compute_classes, kueue_flavors, queueing_problems, with_queues
 from stack.problems import MISSING, ConfigError, Problem, from_validation_error, raise_problems
 from stack.rules import (bucket_problems, dataset_stack_problems, mode_problems, namespace_problems,
                          offering_problems, unique_name_problems, zone_problems)
 from stack.runs import RunConfig, run_problems
+from stack.sharing import KueueSettings, sharing_problems
 from stack.secrets import needs_hf_token, secret_name, secret_problems, secret_version
 
 
@@ -67,6 +70,8 @@ class StackConfig(StackModel):
     # A cluster that exists already (stack/existing.py); None: the stack declares its own.
     existing_cluster: ExistingCluster | None = None
     charts: Charts = Charts()
+    # The settings of the Kueue the stack installs (stack/sharing.py).
+    kueue: KueueSettings = KueueSettings()
     pools: tuple[PoolConfig, ...] = ()
     shapes: tuple[ShapeConfig, ...] = ()
     images: Images = Images()
@@ -187,6 +192,7 @@ class StackConfig(StackModel):
         problems += run_problems(self.runs, self.contracts())
         problems += dataset_stack_problems(self.datasets, self.runs)
         problems += queueing_problems(self.runs, self.contracts(), self.autopilot)
+        problems += sharing_problems(self)
         problems += self._existing_problems()
         problems += self._offering_problems()
         raise_problems(problems)
@@ -329,6 +335,8 @@ class StackConfig(StackModel):
     def contracts(self) -> dict[str, SchedulingContract]:
         """The scheduling contract of every pool (Standard) or shape (Autopilot), by name."""
         contracts = derive_contracts(self.accelerator_groups(), self.autopilot, self.existing is not None)
+        shares = {p.name: p.quota.chips for p in self.pools if p.quota is not None}
+        contracts = {n: dataclasses.replace(c, share_chips=shares.get(n, 0)) for n, c in contracts.items()}
         return with_queues(contracts, self.runs, self.autopilot, self.runs_namespace)
 
     def kueue_flavors(self) -> list[SchedulingContract]:
@@ -339,6 +347,10 @@ class StackConfig(StackModel):
     def compute_classes(self) -> dict[str, tuple[SchedulingContract, ...]]:
         """Each Autopilot ladder's ComputeClass by name, with its rungs' contracts in order; none on Standard."""
         return compute_classes(self.runs, self.contracts(), self.autopilot)
+
+    def compute_class_renames(self) -> dict[str, str]:
+        """Each Autopilot ladder's ComputeClass name -> its name before cluster-scoped names had a hash."""
+        return compute_class_renames(self.runs, self.contracts(), self.autopilot)
 
     def pool_zones(self, pool: PoolConfig) -> tuple[str, ...]:
         return pool.zones or self.zones

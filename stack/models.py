@@ -92,6 +92,12 @@ class ShapeConfig(StackModel):
         return catalog.lookup(self.accelerator, self.topology, self.machine_type)
 
 
+class PoolQuota(StackModel):
+    """`quota` of a pool: this stack's share of it, as its ClusterQueue's quota (stack/sharing.py)."""
+
+    chips: Count = Field(ge=0, description="the stack's nominal quota of the pool's chips")
+
+
 class PoolConfig(ShapeConfig):
     """A Standard-mode accelerator node pool (`pools:`); `slices` node pools of one shape."""
 
@@ -109,6 +115,8 @@ class PoolConfig(ShapeConfig):
     # An existing cluster's pool (stack/existing.py): the GKE node pool it is, or one per slice.
     node_pool: str | None = Field(default=None, description="existing cluster only: the GKE node pool's name")
     node_pools: tuple[str, ...] = Field(default=(), description="existing cluster only: one GKE node pool per slice")
+    # A pool other stacks share: this stack's part of it (stack/sharing.py). None: the whole pool.
+    quota: PoolQuota | None = None
 
     @model_validator(mode="after")
     def _pool_rules(self) -> PoolConfig:

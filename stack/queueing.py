@@ -40,7 +40,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from core.catalog import COMPUTE_CLASS_LABEL
 from core.contract import SchedulingContract
-from core.names import LOCAL_QUEUE, WORKLOAD_PRIORITIES, compute_class_name
+from core.names import LOCAL_QUEUE, WORKLOAD_PRIORITIES, compute_class_name, legacy_compute_class_name
 from stack.problems import Problem
 from stack.runs import RunConfig
 
@@ -237,6 +237,17 @@ def compute_classes(
 
 def _compute_class(run: RunConfig, contracts: Mapping[str, SchedulingContract]) -> str:
     return compute_class_name(contracts[run.pool].namespace, run.name)
+
+
+def compute_class_renames(
+    runs: Sequence[RunConfig], contracts: Mapping[str, SchedulingContract], autopilot: bool
+) -> dict[str, str]:
+    """Each Autopilot ladder's ComputeClass name -> the name it had before cluster-scoped names had a
+    hash of their own (core/names.py): the Pulumi alias that shows the rename in a preview."""
+    if not autopilot:
+        return {}
+    return {_compute_class(run, contracts): legacy_compute_class_name(contracts[run.pool].namespace, run.name)
+            for run in runs if run.ladder}
 
 
 def run_contract(run: RunConfig, contracts: Mapping[str, SchedulingContract]) -> SchedulingContract:

@@ -32,7 +32,7 @@ from stack.yaml_loader import StackFileError, YamlDocument, load_yaml
 
 # Keys whose stack value is structured; Pulumi hands them to the program as JSON.
 _STRUCTURED = ("pools", "shapes", "images", "runs", "zones", "network", "datasets", "existingCluster", "charts",
-               "imageBuild")
+               "imageBuild", "kueue")
 _NOT_MODEL_KEYS = (HF_TOKEN_KEY,)
 _GCP_KEYS = {"gcp:project": "project", "gcp:region": "region"}
 

@@ -25,7 +25,7 @@ import json
 import pytest
 import yaml
 
-from core.names import stack_label_value
+from core.names import cluster_scoped, stack_label_value
 from e2e.harness.engine import Engine, engine, existing_cluster_config
 from e2e.harness.install import install_stack
 from e2e.harness.kube import wait_for
@@ -122,7 +122,7 @@ def test_two_teams_stacks_share_a_cluster_and_destroy_leaves_the_other_untouched
             return found if found and found[0].admitted else None
 
         [admission] = wait_for(f"{team}'s run admitted", admitted, TIMEOUT, explain=lambda: str(admissions(kube, team)))
-        assert set(admission.flavors.values()) == {f"{team}-v6e-1x1"}, admission
+        assert set(admission.flavors.values()) == {cluster_scoped(team, "v6e-1x1")}, admission
         assert kube.get(KUEUE, "ClusterQueue", team)["spec"]["namespaceSelector"] == {
             "matchLabels": {"kubernetes.io/metadata.name": team}}
     before = {team: _objects_of(kube, team) for team in TEAMS}

@@ -6,6 +6,7 @@ import pytest
 
 from admission.shared_cluster import (
     Installed, controller_of, controller_problems, installed_controllers, namespace_problems, owner_values, release_of,
+    deployment_owner,
 )
 
 JOBSET_WEBHOOK = {"name": "validate-jobset-x-k8s-io-v1alpha2-jobset.x-k8s.io",
@@ -45,7 +46,9 @@ def test_a_controller_another_stack_or_team_installed_is_refused_to_install():
 
 
 def test_the_stacks_own_installation_and_existing_ones_pass():
-    ours = Installed("jobset", "c", ("jobset-system", "jobset"), owner_values("team-a", "a")["gkeFinetune"])
+    annotations = owner_values("jobset", "team-a", "a")["controller"]["annotations"]
+    ours = Installed("jobset", "c", ("jobset-system", "jobset"), deployment_owner({"metadata": {"annotations": annotations}}))
+    assert ours.owner == {"namespace": "team-a", "stack": "a"}
     assert controller_problems("install", ["jobset"], {"jobset": ours}, "team-a") == []
     assert controller_problems("install", ["jobset"], {}, "team-a") == []
     platform = Installed("jobset", "c")
@@ -73,3 +76,14 @@ def test_a_stack_deploys_into_a_namespace_that_exists_or_declares_its_own(create
 def test_a_helm_release_is_known_by_its_annotations():
     assert release_of(configuration("c", [], ("jobset-system", "jobset"))) == ("jobset-system", "jobset")
     assert release_of(configuration("c", [])) is None
+
+
+def test_the_owner_is_read_from_the_controllers_deployment_as_each_chart_places_it():
+    """JobSet's chart puts `controller.annotations` on its Deployment, Kueue's chart
+    `controllerManager.manager.podAnnotations` on the pod template: either is read back."""
+    jobset = owner_values("jobset", "team-a", "a")["controller"]["annotations"]
+    kueue = owner_values("kueue", "team-b", "b")["controllerManager"]["manager"]["podAnnotations"]
+    assert deployment_owner({"metadata": {"annotations": jobset}}) == {"namespace": "team-a", "stack": "a"}
+    assert deployment_owner({"metadata": {}, "spec": {"template": {"metadata": {"annotations": kueue}}}}) == {
+        "namespace": "team-b", "stack": "b"}
+    assert deployment_owner({"metadata": {"annotations": {"other": "x"}}}) is None  # the platform team's

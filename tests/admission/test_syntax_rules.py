@@ -71,7 +71,7 @@ def test_every_kueue_object_is_valid(manifest):
     (lambda m: m["metadata"].update({"name": "Queued_Pool"}), "metadata.name", "DNS-1123 subdomain"),
 ])  # fmt: skip
 def test_each_rule_fires_on_a_bad_kueue_object(change, where, needle):
-    manifest = copy.deepcopy(goldens.kueue_manifests_for("tpu-queued")["resourceflavor-finetune-queued-v6e-2x4"])
+    manifest = copy.deepcopy(goldens.kueue_manifests_for("tpu-queued")["resourceflavor-finetune-queued-v6e-2x4-1e7dde"])
     change(manifest)
     [finding] = syntax.kueue_findings(manifest)
     assert where in finding.where and needle in finding.why

@@ -111,8 +111,8 @@ def test_kueue_flavors_and_the_ladders_affinity_name_the_clusters_node_pools():
     flavors = {r.inputs["metadata"]["name"]: r.inputs["spec"]["nodeLabels"]
                for r in d.of_type("kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor")}
     # Cluster-scoped: named after the stack's namespace, so another team's stack can't collide with them.
-    assert flavors["ml-team-first"] == {NODEPOOL_LABEL: "team-tpu-a"}
-    assert flavors["ml-team-second"] == {NODEPOOL_LABEL: "team-tpu-spot", "cloud.google.com/gke-spot": "true"}
+    assert flavors["ml-team-first-ca3c40"] == {NODEPOOL_LABEL: "team-tpu-a"}
+    assert flavors["ml-team-second-e3a99b"] == {NODEPOOL_LABEL: "team-tpu-spot", "cloud.google.com/gke-spot": "true"}
     spec = pod(d.of_type(JOBSET)[0])
     term = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
     assert term[0]["matchExpressions"] == [{"key": NODEPOOL_LABEL, "operator": "In",

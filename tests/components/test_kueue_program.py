@@ -84,6 +84,16 @@ def test_the_queued_stack_declares_every_kueue_object_after_the_chart():
 def test_the_program_installs_kueue_with_those_values():
     releases = {r.inputs["name"]: r.inputs for r in run_stack("tpu-queued").of_type("kubernetes:helm.sh/v3:Release")}
     # The chart's values, and who installed it (read back by a stack that finds it in a shared cluster).
-    owner = owner_values("finetune", "tpu-queued")
-    assert releases["kueue"]["values"] == {**kueue_chart_values("finetune"), **owner}
-    assert releases["jobset"]["values"] == owner
+    assert releases["kueue"]["values"] == {**kueue_chart_values("finetune"), **owner_values("kueue", "finetune", "tpu-queued")}
+    assert releases["jobset"]["values"] == owner_values("jobset", "finetune", "tpu-queued")
+
+
+@pytest.mark.parametrize("stack", ["tpu-queued", "dev"])
+def test_a_stack_never_uninstalls_the_controllers_it_installed(stack):
+    """Other stacks on the cluster use them, and Kueue's uninstall deletes its CRDs (every team's queues and
+    workloads): `destroy` leaves each release in the cluster. The stack's own queueing objects are its own."""
+    deployment = run_stack(stack)
+    releases = {r.inputs["name"]: r for r in deployment.of_type(RELEASE)}
+    assert "jobset" in releases
+    assert all(r.retain_on_delete for r in releases.values()), releases
+    assert not any(r.retain_on_delete for r in _kueue_objects(deployment))

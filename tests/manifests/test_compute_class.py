@@ -45,7 +45,7 @@ def test_a_gpu_ladder_lists_every_rung_in_order_with_its_capacity():
     [(name, rungs)] = config.compute_classes().items()
     manifest = compute_class(name, rungs)
     assert manifest["apiVersion"] == "cloud.google.com/v1" and manifest["kind"] == "ComputeClass"
-    assert manifest["metadata"] == {"name": "finetune-ladder-sql"}  # the stack's namespace, then the run
+    assert manifest["metadata"] == {"name": "finetune-ladder-sql-a39300"}  # the stack's namespace, then the run
     gpu = {"type": "nvidia-b200", "count": 8, "driverVersion": "latest"}
     assert manifest["spec"] == {
         "priorities": [
@@ -94,13 +94,13 @@ def test_the_pods_select_the_class_alone():
     """No hard shape or capacity selector beside the class: its rules carry the accelerator."""
     config = gpu_stack()
     manifest, pod = _pod(config, "sql")
-    assert pod["nodeSelector"] == {COMPUTE_CLASS_LABEL: "finetune-ladder-sql"}
+    assert pod["nodeSelector"] == {COMPUTE_CLASS_LABEL: "finetune-ladder-sql-a39300"}
     assert not {SPOT_LABEL, FLEX_START_LABEL, RESERVATION_NAME_LABEL} & set(pod["nodeSelector"])
     # Every rung's taints are tolerated: the GPU's and the Spot rung's.
     assert {t["key"] for t in pod["tolerations"]} == {"nvidia.com/gpu", SPOT_LABEL}
     assert not {QUEUE_LABEL, PRIORITY_LABEL} & set(manifest["metadata"]["labels"])
     assert manifest["spec"]["suspend"] is False  # no Kueue to unsuspend it
-    assert run_contract(config.runs[0], config.contracts()).compute_class == "finetune-ladder-sql"
+    assert run_contract(config.runs[0], config.contracts()).compute_class == "finetune-ladder-sql-a39300"
 
 
 def test_a_run_without_a_ladder_keeps_its_shapes_capacity_labels():
@@ -123,4 +123,4 @@ def test_compute_class_goldens_match(stack):
 
 
 def test_the_autopilot_stack_ships_a_ladder():
-    assert list(goldens.compute_class_manifests_for("autopilot")) == ["computeclass-finetune-ladder-gemma3-single-host"]
+    assert list(goldens.compute_class_manifests_for("autopilot")) == ["computeclass-finetune-ladder-gemma3-single-host-8edc53"]

@@ -28,8 +28,20 @@ def test_the_chart_defaults_reach_every_namespace_and_kind_and_ours_keep_the_res
     assert {"pod", "deployment", "statefulset", "batch/job"} <= set(chart["integrations"]["frameworks"])
     assert "managedJobsNamespaceSelector" not in chart
     ours = kueue_manager_config("finetune")
-    assert {k: v for k, v in ours.items() if k not in ("integrations", "managedJobsNamespaceSelector")} == {
+    ours_only = ("integrations", "managedJobsNamespaceSelector", "waitForPodsReady")
+    assert {k: v for k, v in ours.items() if k not in ours_only} == {
         k: v for k, v in chart.items() if k != "integrations"}
+    assert "waitForPodsReady" not in chart  # off in the chart: admitted runs whose nodes never come wait for ever
+
+
+def test_the_kueue_the_stack_installs_evicts_and_requeues_runs_whose_pods_are_not_ready():
+    from stack.sharing import KueueSettings
+    ready = kueue_manager_config("finetune")["waitForPodsReady"]
+    assert ready == {"timeout": "1800s", "blockAdmission": False, "requeuingStrategy": {
+        "timestamp": "Eviction", "backoffLimitCount": 10, "backoffBaseSeconds": 60, "backoffMaxSeconds": 3600}}
+    settings = KueueSettings.model_validate({"podsReadyTimeoutSeconds": 600, "requeueLimit": 3})
+    ready = kueue_manager_config("finetune", settings)["waitForPodsReady"]
+    assert ready["timeout"] == "600s" and ready["requeuingStrategy"]["backoffLimitCount"] == 3
 
 
 def test_the_kueue_chart_scopes_its_webhooks_by_the_configured_selector():

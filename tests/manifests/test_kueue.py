@@ -44,15 +44,15 @@ def _typo(manifest: dict, path: tuple, wrong: str) -> dict:
 
 
 @pytest.mark.parametrize("key,path,wrong", [
-    ("resourceflavor-finetune-queued-v6e-2x4", ("spec", "nodeLabels"), "nodeLabel"),
-    ("resourceflavor-finetune-queued-v6e-2x4", ("spec", "tolerations", 0, "effect"), "efect"),
+    ("resourceflavor-finetune-queued-v6e-2x4-1e7dde", ("spec", "nodeLabels"), "nodeLabel"),
+    ("resourceflavor-finetune-queued-v6e-2x4-1e7dde", ("spec", "tolerations", 0, "effect"), "efect"),
     ("clusterqueue-finetune", ("spec", "resourceGroups", 0, "flavors", 0, "resources", 0, "nominalQuota"), "nominalquota"),
     ("clusterqueue-finetune", ("spec", "admissionChecksStrategy"), "admissionChecks"),  # v1beta1's field
     ("clusterqueue-finetune", ("spec", "flavorFungibility", "whenCanPreempt"), "whenCanPrempt"),
     ("localqueue-finetune", ("spec", "clusterQueue"), "clusterqueue"),
-    ("admissioncheck-finetune-queued-v6e-2x4-provisioning", ("spec", "controllerName"), "controller"),
-    ("provisioningrequestconfig-finetune-queued-v6e-2x4-provisioning", ("spec", "managedResources"), "managedResource"),
-    ("provisioningrequestconfig-finetune-queued-v6e-2x4-provisioning", ("spec", "podSetUpdates", "nodeSelector", 0, "key"), "name"),
+    ("admissioncheck-finetune-queued-v6e-2x4-provisioning-3c2d5e", ("spec", "controllerName"), "controller"),
+    ("provisioningrequestconfig-finetune-queued-v6e-2x4-provisioning-3c2d5e", ("spec", "managedResources"), "managedResource"),
+    ("provisioningrequestconfig-finetune-queued-v6e-2x4-provisioning-3c2d5e", ("spec", "podSetUpdates", "nodeSelector", 0, "key"), "name"),
     ("workloadpriorityclass-finetune-high", ("value",), "priority"),
     ("workloadpriorityclass-finetune-high", ("metadata", "name"), "nam"),
 ])  # fmt: skip
@@ -76,21 +76,21 @@ def test_the_cluster_queue_holds_every_flavor_in_ladder_order_with_the_pools_quo
     config = _config()
     spec = _objects()["clusterqueue-finetune"]["spec"]
     [group] = spec["resourceGroups"]
-    assert [f["name"] for f in group["flavors"]] == ["finetune-spot-v6e-2x4", "finetune-v6e-2x4", "finetune-queued-v6e-2x4"]
+    assert [f["name"] for f in group["flavors"]] == ["finetune-spot-v6e-2x4-e74a62", "finetune-v6e-2x4-60293a", "finetune-queued-v6e-2x4-1e7dde"]
     assert group["coveredResources"] == ["cpu", "memory", "ephemeral-storage", "google.com/tpu"]
     contracts = config.contracts()
     for flavor in group["flavors"]:
         # The CRD's CEL rule: as many resources as coveredResources, here in the same order.
         assert [r["name"] for r in flavor["resources"]] == group["coveredResources"]
         chips = {r["name"]: r["nominalQuota"] for r in flavor["resources"]}["google.com/tpu"]
-        pool = flavor["name"].removeprefix(f"{RUNS_NAMESPACE}-")
-        assert chips == str(contracts[pool].total_chips) == "8"
+        [contract] = [c for c in contracts.values() if c.flavor == flavor["name"]]
+        assert chips == str(contract.total_chips) == "8"
         # Quantities as strings, as Kueue stores them: a number would be a diff on every preview.
         assert all(isinstance(r["nominalQuota"], str) for r in flavor["resources"]), flavor
     assert spec["preemption"]["withinClusterQueue"] == "LowerPriority"
     assert spec["namespaceSelector"] == {"matchLabels": {"kubernetes.io/metadata.name": RUNS_NAMESPACE}}
     assert spec["admissionChecksStrategy"] == {
-        "admissionChecks": [{"name": "finetune-queued-v6e-2x4-provisioning", "onFlavors": ["finetune-queued-v6e-2x4"]}]
+        "admissionChecks": [{"name": "finetune-queued-v6e-2x4-provisioning-3c2d5e", "onFlavors": ["finetune-queued-v6e-2x4-1e7dde"]}]
     }
     # The stack's own cluster's default namespace names its ClusterQueue.
     assert _objects()["clusterqueue-finetune"]["metadata"] == {"name": RUNS_NAMESPACE}
@@ -100,14 +100,14 @@ def test_the_cluster_queue_holds_every_flavor_in_ladder_order_with_the_pools_quo
 
 def test_a_queued_pool_is_provisioned_by_kueues_provisioning_request_check():
     objects = _objects()
-    config = objects["provisioningrequestconfig-finetune-queued-v6e-2x4-provisioning"]["spec"]
+    config = objects["provisioningrequestconfig-finetune-queued-v6e-2x4-provisioning-3c2d5e"]["spec"]
     assert config["provisioningClassName"] == "queued-provisioning.gke.io"
     assert config["managedResources"] == ["google.com/tpu"]
     assert config["parameters"] == {"maxRunDurationSeconds": "86400"}  # Pulumi.tpu-queued.yaml
-    check = objects["admissioncheck-finetune-queued-v6e-2x4-provisioning"]["spec"]
+    check = objects["admissioncheck-finetune-queued-v6e-2x4-provisioning-3c2d5e"]["spec"]
     assert check["controllerName"] == "kueue.x-k8s.io/provisioning-request"
-    assert check["parameters"]["name"] == "finetune-queued-v6e-2x4-provisioning"
-    flavor = objects["resourceflavor-finetune-queued-v6e-2x4"]["spec"]
+    assert check["parameters"]["name"] == "finetune-queued-v6e-2x4-provisioning-3c2d5e"
+    flavor = objects["resourceflavor-finetune-queued-v6e-2x4-1e7dde"]["spec"]
     assert flavor["nodeLabels"][QUEUED_LABEL] == "true"
     assert QUEUED_TAINT.toleration() in flavor["tolerations"]
     # Only queued pools get a check.
@@ -119,7 +119,7 @@ def test_every_flavor_is_the_rest_of_its_pools_contract():
     contracts = config.contracts()
     for key, manifest in _objects().items():
         if manifest["kind"] == "ResourceFlavor":
-            contract = contracts[manifest["metadata"]["name"].removeprefix(f"{RUNS_NAMESPACE}-")]
+            [contract] = [c for c in contracts.values() if c.flavor == manifest["metadata"]["name"]]
             assert manifest["spec"]["nodeLabels"] == contract.flavor_node_labels
             assert manifest["spec"].get("tolerations", []) == list(contract.flavor_tolerations)
 

@@ -134,8 +134,8 @@ def test_an_autopilot_ladder_is_a_compute_class_and_installs_no_kueue():
     assert config.kueue_flavors() == []
     classes = config.compute_classes()
     # Cluster-scoped: named after the stack's namespace (the own cluster's default, finetune).
-    assert list(classes) == ["finetune-ladder-gemma3-single-host"]
-    assert [c.pool for c in classes["finetune-ladder-gemma3-single-host"]] == ["v6e-1x1", "v6e-1x1-on-demand"]
+    assert list(classes) == ["finetune-ladder-gemma3-single-host-8edc53"]
+    assert [c.pool for c in classes["finetune-ladder-gemma3-single-host-8edc53"]] == ["v6e-1x1", "v6e-1x1-on-demand"]
     assert all(c.queue is None for c in config.contracts().values())
 
 
@@ -169,8 +169,8 @@ def test_autopilot_ladders_need_not_agree_on_an_order():
     other = {**mapping["runs"][0], "name": "other", "pool": "v6e-1x1-on-demand", "ladder": ["v6e-1x1"]}
     config = reader.validate({**mapping, "runs": [*mapping["runs"], other]})
     classes = config.compute_classes()
-    assert [c.pool for c in classes["finetune-ladder-other"]] == ["v6e-1x1-on-demand", "v6e-1x1"]
-    assert [c.pool for c in classes["finetune-ladder-gemma3-single-host"]] == ["v6e-1x1", "v6e-1x1-on-demand"]
+    assert [c.pool for c in classes["finetune-ladder-other-fe8cbe"]] == ["v6e-1x1-on-demand", "v6e-1x1"]
+    assert [c.pool for c in classes["finetune-ladder-gemma3-single-host-8edc53"]] == ["v6e-1x1", "v6e-1x1-on-demand"]
 
 
 def test_a_run_sharing_a_pool_with_a_ladder_goes_through_kueue_too():

@@ -6,7 +6,10 @@ from __future__ import annotations
 import pytest
 
 from core.ids import CLUSTER_NAME_MAX, default_cluster_name, default_registry_id
-from core.names import cluster_scoped, compute_class_name, stager_service_account, trainer_service_account
+from core.names import (cluster_scoped, compute_class_name, legacy_cluster_scoped, priority_class_name,
+                        stager_service_account, trainer_service_account, WORKLOAD_PRIORITIES)
+from core.syntax import DNS_1123_LABEL
+from manifests.kueue import renamed_from
 from stack.config import ConfigError, StackConfig
 
 DIGEST = "us-docker.pkg.dev/p/r/gemma-jax@sha256:" + "a" * 64
@@ -50,9 +53,41 @@ def test_a_namespace_the_stack_may_not_use_is_refused(namespace, why):
 
 def test_cluster_scoped_objects_carry_the_namespace_within_label_limits():
     assert cluster_scoped("team-a") == "team-a"
-    assert cluster_scoped("team-a", "v6e-2x4") == "team-a-v6e-2x4"
+    assert cluster_scoped("team-a", "v6e-2x4") == "team-a-v6e-2x4-b07bbf"
     long = compute_class_name("n" * 60, "a-long-run-name")
     assert len(long) == 63 and long != compute_class_name("n" * 60, "another-long-run")
+    assert DNS_1123_LABEL.match(long), long
+
+
+@pytest.mark.parametrize("one, other", [
+    (("ml", "spot-v6e-2x4"), ("ml-spot", "v6e-2x4")),
+    (("a", "ladder-b-ladder-c"), ("a-ladder-b", "ladder-c")),
+    (("n" * 58, "x-v6e"), ("n" * 58 + "-x", "v6e")),  # both cut to 63 characters
+])
+def test_two_namespaces_and_names_never_give_one_cluster_scoped_name(one, other):
+    assert legacy_cluster_scoped(*one) == legacy_cluster_scoped(*other) or len(one[0]) > 50  # the old ambiguity
+    assert cluster_scoped(*one) != cluster_scoped(*other)
+    assert all(DNS_1123_LABEL.match(cluster_scoped(*n)) and len(cluster_scoped(*n)) <= 63 for n in (one, other))
+
+
+def test_priority_classes_keep_their_names_which_a_priority_makes_unambiguous():
+    """`<namespace>-<priority>`: no priority holds a hyphen, so the name's last hyphen ends the namespace."""
+    assert all("-" not in p for p in WORKLOAD_PRIORITIES)
+    assert priority_class_name("ml", "high") == "ml-high"
+    names = {priority_class_name(ns, p) for ns in ("ml", "ml-high", "ml-low") for p in WORKLOAD_PRIORITIES}
+    assert len(names) == 3 * len(WORKLOAD_PRIORITIES)
+
+
+def test_renamed_kueue_objects_are_aliased_to_their_former_names():
+    cfg = StackConfig.from_mapping({**EXISTING, "stack": "a", "namespace": "team-a", "pools": [
+        {"name": "q", "accelerator": "tpu-v6e", "topology": "1x1", "capacity": "queued", "nodePool": "q"}],
+        "runs": [{"name": "r", "trainer": "gemma-jax", "pool": "q", "data": "d"}],
+        "datasets": [{"name": "d", "url": "https://example.com/d.txt"}]})
+    assert renamed_from(cfg.kueue_flavors()) == {
+        "resourceflavor-team-a-q-44caf4": "resourceflavor-team-a-q",
+        "provisioningrequestconfig-team-a-q-provisioning-b24acf": "provisioningrequestconfig-team-a-q-provisioning",
+        "admissioncheck-team-a-q-provisioning-b24acf": "admissioncheck-team-a-q-provisioning",
+    }
 
 
 def test_each_stack_has_its_own_service_accounts_and_default_names():

@@ -354,14 +354,14 @@ def test_the_plan_shows_each_ladder_rung_and_the_worst_case(plans):
     assert [(r["pool"], r["capacity"]) for r in autopilot["rungs"]] == [("v6e-1x1", "spot"),
                                                                           ("v6e-1x1-on-demand", "on-demand")]
     text = render(plans["autopilot"])
-    assert "run gemma3-single-host: GKE (ComputeClass finetune-ladder-gemma3-single-host) tries, in order" in text
+    assert "run gemma3-single-host: GKE (ComputeClass finetune-ladder-gemma3-single-host-8edc53) tries, in order" in text
 
 
 def test_the_plan_writes_the_kueue_objects_beside_the_runs(plans, tmp_path):
     written = write_manifests(plans["tpu-queued"], tmp_path)
     assert {p.relative_to(tmp_path).as_posix() for p in written} >= {
-        "gemma3-ladder.yaml", "kueue/clusterqueue-finetune.yaml", "kueue/resourceflavor-finetune-queued-v6e-2x4.yaml",
-        "kueue/provisioningrequestconfig-finetune-queued-v6e-2x4-provisioning.yaml",
+        "gemma3-ladder.yaml", "kueue/clusterqueue-finetune.yaml", "kueue/resourceflavor-finetune-queued-v6e-2x4-1e7dde.yaml",
+        "kueue/provisioningrequestconfig-finetune-queued-v6e-2x4-provisioning-3c2d5e.yaml",
     }
     write_manifests(plans["dev"], tmp_path)  # a stack without Kueue leaves no kueue/ behind
     assert not (tmp_path / "kueue").exists()
@@ -387,3 +387,13 @@ def test_the_plan_states_the_pod_security_level_each_stack_s_namespace_needs(pla
     assert plans["a4"]["pod_security"]["level"] == "restricted"
     namespace = next(r for r in plans["dev"]["resources"] if r["type"] == "kubernetes:core/v1:Namespace")
     assert namespace["inputs"]["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "baseline"
+
+
+def test_the_plan_says_which_cluster_scoped_objects_a_deployed_stack_sees_renamed(plans):
+    from core.names import cluster_scoped
+    text = render(plans["tpu-queued"])
+    assert "A stack deployed with the earlier names sees `pulumi preview` replace each of these" in text
+    assert f"  resourceflavor finetune-v6e-2x4 -> {cluster_scoped('finetune', 'v6e-2x4')}" in text
+    assert "  workloadpriorityclass" not in text  # a run's label names it: its name stays
+    assert "ladder-gemma3-single-host -> finetune-ladder-gemma3-single-host-" in render(plans["autopilot"])
+    assert "Cluster-scoped names" not in render(plans["dev"])  # no Kueue, nothing renamed

@@ -88,7 +88,7 @@ def test_a_restarting_run_has_no_eta_and_says_since_when_and_why(queued):
 def test_a_run_back_to_waiting_for_capacity_says_since_its_last_step_and_the_provisioning_state(queued):
     """Evicted from its Spot rung, the run waits on its queued rung's ProvisioningRequest; its record
     was last written two hours ago."""
-    check = "finetune-queued-v6e-2x4-provisioning"
+    check = "finetune-queued-v6e-2x4-provisioning-3c2d5e"
     wl = workload("gemma3-ladder", [cond("QuotaReserved"), cond("Admitted", False, "UnsatisfiedAdmissionChecks", ago=900)],
                   flavor="queued-v6e-2x4", checks=[{"name": check, "state": "Pending", "message": ""}])
     prs = [request(wl["metadata"]["name"], check, 1, [cond("Accepted", True, "Accepted", "queued for 2 VMs")])]
@@ -120,9 +120,9 @@ def test_a_running_run_whose_trainer_restarted_after_its_last_record_is_not_prog
 def test_the_rung_is_the_pool_of_the_flavor_kueue_names_after_the_namespace(queued):
     """ResourceFlavors are cluster-scoped and named `<namespace>-<pool>` (SchedulingContract.flavor)."""
     ladder = queued["gemma3-ladder"]
-    assert ladder.flavors == ("finetune-spot-v6e-2x4", "finetune-v6e-2x4", "finetune-queued-v6e-2x4")
+    assert ladder.flavors == ("finetune-spot-v6e-2x4-e74a62", "finetune-v6e-2x4-60293a", "finetune-queued-v6e-2x4-1e7dde")
     wl = workload("gemma3-ladder", [cond("QuotaReserved"), cond("Admitted")], flavor="v6e-2x4")
-    assert wl["status"]["admission"]["podSetAssignments"][0]["flavors"]["google.com/tpu"] == "finetune-v6e-2x4"
+    assert wl["status"]["admission"]["podSetAssignments"][0]["flavors"]["google.com/tpu"] == "finetune-v6e-2x4-60293a"
     r = status_row(ladder, jobset("gemma3-ladder"), wl, [], [], None, NOW)
     assert (r.rung.index, r.rung.pool, r.rung.capacity) == (2, "v6e-2x4", "on-demand")
 

@@ -121,6 +121,7 @@ def collect(stack: str, root: Path = ROOT, secrets: tuple[str, ...] = ()) -> dic
         "model_memory": memory_rows(config, declared),
         "manifests": mask(declared),
         "kueue": _kueue_objects(config),
+        "renamed": _renamed(config),
         "access": _access(config, deployment),
         "google": google,
         "pod_security": _pod_security(config),
@@ -171,6 +172,23 @@ def _pod_security(config) -> dict[str, Any]:
             for n in needs.level_needs(needs.stack_pod_sets(config))]
     return {"namespace": config.runs_namespace, "level": needs.needed_level(config),
             "declared": bool(getattr(config, "creates_namespace", False)), "pods": rows}
+
+
+def _renamed(config) -> list[str]:
+    """`<kind> <old name> -> <new name>` for each cluster-scoped object whose name now carries a hash of its
+    namespace and name (core/names.py `cluster_scoped`); none in a tree from before the hash."""
+    try:
+        builder = importlib.import_module("manifests.kueue")
+    except ImportError:
+        return []
+    if not hasattr(builder, "renamed_from") or not hasattr(config, "compute_class_renames"):
+        return []
+    lines = []
+    for new, old in builder.renamed_from(config.kueue_flavors()).items():
+        kind, _, name = new.partition("-")
+        lines.append(f"{kind} {old.partition('-')[2]} -> {name}")
+    lines += [f"computeclass {old} -> {new}" for new, old in config.compute_class_renames().items() if old != new]
+    return lines
 
 
 def _kueue_objects(config) -> dict[str, dict]:

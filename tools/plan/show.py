@@ -34,6 +34,12 @@ def render(plan: Mapping) -> str:
     lines += render_hbm(plan.get("hbm", []))
     lines += ["", "Model memory: each run's model on its pool's chips (what admission refuses a run on)"]
     lines += render_memory(plan.get("model_memory", []))
+    if plan.get("renamed"):
+        lines += ["", "Cluster-scoped names: each carries a hash of its namespace and name, so no two stacks' names "
+                  "can meet. A stack deployed with the earlier names sees `pulumi preview` replace each of these "
+                  "(the new object first, the old one deleted last; a run naming a renamed ComputeClass is "
+                  "replaced with it)"]
+        lines += [f"  {line}" for line in plan["renamed"]]
     if plan["outputs"]:
         lines += ["", "Stack outputs"]
         for k, v in plan["outputs"].items():

@@ -16,7 +16,7 @@ What the fields mean, as the controllers write them:
 - Kueue v0.19.2 Workload conditions QuotaReserved (False with reason WaitingForQuota, ...),
   Admitted (quota reserved and every admission check Ready), Evicted, Finished; spec.active false
   deactivates it; status.admission.podSetAssignments[].flavors names the ResourceFlavor it was
-  admitted on (here `<namespace>-<pool>`, core/contract.py SchedulingContract.flavor); status.admissionChecks[].state is Pending, Ready, Retry or Rejected.
+  admitted on (here `<namespace>-<pool>-<hash>`, core/contract.py SchedulingContract.flavor); status.admissionChecks[].state is Pending, Ready, Retry or Rejected.
   The provisioning check's ProvisioningRequest is owned by the Workload and named
   <workload>-<check>-<attempt>; its conditions are Accepted, Provisioned, Failed, BookingExpired and
   CapacityRevoked. (kubernetes-sigs/kueue v0.19.2 apis/kueue/v1beta2/workload_types.go,

@@ -1,0 +1,94 @@
+"""What a stack says about sharing its pools and its Kueue with other stacks: its quota of each pool, and the
+settings of the Kueue it installs.
+
+Several stacks (teams) may run on the same node pool of one cluster, each
+through its own ClusterQueue. A ClusterQueue's nominal quota is what Kueue
+admits against, so the quotas of the ClusterQueues that share a pool must
+together fit the pool, or both stacks' runs are admitted and their pods wait
+for nodes that never come. A stack says its part of a pool
+(`pools[].quota.chips`; its node resources in proportion), and the platform
+team hands each team a part that, summed, is the pool.
+
+`kueue` holds the settings of the Kueue a stack installs (its own cluster, or
+`existingCluster.controllers: install`): how long an admitted run may wait for
+all its pods to be ready before Kueue evicts and requeues it
+(`waitForPodsReady`), how long it backs off before a requeue and how often it
+is requeued before it is deactivated. Kueue's configuration API
+(config.kueue.x-k8s.io/v1beta2, sigs.k8s.io/kueue v0.19.2
+apis/config/v1beta2/configuration_types.go; the chart's commented example,
+charts/kueue/values.yaml); the real kueue-manager loads exactly this
+(e2e/tests/test_kueue_config.py). A Kueue the platform team installed
+(`controllers: existing`) has its own configuration: these keys are refused
+there.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+from pydantic.alias_generators import to_camel
+
+from stack.models import Count, StackModel
+from stack.problems import Problem
+
+# Kueue's own defaults are a 5-minute timeout and no requeue limit; a run that waits for new nodes (a pool
+# scaling up from zero, a queued slice) needs longer, and a run whose pods can't be placed is deactivated
+# after this many evictions instead of cycling for ever.
+PODS_READY_TIMEOUT_SECONDS = 1800
+REQUEUE_BACKOFF_SECONDS = 60
+REQUEUE_BACKOFF_MAX_SECONDS = 3600
+REQUEUE_LIMIT = 10
+
+
+class KueueSettings(StackModel):
+    """`kueue`: the Kueue the stack installs."""
+
+    pods_ready_timeout_seconds: Count = Field(default=PODS_READY_TIMEOUT_SECONDS, ge=1)
+    requeue_backoff_seconds: Count = Field(default=REQUEUE_BACKOFF_SECONDS, ge=1)
+    requeue_limit: Count = Field(default=REQUEUE_LIMIT, ge=0)
+
+
+def sharing_problems(config: Any) -> list[Problem]:
+    """The problems of each pool's `quota` and of `kueue` (a StackConfig)."""
+    flavors = {c.pool for c in config.kueue_flavors()}
+    contracts = config.contracts()
+    problems = []
+    for i, pool in enumerate(config.pools):
+        if pool.quota is not None:
+            problems += [p.under(f"pools[{i}].quota") for p in
+                         _quota_problems(pool.name, pool.quota, contracts[pool.name], pool.name in flavors)]
+    return problems + _settings_problems(config, bool(flavors))
+
+
+def _quota_problems(pool: str, quota: Any, contract: Any, queued: bool) -> list[Problem]:
+    where = f"of pool {pool!r}"
+    if not queued:
+        return [Problem("chips", quota.chips, f"{where}, on which no run goes through Kueue: no ClusterQueue "
+                        "would hold it", "no quota, or a run with a ladder, priority or queued capacity on the pool")]
+    whole, per_run = contract.quota_chips, contract.total_chips
+    if quota.chips > whole:
+        return [Problem("chips", quota.chips, f"{where}, which holds {whole} chips at most",
+                        f"{per_run}..{whole}, this stack's part of the pool")]
+    if quota.chips == 0 or quota.chips % per_run:
+        return [Problem("chips", quota.chips, f"{where}: a run on it takes {per_run} chips (its whole slices), "
+                        "and a quota between whole runs admits none of the rest", f"a positive multiple of {per_run}, "
+                        f"at most {whole}")]
+    return []
+
+
+def _settings_problems(config: Any, queued: bool) -> list[Problem]:
+    settings, default = config.kueue, KueueSettings()
+    changed = [k for k in type(settings).model_fields if getattr(settings, k) != getattr(default, k)]
+    existing = config.existing is not None and config.existing.controllers == "existing"
+    problems = []
+    for name in changed:
+        key = f"kueue.{to_camel(name)}"
+        if existing:
+            problems.append(Problem(key, getattr(settings, name), "but existingCluster.controllers is existing: "
+                                    "the platform team's Kueue has its own configuration",
+                                    f"no {key} (the platform team sets waitForPodsReady in its Kueue)"))
+        elif not queued:
+            problems.append(Problem(key, getattr(settings, name), "but the stack installs no Kueue (no run goes "
+                                    "through it)", f"no {key}"))
+    return problems
