@@ -66,8 +66,7 @@ def memory_problems(config: StackConfig, manifests: Mapping[str, Mapping]) -> li
     problems, contracts = [], config.contracts()
     for i, run in enumerate(config.runs):
         container = next(iter(manifests[run.name]["spec"]["replicatedJobs"]))["template"]["spec"]["template"]
-        found = accelerator_memory.run_memory(run, contracts[run.pool], container["spec"]["containers"][0],
-                                              config.stack)
+        found = accelerator_memory.run_memory(run, contracts[run.pool], container["spec"]["containers"][0])
         if found is not None and not found.fits:
             problems.append(Problem(f"runs[{i}]", run.name, accelerator_memory.why(found),
                                     "a pool of more (or larger) chips; --fsdp or LoRA where the trainer has them; a "

@@ -27,7 +27,7 @@ def _memory(stack: str) -> dict[str, am.ChipMemory | None]:
     out = {}
     for run in config.runs:
         pod = manifests[run.name]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
-        out[run.name] = am.run_memory(run, contracts[run.pool], pod["containers"][0], config.stack)
+        out[run.name] = am.run_memory(run, contracts[run.pool], pod["containers"][0])
     return out
 
 

@@ -51,6 +51,12 @@ class TemplateProblem(FormatError):
 # --- the run's settings --------------------------------------------------------------------------
 
 
+def trains_some_tokens(data_format: str, loss_on: str) -> bool:
+    """Whether a run's records carry a loss mask: every format but text trains some tokens only, unless
+    `loss_on` is all."""
+    return data_format != "text" and loss_on != "all"
+
+
 def parse_columns(text: str) -> dict[str, str]:
     """'prompt=question,completion=answer' -> {'prompt': 'question', 'completion': 'answer'}."""
     mapping: dict[str, str] = {}
