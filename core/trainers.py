@@ -18,6 +18,7 @@ from typing import Literal
 
 from core.catalog import Family
 from core.names import RUN_ENV
+from trainers import eval_report, export_dir
 from trainers.exit_codes import CONFIG_ERROR
 
 __all__ = ["CONFIG_ERROR", "TRAINERS", "Port", "Trainer", "TrainerImage"]
@@ -29,13 +30,17 @@ STAGING_MODULE = "trainers.staging"
 # The data formats every trainer reads (text, conversational, prompt-completion): a package of the
 # trainers' own that each trainer image holds beside its trainer.
 DATA_FORMATS_PACKAGE = "trainers.sft_data"
+# The modules beside the trainer packages that both trainers import and every image copies
+# (docker/*/Dockerfile, their .dockerignore files): one home for what both trainers do alike.
+SHARED_MODULES = ("trainers/__init__.py", "trainers/exit_codes.py", "trainers/progress.py", "trainers/export_dir.py",
+                  "trainers/eval_report.py")
 
 # The trainer container's name in every pod, and the image's WORKDIR.
 CONTAINER = "trainer"
 WORKDIR = "/app"
 
 # Where a run of one's own container finds the bucket's prefixes (its mounts), and where it may write
-# the progress record `make status` reads (the trainers' format, trainers/gemma_jax/progress.py).
+# the progress record `make status` reads (the trainers' format, trainers/progress.py).
 DATA_ENV = "GKE_FINETUNE_DATA"
 CHECKPOINTS_ENV = "GKE_FINETUNE_CHECKPOINTS"
 PROFILES_ENV = "GKE_FINETUNE_PROFILES"
@@ -72,6 +77,9 @@ class TrainerImage:
     command: tuple[str, ...]  # the image's default command (its CMD)
     user: int  # the uid the trainer runs as in the image (0: root)
     group: int  # its primary gid (the Dockerfile's `USER <uid>:<gid>`)
+    # The image's non-root account (`useradd --uid <uid> --user-group`) its Jobs that use no accelerator
+    # (dataset staging) run as, whatever the trainer runs as; None: the image has none.
+    jobs_user: int | None = None
     # The launcher flag that sets the number of processes per host (inserted
     # before the trainer's `-m <module>`), or None when the command has none.
     processes_flag: str | None = None
@@ -152,6 +160,38 @@ class ModelFlags:
         return frozenset(f for f in (self.model, self.weights, self.revision) if f)
 
 
+# What a run's `export:` and `eval.metric` may ask for (stack/run_export.py): the trainers' own values.
+EXPORT_FORMATS = export_dir.FORMATS
+EXPORT_DTYPES = export_dir.DTYPES
+EVAL_METRICS = eval_report.METRICS
+
+
+@dataclass(frozen=True)
+class ExportFlags:
+    """How a trainer is told to write its model when training succeeds (a run's `export:`) and to
+    evaluate it (`eval:`); every flag is set by the platform, and a run's `args` may not repeat it."""
+
+    directory: str  # the flag taking the export directory (the run's exports mount)
+    dtype: str  # the flag taking one of EXPORT_DTYPES
+    # The flag choosing LoRA merged into the base (true) or the adapter alone (false); None: the
+    # trainer writes merged weights only.
+    merge: str | None
+    # The task metrics the trainer computes (EVAL_METRICS but auto and none).
+    metrics: tuple[str, ...] = ()
+    # The evaluation's flags, the same in every trainer; eval_samples None: the trainer generates
+    # the stack's own prompts only (no held-out records to prompt with).
+    eval_samples: str | None = "--eval_samples"
+    eval_prompts: str = "--eval_prompts"
+    eval_max_new_tokens: str = "--eval_max_new_tokens"
+    eval_compare_base: str = "--eval_compare_base"
+    eval_metric: str = "--eval_metric"
+
+    @property
+    def flags(self) -> frozenset[str]:
+        return frozenset(f for f in (self.directory, self.dtype, self.merge, self.eval_samples, self.eval_prompts,
+                                     self.eval_max_new_tokens, self.eval_compare_base, self.eval_metric) if f)
+
+
 @dataclass(frozen=True)
 class Trainer:
     """One trainer: its image, its accelerator family and what its pods get from the platform."""
@@ -166,7 +206,7 @@ class Trainer:
     # Flags the platform passes, in order, each pointing below one of the run's mounts.
     # A "data" flag is passed only when the run names `data`.
     path_flags: tuple[tuple[str, MountName], ...]
-    # Whether a run must name `data` (a file below datasets/); else the trainer has a default source.
+    # Whether a run must name `data` (a file below datasets/<stack>/); else the trainer has a default source.
     data_required: bool
     # The trainer's stdlib-only module declaring its flags, with
     # `argument_problems(argv) -> list[str]`; a run's `args` are checked with it
@@ -194,6 +234,8 @@ class Trainer:
     # The trainer's stdlib-only module with `estimate_run(argv, chips, slices)`: its memory per
     # accelerator chip (admission/accelerator_memory.py); None: the platform's own GPU model applies.
     memory_module: str | None = None
+    # How a run's `export:` and `eval:` reach the trainer; None: the trainer exports nothing.
+    export_flags: ExportFlags | None = None
 
     @property
     def platform_flags(self) -> frozenset[str]:
@@ -229,9 +271,10 @@ _ROWS = (
             package="trainers.gemma_jax",
             entry_module="trainers.gemma_jax.train",
             command=("python", "-m", "trainers.gemma_jax.train"),
-            # Root: GKE documents TPU device access (/dev/vfio) for root only.
+            # Root: GKE documents TPU device access (/dev/vfio) for root only (manifests/pod.py).
             user=0,
             group=0,
+            jobs_user=1000,
         ),
         # GKE gives Spot VMs about 30 s of notice whatever this says, but
         # maintenance and `kubectl delete` honour it.
@@ -244,6 +287,9 @@ _ROWS = (
         peak_flops_flag="--peak_flops_per_device",
         model_flags=ModelFlags(model="--model", by_hub_id=False, weights="--init_from_hf"),
         memory_module="trainers.gemma_jax.memory",
+        # Merged weights only: the JAX trainer's LoRA tensors have no PEFT adapter layout to write.
+        # Its held-out split is packed token rows, with no prompt to generate from: eval prompts are the stack's.
+        export_flags=ExportFlags(directory="--export_hf", dtype="--export_dtype", merge=None, eval_samples=None),
         profile_args=("--profile_steps", _PROFILE_STEPS, "--xprof_port", str(_XPROF.number)),
         profile_port=_XPROF,
         slice_port=_TPU_RUNTIME,
@@ -263,6 +309,7 @@ _ROWS = (
             ),  # fmt: skip
             user=1000,
             group=1000,
+            jobs_user=1000,
             # Overrides the accelerate config file's 8 when a run uses fewer GPUs.
             processes_flag="--num_processes",
         ),
@@ -273,6 +320,8 @@ _ROWS = (
         model_flags=ModelFlags(model="--model_id", by_hub_id=True, weights="--model_id", revision="--model_revision",
                                layer_class_launch_flag="--fsdp_transformer_layer_cls_to_wrap"),
         hf_token=True,
+        export_flags=ExportFlags(directory="--export_dir", dtype="--export_dtype", merge="--export_merge",
+                                 metrics=("sql-execution",)),
         # gemma-4-31B-it alone is ~62 GB in bf16, and a boot disk also holds
         # the images: the cache goes to an emptyDir on local SSD, sized to
         # hold the model twice over beside the dataset, within what the A4
@@ -292,6 +341,10 @@ OWN_CONTAINER = "container"
 OWN_CONTAINER_GRACE_SECONDS = 300
 # Its /dev/shm on GPU nodes, as the GPU trainer's (NCCL's shared-memory buffers between the 8 GPUs).
 OWN_CONTAINER_GPU_SHM = "64Gi"
+# The uid and gid it runs as on GPU nodes unless the run says `runAs`: the GPU trainer's, since a container
+# needs no root to reach the NVIDIA devices (docker/trl-gpu/Dockerfile), so its pods meet the Pod Security
+# Standards' restricted profile. On TPU nodes it runs as its image's user (manifests/pod.py says why).
+OWN_CONTAINER_GPU_ACCOUNT = (1000, 1000)
 
 
 def own_container_row(family: Family, hf_token: bool = False, user: int = 0, group: int = 0) -> Trainer:

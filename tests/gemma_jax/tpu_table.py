@@ -84,10 +84,15 @@ def _json_of(cmd: list[str]):
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def aot_args(topology: str, slices: int, args: list[str], *extra: str) -> dict:
+    """One trainers.gemma_jax.aot process for trainer flags on a slice; its JSON report."""
+    return _json_of([sys.executable, "-m", "trainers.gemma_jax.aot", "--topology", topology,
+                     "--slices", str(slices), *extra, "--", *args])
+
+
 def aot(key: dict, *extra: str) -> dict:
-    """One trainers.gemma_jax.aot process for a program key; its JSON report."""
-    return _json_of([sys.executable, "-m", "trainers.gemma_jax.aot", "--topology", key["topology"],
-                     "--slices", str(key["slices"]), *extra, "--", *memory.program_args(key)])
+    """aot_args() of a program key's own flags."""
+    return aot_args(key["topology"], key["slices"], memory.program_args(key), *extra)
 
 
 def fingerprints(keys: dict[str, dict]) -> dict[str, str]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from core.names import RUNS_NAMESPACE, trainer_service_account
+from core.names import RUNS_NAMESPACE, BucketLayout, trainer_service_account
 from manifests.run import PlatformFacts
 from stack.contracts import contract_for
 from stack.models import PoolConfig
@@ -27,6 +27,7 @@ FACTS = PlatformFacts(
     },
     namespace=RUNS_NAMESPACE,
     service_account=trainer_service_account("example"),
+    layout=BucketLayout("example"),
 )
 
 POOLS = (

@@ -41,7 +41,7 @@ def hbm_rows(config, manifests: Mapping[str, Mapping]) -> list[dict[str, Any]]:
                                                                          contract.slices)
         found = compiled_hbm.lookup(key)
         row: dict[str, Any] = {"run": run.name, "margin_gib": compiled_hbm.MARGIN_GIB,
-                               "program": compiled_hbm.describe(key)}
+                               "program": compiled_hbm.describe(key), "key": key}
         if found is None:
             row["state"] = "not compiled"
         else:

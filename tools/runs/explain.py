@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from tools.runs.pods import terminated
-from trainers.exit_codes import CONFIG_ERROR, TERMINATED
+from trainers.exit_codes import CONFIG_ERROR, EXPORT_FAILED, TERMINATED
 
 OOM_KILLED = "OOMKilled"
 SIGKILL_EXIT = 137
@@ -52,6 +52,11 @@ def meaning(code: int | None, reason: str) -> tuple[str, str]:
         return ("exit code 143: stopped by SIGTERM after writing a checkpoint (preemption, maintenance, a deleted "
                 "pod, a suspended run); each such stop is a restart",
                 "nothing is lost: the run resumes from that checkpoint when it starts again")
+    if code == EXPORT_FAILED:
+        return ("exit code 73: training succeeded, but its export (`export:`) could not be written; the checkpoints "
+                "are untouched, and each restart resumed from the final one and tried the export again",
+                "read why at the end of its log (`make logs`), fix it, then `make up`: the run resumes from its "
+                "final checkpoint and exports")
     if code == SIGKILL_EXIT:
         return ("exit code 137: killed by SIGKILL (after its grace period, or by the kernel's OOM killer)",
                 "check the node's memory and the pod's events: `make inspect`")

@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 
 PROGRESS_SCHEMA = 1
-# The progress record's keys and their types (trainers/gemma_jax/progress.py documents the format).
+# The progress record's keys and their types (trainers/progress.py documents the format).
 _NUM = (int, float)
 PROGRESS_KEYS: dict[str, tuple] = {
     "schema": (int,), "trainer": (str,), "step": (int,), "total_steps": (int,),
@@ -138,6 +138,8 @@ class RunStatus:
     submitted_at: str = ""
     progress_problem: str = ""
     notes: list[str] = field(default_factory=list)
+    export: str = ""  # where its export is and whether it is complete (a run with `export:`)
+    evaluation: str = ""  # eval.json's figures, the base model's beside them
     links: dict[str, str] = field(default_factory=dict)  # the run's console page and Cloud Logging query (core/links.py)
 
     def as_dict(self) -> dict:

@@ -39,6 +39,7 @@ class RunFacts:
     chips: int
     queued: bool  # Kueue admits it
     links: tuple[tuple[str, str], ...] = ()  # (what, url): the console page and the Cloud Logging query
+    export_prefix: str = ""  # exports/<stack>/<run>, for a run with `export:`
 
 
 def run_facts(config) -> dict[str, RunFacts]:
@@ -55,6 +56,7 @@ def run_facts(config) -> dict[str, RunFacts]:
             shape=first.shape, slices=first.slices, pods=first.hosts_per_slice * first.slices,
             chips=per_host * first.hosts_per_slice * first.slices, queued=first.queue is not None,
             links=tuple(run_links(run_place(config, run.name)).items()),
+            export_prefix=config.export_prefixes().get(run.name, ""),
         )
     return out
 

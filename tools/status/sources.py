@@ -13,8 +13,9 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from core.names import CHECKPOINT_PREFIX, RUN_LABEL
+from core.names import RUN_LABEL, checkpoint_prefix
 from tools.status.model import ProgressError, validate_progress
+from trainers import eval_report, export_dir
 
 PROGRESS_FILE = "progress.json"  # trainers/*/progress.py FILE
 # (group, version, plural) of each kind, and the kind's name in a dump.
@@ -133,22 +134,68 @@ def _record(text: str | None, where: str) -> tuple[dict | None, str]:
         return None, f"{where}: {err if isinstance(err, ProgressError) else f'not JSON ({err})'}"
 
 
+def checkpoint_mount(jobset: Mapping | None) -> str | None:
+    """The bucket prefix a deployed run's checkpoints volume mounts (its gcsfuse `only-dir`,
+    manifests/storage.py), which is where its progress record is: a run deployed before prefixes
+    carried the stack keeps `checkpoints/<run>` (core/names.py). None: no such volume."""
+    for replicated in ((jobset or {}).get("spec") or {}).get("replicatedJobs") or ():
+        pod = (((replicated.get("template") or {}).get("spec") or {}).get("template") or {}).get("spec") or {}
+        for volume in pod.get("volumes") or ():
+            if volume.get("name") != "checkpoints":
+                continue
+            options = ((volume.get("csi") or {}).get("volumeAttributes") or {}).get("mountOptions", "")
+            for option in options.split(","):
+                if option.startswith("only-dir="):
+                    return option.removeprefix("only-dir=")
+    return None
+
+
+def export_state(marker_text: str | None, eval_text: str | None, where: str) -> tuple[str, str]:
+    """(the export's line, eval.json's line) for `make status`, from the marker's and eval.json's text."""
+    if marker_text is None:
+        return f"{where}: not written yet (when training succeeds)", ""
+    try:
+        marker = export_dir.check_marker(json.loads(marker_text), where)
+    except (ValueError, export_dir.IncompleteExport) as err:
+        return f"{where}: {err}", ""
+    size = sum(marker["files"].values()) / 2**30
+    line = (f"{where}: complete at {marker.get('completed_at')}, step {marker.get('step')}, "
+            f"{len(marker['files'])} files, {size:.2f} GiB (make download)")
+    evaluated = ""
+    if eval_text is not None:
+        try:
+            evaluated = eval_report.summary(json.loads(eval_text))
+        except (ValueError, TypeError, KeyError, AttributeError) as err:
+            evaluated = f"{eval_report.FILE} unreadable: {err}"
+    return line, evaluated
+
+
 class LocalProgress:
-    """Records from a directory laid out as the bucket: <root>/checkpoints/<run>/progress.json."""
+    """Records from a directory laid out as the bucket: <root>/checkpoints/<stack>/<run>/progress.json."""
 
-    def __init__(self, root: str):
-        self.root = Path(root)
+    def __init__(self, root: str, stack: str):
+        self.root, self.stack = Path(root), stack
 
-    def read(self, run: str) -> tuple[dict | None, str]:
-        path = self.root / CHECKPOINT_PREFIX / run / PROGRESS_FILE
+    def export(self, prefix: str) -> tuple[str, str]:
+        """The export at `prefix` (exports/<stack>/<run>) and its evaluation, as `make status` shows them."""
+        base = self.root / prefix
+
+        def text(name: str) -> str | None:
+            return (base / name).read_text() if (base / name).is_file() else None
+
+        return export_state(text(export_dir.MARKER), text(eval_report.FILE), str(base))
+
+    def read(self, run: str, prefix: str | None = None) -> tuple[dict | None, str]:
+        """`prefix`: where the run's checkpoints are (`checkpoint_mount`); default the stack's layout."""
+        path = self.root / (prefix or checkpoint_prefix(self.stack, run)) / PROGRESS_FILE
         return _record(path.read_text() if path.is_file() else None, str(path))
 
 
 class BucketProgress:
-    """Records from the stack's bucket: gs://<bucket>/checkpoints/<run>/progress.json."""
+    """Records from the stack's bucket: gs://<bucket>/checkpoints/<stack>/<run>/progress.json."""
 
-    def __init__(self, bucket: str, project: str):
-        self.name, self.bucket, self.problem = bucket, None, ""
+    def __init__(self, bucket: str, project: str, stack: str):
+        self.name, self.bucket, self.problem, self.stack = bucket, None, "", stack
         try:
             from google.cloud import storage  # pylint: disable=import-outside-toplevel
 
@@ -156,12 +203,29 @@ class BucketProgress:
         except Exception as err:  # pylint: disable=broad-except  # no client, no credentials: say so per run
             self.problem = f"gs://{bucket} cannot be read: {type(err).__name__}: {err}"
 
-    def read(self, run: str) -> tuple[dict | None, str]:
+    def export(self, prefix: str) -> tuple[str, str]:
+        where = f"gs://{self.name}/{prefix}/"
+        if self.bucket is None:
+            return f"{where}: {self.problem}", ""
+        from google.api_core import exceptions  # pylint: disable=import-outside-toplevel
+
+        def text(name: str) -> str | None:
+            try:
+                return self.bucket.blob(f"{prefix}/{name}").download_as_text(timeout=TIMEOUT_S)
+            except exceptions.NotFound:
+                return None
+
+        try:
+            return export_state(text(export_dir.MARKER), text(eval_report.FILE), where)
+        except exceptions.GoogleAPIError as err:
+            return f"{where}: {err}", ""
+
+    def read(self, run: str, prefix: str | None = None) -> tuple[dict | None, str]:
         if self.bucket is None:
             return None, self.problem
         from google.api_core import exceptions  # pylint: disable=import-outside-toplevel
 
-        path = f"{CHECKPOINT_PREFIX}/{run}/{PROGRESS_FILE}"
+        path = f"{prefix or checkpoint_prefix(self.stack, run)}/{PROGRESS_FILE}"
         try:
             text = self.bucket.blob(path).download_as_text(timeout=TIMEOUT_S)
         except exceptions.NotFound:

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from core.names import RUN_LABEL
 from tools.status.model import RunStatus
 from tools.status.row import RunFacts, status_row
-from tools.status.sources import owned_by
+from tools.status.sources import checkpoint_mount, owned_by
 
 
 def rows(facts: Mapping[str, RunFacts], objects: Mapping[str, list], progress, now: float) -> list[RunStatus]:
@@ -26,10 +26,12 @@ def rows(facts: Mapping[str, RunFacts], objects: Mapping[str, list], progress, n
         pods = [p for p in objects["pods"] if (p["metadata"].get("labels") or {}).get(RUN_LABEL) == name]
         on = {(p.get("spec") or {}).get("nodeName") for p in pods}
         nodes = [n for n in objects.get("nodes", ()) if n["metadata"]["name"] in on]
-        record, problem = progress.read(name)
+        record, problem = progress.read(name, checkpoint_mount(jobset))
         row = status_row(fact, jobset, workload, requests, pods, record, now, nodes)
         row.progress_problem = problem
         row.links = dict(fact.links)
+        if fact.export_prefix:
+            row.export, row.evaluation = progress.export(fact.export_prefix)
         out.append(row)
     return out
 
@@ -86,6 +88,10 @@ def render_details(r: RunStatus) -> list[str]:
     lines += [f"  note             {note}" for note in r.notes]
     if r.progress_problem:
         lines.append(f"  progress record  {r.progress_problem}")
+    if r.export:
+        lines.append(f"  export           {r.export}")
+    if r.evaluation:
+        lines.append(f"  eval             {r.evaluation}")
     lines += [f"  {what:<16} {url}" for what, url in r.links.items()]
     return lines
 

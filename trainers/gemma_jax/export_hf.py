@@ -18,7 +18,7 @@ import os
 import shutil
 import sys
 
-from trainers import exit_codes
+from trainers import eval_report, exit_codes, export_dir
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "special_tokens_map.json")
 
@@ -32,7 +32,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--checkpoint_dir", required=True)
     p.add_argument("--out", required=True)
     p.add_argument("--step", type=int, default=None, help="default: the newest complete step")
-    p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"])
+    p.add_argument("--dtype", default="float32", choices=list(export_dir.DTYPES))
     return p
 
 
@@ -74,13 +74,42 @@ def _copy_tokenizer(meta: dict, out: str) -> None:
                 shutil.copy(os.path.join(source, name), out)
                 copied.append(name)
     spm = (meta.get("export") or {}).get("tokenizer")
-    if not copied and spm and os.path.isfile(spm):
-        shutil.copy(spm, os.path.join(out, "tokenizer.model"))
+    if not copied:
+        # The SentencePiece model the run tokenized with: its --tokenizer, else the model's gemma one
+        # (wherever gemma reads it from), as the processor holds it.
+        from trainers.gemma_jax import model as model_lib  # pylint: disable=g-import-not-at-top
+
+        try:
+            proto = model_lib.load_tokenizer(meta.get("model") or "tiny", spm)._sp.serialized_model_proto()  # pylint: disable=protected-access
+        except Exception as e:  # pylint: disable=broad-except  # said as the export's own problem
+            raise ExportError(f"no tokenizer to ship: {type(e).__name__}: {e}") from None
+        with open(os.path.join(out, "tokenizer.model"), "wb") as f:
+            f.write(proto)
         with open(os.path.join(out, "tokenizer_config.json"), "w", encoding="utf-8") as f:
             json.dump({"tokenizer_class": "GemmaTokenizer", "bos_token": "<bos>", "eos_token": "<eos>", "pad_token": "<pad>"}, f)
-        copied.append("tokenizer.model")
-    if not copied:
-        raise ExportError("no tokenizer to ship: the run had neither --init_from_hf nor a local --tokenizer")
+
+
+def _write_chat_template(meta: dict, out: str) -> None:
+    """The chat template the run trained with (its --chat_template, else --init_from_hf's own, else its
+    model family's), as chat_template.jinja, which transformers' tokenizers load from the directory."""
+    from trainers.gemma_jax import examples  # pylint: disable=g-import-not-at-top
+    from trainers.sft_data import chat  # pylint: disable=g-import-not-at-top
+
+    source_dir = (meta.get("export") or {}).get("init_from_hf")
+    name = meta.get("chat_template")
+    if name is None and source_dir and chat.model_dir_template(source_dir):
+        name = source_dir
+    if name is None:
+        name = examples.default_template(meta.get("model") or "tiny")
+    if name in chat.BUILT_IN:
+        source = (chat.TEMPLATE_DIR / chat.BUILT_IN[name][0]).read_text(encoding="utf-8")
+    elif os.path.isdir(name):
+        source = chat.model_dir_template(name)
+    else:
+        with open(name, encoding="utf-8") as f:
+            source = f.read()
+    with open(os.path.join(out, "chat_template.jinja"), "w", encoding="utf-8") as f:
+        f.write(source)
 
 
 def _lora_base(meta: dict, model) -> dict:
@@ -107,11 +136,13 @@ def _lora_base(meta: dict, model) -> dict:
     return jax.tree.map(np.asarray, params)
 
 
-def export(checkpoint_dir: str, out: str, step: int | None = None, dtype: str = "float32") -> int:
-    """Writes OUT; returns the exported step. A LoRA step is merged into
-    the base it was trained on (the run's recorded --pretrained or
-    --init_from_hf)."""
+def export(checkpoint_dir: str, out: str, step: int | None = None, dtype: str = "float32",
+           evaluated: dict | None = None) -> int:
+    """Writes OUT, its completion marker last (trainers/export_dir.py), with `evaluated` as eval.json;
+    returns the exported step. A LoRA step is merged into the base it was trained on (the run's
+    recorded --pretrained or --init_from_hf)."""
     import ml_dtypes  # pylint: disable=g-import-not-at-top
+    import numpy as np  # pylint: disable=g-import-not-at-top
 
     from trainers.gemma_jax import hf  # pylint: disable=g-import-not-at-top
     from trainers.gemma_jax import lora  # pylint: disable=g-import-not-at-top
@@ -127,18 +158,26 @@ def export(checkpoint_dir: str, out: str, step: int | None = None, dtype: str = 
     if meta.get("lora_rank"):
         params = lora.merge(_lora_base(meta, model), params)
     tensors = codec.from_gemma(params, model.config)
-    if dtype == "bfloat16":
-        tensors = {k: v.astype(ml_dtypes.bfloat16) for k, v in tensors.items()}
-    os.makedirs(out, exist_ok=True)
+    if dtype != "float32":
+        kind = ml_dtypes.bfloat16 if dtype == "bfloat16" else np.float16
+        tensors = {k: v.astype(kind) for k, v in tensors.items()}
+    export_dir.begin(out)
     hf.write_safetensors(os.path.join(out, "model.safetensors"), tensors)
     with open(os.path.join(out, "config.json"), "w", encoding="utf-8") as f:
         json.dump(codec.hf_config(model.config, dtype), f, indent=2)
     _copy_tokenizer(meta, out)
+    _write_chat_template(meta, out)
+    if evaluated is not None:
+        eval_report.write(out, evaluated)
+    base = (meta.get("export") or {}).get("init_from_hf") or meta.get("base")
+    export_dir.finish(out, {"trainer": "gemma-jax", "run": os.environ.get("GKE_FINETUNE_RUN") or None,
+                            "format": "huggingface", "merge": True, "dtype": dtype, "base_model": base,
+                            "model": name, "step": step})
     print(f"[export] step {step} of {checkpoint_dir} -> {out}", flush=True)
     return step
 
 
-def export_from_run(checkpoint_dir: str, out: str) -> None:
+def export_from_run(checkpoint_dir: str, out: str, dtype: str = "float32", evaluated: dict | None = None) -> None:
     """The trainer's --export_hf: process 0 exports, every process waits for
     it and ends the same way.
 
@@ -156,7 +195,7 @@ def export_from_run(checkpoint_dir: str, out: str) -> None:
     code, error = _DONE, None
     if jax.process_index() == 0:
         try:
-            export(checkpoint_dir, out)
+            export(checkpoint_dir, out, dtype=dtype, evaluated=evaluated)
         except ExportError as e:
             code, error = _REFUSED, e
         except Exception as e:  # pylint: disable=broad-except (re-raised below)

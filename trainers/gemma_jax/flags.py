@@ -18,6 +18,8 @@ import os
 import typing
 from collections.abc import Callable, Sequence
 
+from trainers.eval_report import METRICS as EVAL_METRICS
+from trainers.export_dir import DTYPES as EXPORT_DTYPES
 from trainers.sft_data import formats
 
 PROG = "python -m trainers.gemma_jax.train"
@@ -119,7 +121,16 @@ class Flags:
     checkpoint_dir: str = flag("checkpoints", "run-unique checkpoint directory")
     save_every: int = flag(200, "steps between checkpoints", minimum=1)
     keep_checkpoints: int = flag(3, "checkpoints kept", minimum=1)
-    export_hf: str | None = flag(None, "after training, write a Hugging Face model directory here")
+    export_hf: str | None = flag(None, "after training, write a Hugging Face model directory here, its "
+                                 "completion marker last (trainers/export_dir.py)")
+    export_dtype: str = flag("float32", "--export_hf: the weights' dtype", choices=EXPORT_DTYPES)
+    # eval.json beside the export (trainers/eval_report.py): the held-out loss and these prompts'
+    # generations, of the trained model and of the one the run started from.
+    eval_prompts: str | None = flag(None, "--export_hf: prompts to generate for eval.json, as a JSON list")
+    eval_max_new_tokens: int = flag(256, "eval.json: tokens generated per prompt", minimum=1)
+    eval_compare_base: str = flag("true", "eval.json: the base model's loss and generations too",
+                                  choices=("true", "false"))
+    eval_metric: str = flag("auto", "eval.json: task metric (this trainer computes none)", choices=EVAL_METRICS)
     # Observability.
     log_dir: str = flag("logs", "TensorBoard event files and XProf traces")
     log_every: int = flag(10, "steps between train log lines", minimum=1)

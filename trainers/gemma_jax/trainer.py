@@ -17,7 +17,8 @@ from jax.experimental import multihost_utils
 import numpy as np
 
 from trainers import exit_codes
-from trainers.gemma_jax import checkpointing, progress as progress_lib
+from trainers import progress as progress_lib
+from trainers.gemma_jax import checkpointing, model_eval
 from trainers.gemma_jax import cli
 from trainers.gemma_jax import components as comp
 from trainers.gemma_jax import data
@@ -159,6 +160,7 @@ class Loop:
         if loss is not None:
             self.writer.scalars(step, {"loss": loss}, prefix="eval")
             self.progress.evaluated(step, loss)
+        return loss
 
     def _profile(self, step, state, start: bool):
         # A run resumed inside the window (a restart after a checkpoint at a step in it) never saw its
@@ -281,19 +283,35 @@ def run(cfg: cli.Config) -> int:
         )
     loop = Loop(cfg, layout, parts, plan, frozen, ckpt, meta, open_progress(cfg, plan, start, started))
     if start == 0:  # the starting point of a fresh run, on the held-out stories
-        loop.evaluate_at(0, state)
+        base_loss = loop.evaluate_at(0, state)
+        model_eval.keep_base(cfg, parts, model_lib.merge_params(state["params"], frozen, parts.lora, parts.model.dtype),
+                             base_loss, jax.process_index() == 0)
     code = loop.run(state, data_iter, start, stop)
+    evaluated = None
     if code == exit_codes.OK:
         params = model_lib.merge_params(loop.state["params"], frozen, parts.lora, parts.model.dtype)
         out = sample(parts, params, cfg, "after")
         if out is not None:
             loop.writer.text(plan.total_steps, "sample", out)
+        if model_eval.wanted(cfg):
+            loss = loop.progress.record.get("eval_loss")  # _finish evaluated the last step
+            evaluated = model_eval.record(cfg, parts, params, loss, plan.total_steps)
     loop.writer.close()
     if code == exit_codes.OK and cfg.export_hf:
-        from trainers.gemma_jax import export_hf  # pylint: disable=g-import-not-at-top
-
-        try:  # process 0 writes it; every process waits for it
-            export_hf.export_from_run(cfg.checkpoint_dir, cfg.export_hf)
-        except export_hf.ExportError as e:
-            raise cli.ConfigError(f"--export_hf={cfg.export_hf}: {e}") from None
+        return export(cfg, evaluated)
     return code
+
+
+def export(cfg: cli.Config, evaluated: dict | None) -> int:
+    """The run's export (process 0 writes it; every process waits for it): exit 78 when it can't be
+    done as asked, EXPORT_FAILED when it failed otherwise (the checkpoints are untouched)."""
+    from trainers.gemma_jax import export_hf  # pylint: disable=g-import-not-at-top
+
+    try:
+        export_hf.export_from_run(cfg.checkpoint_dir, cfg.export_hf, cfg.export_dtype, evaluated)
+    except export_hf.ExportError as e:
+        raise cli.ConfigError(f"--export_hf={cfg.export_hf}: {e}") from None
+    except Exception as e:  # pylint: disable=broad-except  # the export's own exit code
+        log(f"[export] failed (the checkpoints are untouched; a restart exports again): {type(e).__name__}: {e}")
+        return exit_codes.EXPORT_FAILED
+    return exit_codes.OK

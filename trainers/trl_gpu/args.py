@@ -19,6 +19,8 @@ from transformers.trainer_utils import IntervalStrategy, SaveStrategy, Scheduler
 from transformers.training_args import OptimizerNames
 from trl import SFTConfig, TrlParser
 
+from trainers.eval_report import METRICS as EVAL_METRICS
+from trainers.export_dir import DTYPES as EXPORT_DTYPES
 from trainers.sft_data import formats
 
 from . import templates
@@ -100,6 +102,33 @@ class ScriptArguments:
     sql_check_max_new_tokens: int = field(default=256, metadata={"help": "Generation budget of the SQL check."})
     resume: bool = field(
         default=True, metadata={"help": "Resume from the latest complete checkpoint in --output_dir if any."}
+    )
+    # The model once trained (a run's `export:` and `eval:`; trainers/trl_gpu/export.py).
+    export_dir: str | None = field(
+        default=None,
+        metadata={"help": "When training succeeds, write the model here as a Hugging Face directory (config, "
+                  "safetensors, tokenizer, chat template), its completion marker last."},
+    )
+    export_merge: bool = field(
+        default=True, metadata={"help": "--export_dir: the adapter merged into the base (true), or the adapter alone."}
+    )
+    export_dtype: str = field(
+        default="bfloat16", metadata={"help": "--export_dir: the merged weights' dtype.", "choices": list(EXPORT_DTYPES)}
+    )
+    eval_samples: int = field(
+        default=0, metadata={"help": "--export_dir: generate this many held-out prompts and write eval.json beside it."}
+    )
+    eval_prompts: str | None = field(
+        default=None, metadata={"help": "--export_dir: more prompts to generate for eval.json, as a JSON list of strings."}
+    )
+    eval_max_new_tokens: int = field(default=256, metadata={"help": "Generation budget of each eval.json sample."})
+    eval_compare_base: bool = field(
+        default=True, metadata={"help": "eval.json: the base model's loss and generations on the same prompts too."}
+    )
+    eval_metric: str = field(
+        default="auto",
+        metadata={"help": "eval.json's task metric: auto (SQL execution where records have sql_context), none, "
+                  "sql-execution.", "choices": list(EVAL_METRICS)},
     )
 
 
@@ -190,6 +219,7 @@ def validate(script: ScriptArguments, training: TrainingArguments) -> None:
     _check(script.lora_alpha > 0, "--lora_alpha", script.lora_alpha, "expected a positive value")
     _check(0.0 <= script.lora_dropout < 1.0, "--lora_dropout", script.lora_dropout, "expected 0 <= p < 1")
     _check(script.sql_check_samples >= 0, "--sql_check_samples", script.sql_check_samples, "expected >= 0")
+    _check_export(script)
     # Rotation deletes old checkpoints before the newest one is marked complete,
     # so keeping a single one could leave nothing to resume from.
     limit = training.save_total_limit
@@ -211,6 +241,30 @@ def validate(script: ScriptArguments, training: TrainingArguments) -> None:
         training.label_names,
         "the loss reads the 'labels' column; leave it unset",
     )
+
+
+def eval_prompts(script: ScriptArguments) -> list[str]:
+    """--eval_prompts as a list of prompts."""
+    if not script.eval_prompts:
+        return []
+    import json
+
+    try:
+        prompts = json.loads(script.eval_prompts)
+    except ValueError as err:
+        raise ConfigError(f"--eval_prompts={script.eval_prompts!r} is invalid: not JSON ({err})") from None
+    _check(isinstance(prompts, list) and all(isinstance(p, str) and p.strip() for p in prompts), "--eval_prompts",
+           script.eval_prompts, "expected a JSON list of prompts with text")
+    return prompts
+
+
+def _check_export(script: ScriptArguments) -> None:
+    evaluating = script.eval_samples > 0 or bool(script.eval_prompts)
+    _check(script.eval_samples >= 0, "--eval_samples", script.eval_samples, "expected >= 0")
+    _check(script.eval_max_new_tokens > 0, "--eval_max_new_tokens", script.eval_max_new_tokens, "expected > 0")
+    _check(not evaluating or script.export_dir is not None, "--eval_samples", script.eval_samples,
+           "eval.json is written beside the export: set --export_dir too")
+    eval_prompts(script)
 
 
 # Strategies that keep each example whole and its boundaries known: TRL's

@@ -55,6 +55,8 @@ def pick_exit_code(launcher_code: int, worker_codes: list[int], terminated: bool
         return exit_codes.CONFIG_ERROR
     if exit_codes.TERMINATED in worker_codes:
         return exit_codes.TERMINATED
+    if exit_codes.EXPORT_FAILED in worker_codes:
+        return exit_codes.EXPORT_FAILED
     if launcher_code == 0:
         return exit_codes.OK
     # Killed before any worker could report: still "asked to stop", never 0.

@@ -1,4 +1,4 @@
-"""One run: data, model, resume, train, final save, checks, push, merge."""
+"""One run: data, model, resume, train, final save, checks, push, merge, evaluation and export."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from accelerate.utils import DistributedType
 
 from trainers import exit_codes
 
-from . import checkpoints, data, evaluation, model as model_lib
+from . import checkpoints, data, evaluation, export as export_lib, model as model_lib
 from .args import ConfigError, data_spec
 from .checkpoints import GracefulStop
 from .launch import record_exit_code
@@ -156,9 +156,17 @@ def run(script_args, training_args, started: float | None = None) -> int:
         trainer, trainer.processing_class, eval_rows, script_args.sql_check_samples, script_args.sql_check_max_new_tokens,
         data_spec(script_args),
     )
+    step = trainer.state.global_step
+    evaluated = export_lib.evaluate(trainer, script_args, eval_rows, step) if script_args.export_dir else None
     if training_args.push_to_hub:
         trainer.push_to_hub(dataset_name=script_args.dataset_name)
     trainer.end()  # closes the metric writers and the process group
     if script_args.merge_adapter and training_args.process_index == 0:
         merge_adapter(script_args, training_args)
+    if script_args.export_dir and training_args.process_index == 0:
+        try:
+            export_lib.export(script_args, training_args, step, evaluated)
+        except export_lib.ExportFailed as err:
+            log.error("export failed (the checkpoints are untouched; a restart exports again): %s", err)
+            return leave(exit_codes.EXPORT_FAILED, trainer)
     return leave(exit_codes.OK, trainer)
