@@ -36,7 +36,7 @@ REQUIREMENTS_TPU = pathlib.Path(REPO) / "trainers" / "gemma_jax" / "requirements
 
 
 @pytest.fixture(scope="module")
-def fingerprints() -> dict[str, str]:
+def fingerprints() -> dict[str, dict[str, str]]:
     return tpu_table.current_fingerprints()
 
 
@@ -56,7 +56,7 @@ def test_the_table_was_compiled_from_the_program_its_key_names(name, fingerprint
     assert entry is not None, f"{name}: not compiled; run `make tpu-compile`"
     assert entry["key"] == key and compiled_hbm.key_name(entry["key"]) == name
     assert entry["chips"] == math.prod(int(d) for d in key["topology"].split("x")) * key["slices"]
-    assert entry["fingerprint"] == fingerprints[name], (
+    assert entry["fingerprint"] == fingerprints["programs"][name], (
         f"{name}: the train step changed since it was compiled; run `make tpu-compile`")
 
 
@@ -66,8 +66,9 @@ def test_each_run_finds_its_program_s_figure_and_leaves_the_margin_free(run, fin
     found = compiled_hbm.lookup(r["key"])
     assert found is not None, f"{run}: no figure for {compiled_hbm.describe(r['key'])}"
     assert (found.topology, found.slices) == (r["topology"], r["slices"])
-    # The run's own flags lower to the very program the figure was compiled from.
-    assert fingerprints[compiled_hbm.key_name(r["key"])] == TABLE[compiled_hbm.key_name(r["key"])]["fingerprint"]
+    # The run's own flags (data, checkpoints, profiling, export...) lower to the very program the figure was
+    # compiled from: the key holds everything that decides it.
+    assert fingerprints["runs"][run] == TABLE[compiled_hbm.key_name(r["key"])]["fingerprint"]
     assert found.per_chip_gib is not None, f"{run}: {TABLE[compiled_hbm.key_name(r['key'])].get('error')}"
     assert found.fits, (
         f"{run}: {found.per_chip_gib:.2f} GiB of {found.hbm_gib} GiB per chip leaves "

@@ -104,8 +104,18 @@ def fingerprints(keys: dict[str, dict]) -> dict[str, str]:
                                   lower_only=True)["fingerprint"] for name, key in keys.items()}
 
 
-def current_fingerprints() -> dict[str, str]:
-    """fingerprints() of every shipped run's program, from a process of its own."""
+def run_fingerprints(runs: list[dict]) -> dict[str, str]:
+    """{run: fingerprint} of every run's own flags on its slice, lowered in this process."""
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    from trainers.gemma_jax import aot  # pylint: disable=g-import-not-at-top
+
+    return {r["run"]: aot.compile_run(r["args"], r["topology"], r["slices"], lower_only=True)["fingerprint"]
+            for r in runs}
+
+
+def current_fingerprints() -> dict[str, dict[str, str]]:
+    """{"programs": fingerprints() of every shipped program, "runs": run_fingerprints() of every shipped run},
+    from a process of its own."""
     return _json_of([sys.executable, __file__, "--fingerprints"])
 
 
@@ -176,7 +186,8 @@ def markdown_rows(table: dict, runs: list[dict]) -> list[str]:
 
 if __name__ == "__main__":
     if sys.argv[1:] == ["--fingerprints"]:
-        print(json.dumps(fingerprints(programs(shipped_runs()))))
+        runs = shipped_runs()
+        print(json.dumps({"programs": fingerprints(programs(runs)), "runs": run_fingerprints(runs)}))
         sys.exit(0)
     if sys.argv[1:] == ["--migrate"]:
         write_table(migrate(read_table()))
