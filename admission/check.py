@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
-from admission import accelerator_memory, autopilot, fit, syntax
+from admission import accelerator_memory, autopilot, fit, local_data, syntax
 from admission.findings import Finding
 from core.contract import SchedulingContract
 from manifests.kueue import kueue_manifests
@@ -105,7 +105,7 @@ def staging_problems(config: StackConfig) -> list[Problem]:
 
 def admit(config: StackConfig) -> StackConfig:
     """The config, once every run passes every rule; else a ConfigError listing each failure."""
-    problems = admission_problems(config) + staging_problems(config)
+    problems = admission_problems(config) + staging_problems(config) + local_data.first_rows_problems(config)
     if problems:
         raise ConfigError(problems)
     return config

@@ -25,6 +25,10 @@ def _deploy(path, data):
     return run_stack("dev", overrides={"gke-finetune:datasets": datasets, "gke-finetune:runs": runs})
 
 
+CHAT = b'{"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello."}]}\n'
+OTHER_CHAT = CHAT.replace(b"Hello.", b"Hello!")
+
+
 def _md5(data: bytes) -> str:
     return base64.b64encode(hashlib.md5(data).digest()).decode()
 
@@ -32,8 +36,8 @@ def _md5(data: bytes) -> str:
 def test_a_folder_is_uploaded_file_by_file_with_its_checksum_before_the_runs(tmp_path):
     folder = tmp_path / "tickets"
     (folder / "2026").mkdir(parents=True)
-    (folder / "train.jsonl").write_text('{"messages": []}\n')
-    (folder / "2026" / "more.jsonl").write_text('{"messages": [1]}\n')
+    (folder / "train.jsonl").write_bytes(CHAT)
+    (folder / "2026" / "more.jsonl").write_bytes(OTHER_CHAT * 2)
     (folder / ".DS_Store").write_text("not data")  # hidden: left out
     d = _deploy(folder, "tickets")
     objects = {o.inputs["name"]: o for o in d.of_type(OBJECT)}
@@ -41,14 +45,14 @@ def test_a_folder_is_uploaded_file_by_file_with_its_checksum_before_the_runs(tmp
                             "datasets/dev/tickets/.staged.json"}
     train = objects["datasets/dev/tickets/train.jsonl"]
     assert train.inputs["bucket"] == BUCKET
-    assert train.inputs["sourceMd5hash"] == _md5(b'{"messages": []}\n')
+    assert train.inputs["sourceMd5hash"] == _md5(CHAT)
     assert train.delete_before_replace  # the same name: the old object goes first
     assert train.retain_on_delete  # `pulumi destroy` leaves the dataset in the bucket
     content = objects["datasets/dev/tickets/.staged.json"].inputs["content"]
     record = json.loads(content["value"] if isinstance(content, dict) else content)  # a secret to the provider
     assert record["source"] == {"kind": "path", "path": str(folder)}
-    assert [(f["name"], f["size"]) for f in record["files"]] == [("2026/more.jsonl", 18), ("train.jsonl", 17)]
-    assert record["files"][1]["sha256"] == hashlib.sha256(b'{"messages": []}\n').hexdigest()
+    assert [(f["name"], f["size"]) for f in record["files"]] == [("2026/more.jsonl", 2 * len(CHAT)), ("train.jsonl", len(CHAT))]
+    assert record["files"][1]["sha256"] == hashlib.sha256(CHAT).hexdigest()
     [run] = d.of_type(JOBSET)
     assert {o.urn for o in objects.values()} <= set(run.dependencies)
     assert not d.of_type(JOB)  # no staging Job: `pulumi up` uploads it
@@ -59,15 +63,15 @@ def test_a_folder_is_uploaded_file_by_file_with_its_checksum_before_the_runs(tmp
 
 def test_a_file_is_read_by_its_name_and_only_a_changed_file_changes(tmp_path):
     path = tmp_path / "chats.jsonl"
-    path.write_text("a\n")
+    path.write_bytes(CHAT)
     first = {o.inputs["name"]: o.inputs for o in _deploy(path, "tickets").of_type(OBJECT)}
     again = {o.inputs["name"]: o.inputs for o in _deploy(path, "tickets").of_type(OBJECT)}
     assert {k: v["sourceMd5hash"] for k, v in first.items() if "sourceMd5hash" in v} == {
         k: v["sourceMd5hash"] for k, v in again.items() if "sourceMd5hash" in v}  # nothing to upload again
-    path.write_text("b\n")
+    path.write_bytes(OTHER_CHAT)
     changed = _deploy(path, "tickets")
     [obj] = [o for o in changed.of_type(OBJECT) if o.inputs["name"] == "datasets/dev/tickets/chats.jsonl"]
-    assert obj.inputs["sourceMd5hash"] == _md5(b"b\n") != first["datasets/dev/tickets/chats.jsonl"]["sourceMd5hash"]
+    assert obj.inputs["sourceMd5hash"] == _md5(OTHER_CHAT) != first["datasets/dev/tickets/chats.jsonl"]["sourceMd5hash"]
     [run] = changed.of_type(JOBSET)
     args = run.inputs["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["containers"][0]["args"]
     assert args[args.index("--data_path") + 1] == "/data/tickets/chats.jsonl"
