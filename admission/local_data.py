@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import itertools
 import posixpath
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -68,23 +68,28 @@ def local_data(config: StackConfig, run) -> LocalData | None:
     return LocalData(name, tuple(files), spec)
 
 
-def bad_rows(data: LocalData, rows_per_file: int | None = None) -> Iterator[BadRow | int]:
+def bad_rows(data: LocalData, rows_per_file: int | None = None,
+             each: Callable[[str, int, formats.Record], None] | None = None) -> Iterator[BadRow | tuple[str, int]]:
     """Each row its trainer would refuse, file by file (the first `rows_per_file` of each; all with None),
-    and after each file the number of rows read from it (an int), for counts and progress."""
+    and after each file (its name, the rows read from it), for counts and progress; `each` is
+    given every good row as its trainer reads it."""
     for name, path in data.files:
         read = 0
         try:
             for row, record in enumerate(itertools.islice(records.iter_records(path), rows_per_file), start=1):
                 read = row
                 try:
-                    formats.read_record(data.spec, record, row)
+                    got = formats.read_record(data.spec, record, row)
                 except formats.FormatError as err:
                     yield BadRow(name, row, str(err).removeprefix(f"row {row}: "))
+                    continue
+                if each is not None:
+                    each(name, row, got)
         except ImportError as err:
             yield BadRow(name, 0, f"not read on this machine ({err})", unread=True)
         except (records.RecordsError, UnicodeDecodeError, ValueError, OSError) as err:
             yield BadRow(name, 0, f"can't be read as records after row {read}: {err}")
-        yield read
+        yield name, read
 
 
 def first_rows_problems(config: StackConfig) -> list[Problem]:
