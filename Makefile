@@ -81,6 +81,7 @@ help:
 	@echo "                                 verified (DELETE_SOURCE=1: delete the old objects once all are verified)"
 	@echo ""
 	@echo "Its model, once trained (docs/model-out.md; RUN=<run>, a run with export:):"
+	@echo "  make check-data STACK=s RUN=r     every row of the run's local data as its trainer reads it (bad rows, split, examples)"
 	@echo "  make download STACK=a4 RUN=<run>   its export to models/<stack>/<run>/ (DIR=<dir>), checksums verified;"
 	@echo "                                 CHECKPOINT=<step> a checkpoint instead; FORCE=1 into a directory holding other files"
 	@echo "  make generate STACK=a4 RUN=<run> PROMPT='...'   the downloaded model's answer, streamed (CPU or GPU; DIR=<dir>)"
@@ -211,6 +212,12 @@ inspect: $(VENV)/.installed
 # the prefixes that carry the stack, each object verified; the source deleted only with DELETE_SOURCE=1 (tools/migrate/).
 migrate: $(VENV)/.installed
 	$(call keep_code,$(VENV)/bin/python -m tools.migrate $(RUN_ARGS) $(if $(DELETE_SOURCE),--delete-source))
+
+# make check-data STACK= RUN= [JSON=1]: every row of the run's local `path:` data as its trainer will read it: bad rows
+# (file:row), rows, lengths, the train/eval split and its warnings, examples with the trained text marked (tools/data/).
+.PHONY: check-data
+check-data: $(VENV)/.installed
+	$(call keep_code,$(VENV)/bin/python -m tools.data check $(RUN_ARGS) $(if $(JSON),--json))
 
 # --- a run's model, after training (tools/model/, docs/model-out.md) ---
 # make download STACK= RUN= [DIR=] [CHECKPOINT=<step>] [FORCE=1]: the export from the bucket (google-cloud-storage, .venv).

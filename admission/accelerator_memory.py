@@ -1,8 +1,9 @@
 """Does a run's model fit its pool's accelerators? Its memory per chip against what a chip offers.
 
 TPU (a trainer with a `memory_module`: the JAX trainer): the TPU compiler's own figure where
-core/compiled_hbm.json holds the run compiled from its current flags, else the trainer's memory
-model (trainers/gemma_jax/memory.py), calibrated on that compiler; a chip offers the HBM the
+core/compiled_hbm.json holds the run's program (keyed by what determines it: model, batch, sequence
+length, LoRA rank, FSDP, dtypes, loss mask and the slice; the memory module's `program_key`), else the
+trainer's memory model (trainers/gemma_jax/memory.py), calibrated on that compiler; a chip offers the HBM the
 compiler reports, and 1 GiB must stay free (core/compiled_hbm.py MARGIN_GIB). The model is within
 its CALIBRATION_TOLERANCE (10%) of the compiler on the compiled runs, so a run is refused on an
 estimate only when it exceeds the chip even 10% lower; within that band it is `tight`: `make
@@ -78,14 +79,14 @@ class ChipMemory:
         return self.chip_fits and self.host_fits
 
 
-def _tpu(run, contract: SchedulingContract, args: list[str], stack: str, chips: int) -> ChipMemory | None:
+def _tpu(run, contract: SchedulingContract, args: list[str], chips: int) -> ChipMemory | None:
     row = run.row
     module, flags = importlib.import_module(row.memory_module), importlib.import_module(row.flags_module)
     model = flags.parse(args).model
     if model not in module.shapes():  # a test model: nothing to estimate
         return None
-    found = compiled_hbm.lookup(stack, run.name, args)
-    if found is not None and found.current and found.per_chip_gib is not None:
+    found = compiled_hbm.lookup(module.program_key(args, contract.shape.topology, contract.slices))
+    if found is not None and found.per_chip_gib is not None:
         return ChipMemory(run.name, model, run.pool, found.per_chip_gib, found.hbm_gib, compiled_hbm.MARGIN_GIB,
                           f"the TPU compiler's figure (libtpu {found.libtpu})")
     estimate = module.estimate_run(args, chips, contract.slices)
@@ -121,14 +122,14 @@ def _gpu(run, contract: SchedulingContract, args: list[str], gpus: int, memory_r
                       host_offered_gib=quantity.gib(memory_request))
 
 
-def run_memory(run, contract: SchedulingContract, container: Mapping, stack: str) -> ChipMemory | None:
+def run_memory(run, contract: SchedulingContract, container: Mapping) -> ChipMemory | None:
     """The run's memory per chip, from its container as the manifest builds it; None where not known
     (one's own container, a model the platform has no shapes of)."""
     if run.trainer is None:
         return None
     args, chips = list(container.get("args", [])), run.chips_per_host or contract.chips_per_host
     if contract.family is Family.TPU and run.row.memory_module:
-        return _tpu(run, contract, args, stack, chips * contract.hosts_per_slice * contract.slices)
+        return _tpu(run, contract, args, chips * contract.hosts_per_slice * contract.slices)
     if contract.family is Family.GPU and run.row.flags_module:
         return _gpu(run, contract, args, chips, container["resources"]["requests"]["memory"])
     return None

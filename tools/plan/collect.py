@@ -117,7 +117,7 @@ def collect(stack: str, root: Path = ROOT, secrets: tuple[str, ...] = ()) -> dic
         "outputs": mask(deployment.outputs),
         "cost": cost(config),
         "fit": fit_module.fit_table(config),
-        "hbm": hbm_rows(stack, declared),
+        "hbm": hbm_rows(config, declared),
         "model_memory": memory_rows(config, declared),
         "manifests": mask(declared),
         "kueue": _kueue_objects(config),

@@ -18,7 +18,7 @@ def memory_rows(config: StackConfig, manifests: Mapping[str, Mapping]) -> list[d
     contracts, rows = config.contracts(), []
     for run in config.runs:
         pod = manifests[run.name]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
-        found = accelerator_memory.run_memory(run, contracts[run.pool], pod["containers"][0], config.stack)
+        found = accelerator_memory.run_memory(run, contracts[run.pool], pod["containers"][0])
         if found is None:
             rows.append({"run": run.name, "state": "own container" if run.trainer is None else "not estimated"})
             continue

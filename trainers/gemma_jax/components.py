@@ -84,7 +84,7 @@ class DataPlan:
 
 def needs_loss_mask(cfg: cli.Config) -> bool:
     """Whether the run's format trains only some tokens (then every row carries `loss_mask`)."""
-    return cfg.data_format != "text" and cfg.loss_on != "all"
+    return formats.trains_some_tokens(cfg.data_format, cfg.loss_on)
 
 
 def reads_records(cfg: cli.Config) -> bool:

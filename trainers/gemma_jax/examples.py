@@ -40,8 +40,10 @@ def default_template(model: str) -> str:
 @functools.cache
 def _specials(tokenizer) -> tuple[dict[str, int], re.Pattern | None]:
     sp = tokenizer._sp  # pylint: disable=protected-access  # gemma's SentencePieceProcessor
-    # User-defined pieces (Gemma's turn markers) SentencePiece matches in text by itself; control ones never.
-    pieces = {sp.IdToPiece(i): i for i in range(sp.GetPieceSize()) if sp.IsControl(i) and len(sp.IdToPiece(i)) > 1}
+    # User-defined pieces (Gemma's turn markers) SentencePiece matches in text by itself; control pieces and
+    # the unknown piece never, while transformers splits every special token (`<unk>` too) out of the text.
+    pieces = {sp.IdToPiece(i): i for i in range(sp.GetPieceSize())
+              if (sp.IsControl(i) or sp.IsUnknown(i)) and len(sp.IdToPiece(i)) > 1}
     if not pieces:
         return pieces, None
     return pieces, re.compile("|".join(re.escape(p) for p in sorted(pieces, key=len, reverse=True)))

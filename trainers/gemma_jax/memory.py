@@ -154,6 +154,30 @@ def estimate_run(argv: list[str], chips: int, slices: int = 1) -> Estimate:
                     batch_size=cfg.batch_size, maxlen=cfg.maxlen)
 
 
+# The flags the train step's program is built from (components.model_parts, steps.make_train_step,
+# aot.abstract_inputs), which with the slice decide what the compiler assigns per chip. The learning
+# rate, warmup, seed and everything about data, checkpoints and logs are not among them.
+PROGRAM_FLAGS = ("model", "batch_size", "maxlen", "lora_rank", "fsdp", "param_dtype", "master_dtype")
+
+
+def program_key(argv: list[str], topology: str, slices: int = 1) -> dict:
+    """What the compiled train step of a run's flags depends on, on `slices` v6e slices of `topology`
+    (core/compiled_hbm.py keys its figures by it); standard library only."""
+    from trainers.gemma_jax import flags  # pylint: disable=g-import-not-at-top
+    from trainers.sft_data import formats  # pylint: disable=g-import-not-at-top
+
+    cfg = flags.parse(argv)
+    key = {name: getattr(cfg, name) for name in PROGRAM_FLAGS}
+    key["loss_mask"] = formats.trains_some_tokens(cfg.data_format, cfg.loss_on)  # components.needs_loss_mask
+    return {**key, "topology": topology, "slices": slices}
+
+
+def program_args(key: dict) -> list[str]:
+    """Trainer flags that build exactly the program of `key` (what `make tpu-compile` compiles)."""
+    args = [f"--{name}={key[name]}" for name in PROGRAM_FLAGS]
+    return args + (["--data_format=conversational"] if key["loss_mask"] else [])
+
+
 def real_shapes(names=None) -> dict[str, dict]:
     """model_shapes.json's content, from gemma's own model configs (needs jax and gemma)."""
     from trainers.gemma_jax import model as model_lib  # pylint: disable=g-import-not-at-top

@@ -53,6 +53,12 @@ class TemplateProblem(FormatError):
 # --- the run's settings --------------------------------------------------------------------------
 
 
+def trains_some_tokens(data_format: str, loss_on: str) -> bool:
+    """Whether a run's records carry a loss mask: every format but text trains some tokens only, unless
+    `loss_on` is all."""
+    return data_format != "text" and loss_on != "all"
+
+
 def parse_columns(text: str) -> dict[str, str]:
     """'prompt=question,completion=answer' -> {'prompt': 'question', 'completion': 'answer'}."""
     mapping: dict[str, str] = {}
@@ -254,7 +260,34 @@ class Record:
 
 
 def read_record(spec: Spec, record: Mapping, row: int) -> Record:
-    """The record as a chat or as plain text; FormatError naming the row, the column and what was expected."""
+    """The record as a chat or as plain text; FormatError naming the row, the column and what was expected.
+    Refused too, where TRL's SFTTrainer would train something other than the answer (docs/own-data.md,
+    "Parity with TRL"): an empty trained answer, a completion holding a turn of another role, a plain
+    prompt ending in a space or tab."""
+    read = _read_record(spec, record, row)
+    _trl_divergence(spec, read, row)
+    return read
+
+
+def _trl_divergence(spec: Spec, read: Record, row: int) -> None:
+    if read.chat:
+        trained = [(i, m) for i, m in enumerate(read.messages) if i >= read.trained_from]
+        if spec.format == "prompt-completion" and any(m["role"] != TRAINED_ROLE for _, m in trained):
+            role = next(m["role"] for _, m in trained if m["role"] != TRAINED_ROLE)
+            raise _fail(row, spec.column("completion"), f"holds a {role} turn, which TRL trains as the model's "
+                        "words", "a completion of assistant turns only (earlier turns belong in the prompt)")
+        if any(m["role"] == TRAINED_ROLE and not m["content"] for _, m in trained):
+            column = spec.column("messages" if spec.format == "conversational" else "completion")
+            raise _fail(row, column, "has an empty assistant answer, which would train the model to end its "
+                        "turn at once", "a non-empty answer (drop the row)")
+    elif len(read.plain) == 2 and read.plain[0][0][-1:] in (" ", "\t"):
+        raise _fail(row, spec.column("prompt"), "ends in a space or tab, which the tokenizer joins to the "
+                    "completion's first word (TRL tokenizes them together, so no token boundary falls there)",
+                    "the space at the start of the completion instead, e.g. prompt 'The sky is', "
+                    "completion ' blue.'")
+
+
+def _read_record(spec: Spec, record: Mapping, row: int) -> Record:
     if spec.format == "text":
         return Record(plain=((_text(record, spec.column("text"), row), True),))
     system = [{"role": "system", "content": spec.system_prompt}] if spec.system_prompt else []
