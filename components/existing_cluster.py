@@ -32,7 +32,7 @@ def existing_cluster(cfg: StackConfig) -> Footing:
             checked=lambda kubeconfig: preflight.checked_kubeconfig(cfg, kubeconfig))
         pulumi.export("clusterName", existing.name)
         pulumi.export("clusterLocation", existing.location)
-    grants, stager = [], None
+    grants, stager, server = [], None, None
     if cfg.project_number:
         # The principals the bucket grants name, declared here or by the platform team.
         trainer = kubernetes_service_account_principal(cfg.project_number, cfg.project, cfg.runs_namespace,
@@ -41,6 +41,10 @@ def existing_cluster(cfg: StackConfig) -> Footing:
                                                       cfg.stager_account)
         pulumi.export("trainerPrincipal", trainer)
         pulumi.export("stagerPrincipal", stager)
+        if cfg.serve is not None:
+            server = kubernetes_service_account_principal(cfg.project_number, cfg.project, cfg.runs_namespace,
+                                                          cfg.server_account)
+            pulumi.export("serverPrincipal", server)
     if existing.bucket_grants:  # projectNumber is set (stack/config.py)
         grants = BucketGrants("data", BucketGrantsArgs(bucket=cfg.data_bucket, trainer_member=trainer,
                                                        runs=[run.name for run in cfg.runs],
@@ -48,4 +52,4 @@ def existing_cluster(cfg: StackConfig) -> Footing:
     pulumi.export("bucketUrl", f"gs://{cfg.data_bucket}")
     return Footing(provider=access.provider, images=trainer_images(cfg, None), contracts=cfg.contracts(),
                    stager_member=stager, bucket=grants, install_controllers=existing.controllers == "install",
-                   staging_grants=existing.bucket_grants)
+                   staging_grants=existing.bucket_grants, server_member=server if existing.bucket_grants else None)

@@ -197,15 +197,22 @@ def resource_requests(row: Trainer, contract: SchedulingContract) -> dict[str, s
     a whole-node trainer); Autopilot sets limits equal to requests.
     https://cloud.google.com/kubernetes-engine/docs/concepts/autopilot-resource-requests
     """
+    return node_requests(contract, memory_volumes_gib(row, contract), row.hf_cache_size or SCRATCH_STORAGE)
+
+
+def node_requests(contract: SchedulingContract, memory_volumes: float, ephemeral: str) -> dict[str, str]:
+    """The requests of a pod that owns its VM: the node's allocatable less the FUSE sidecar, `memory_volumes`
+    GiB of memory-backed volumes, room for the node's DaemonSets and the memory model's margin; on Autopilot,
+    capped at what it admits for the accelerator."""
     node = contract.allocatable
     cpu = node.cpu - float(quantity.parse(storage.SIDECAR_CPU)) - SYSTEM_HEADROOM_CPU
     # The capacity model's margin stays free too (core/allocatable.py, admission/fit.py).
     memory = (node.memory / quantity.GIB * (1 - MEMORY_MODEL_MARGIN) - quantity.gib(storage.SIDECAR_MEMORY)
-              - memory_volumes_gib(row, contract) - SYSTEM_HEADROOM_MEMORY_GIB)
+              - memory_volumes - SYSTEM_HEADROOM_MEMORY_GIB)
     requests = {
         "cpu": str(max(1, math.floor(cpu))),
         "memory": f"{max(1, math.floor(memory))}Gi",
-        "ephemeral-storage": row.hf_cache_size or SCRATCH_STORAGE,
+        "ephemeral-storage": ephemeral,
     }
     if contract.autopilot:
         for resource, cap in contract.shape.accelerator.autopilot_request_caps:

@@ -83,7 +83,7 @@ def cache_plan(contract: SchedulingContract) -> CachePlan:
     return TPU_CACHE if contract.family is Family.TPU else LOCAL_SSD_CACHE
 
 
-def sidecar_annotations(contract: SchedulingContract) -> dict[str, str]:
+def sidecar_annotations(contract: SchedulingContract, file_cache: bool = True) -> dict[str, str]:
     """The GCS FUSE sidecar's injection and resources, as pod annotations.
 
     Requests reserve what it needs (and the cache, where that is its own
@@ -94,7 +94,8 @@ def sidecar_annotations(contract: SchedulingContract) -> dict[str, str]:
     https://github.com/GoogleCloudPlatform/gcs-fuse-csi-driver/blob/main/docs/troubleshooting.md
     """
     cache = cache_plan(contract)
-    ephemeral = f"{SIDECAR_EPHEMERAL_GIB + (0 if cache.in_memory else cache.gib)}Gi"
+    # `file_cache=False`: a pod whose mounts keep no file cache (a model server reads its model once).
+    ephemeral = f"{SIDECAR_EPHEMERAL_GIB + (0 if cache.in_memory or not file_cache else cache.gib)}Gi"
     requests = {"cpu": SIDECAR_CPU, "memory": SIDECAR_MEMORY, "ephemeral-storage": ephemeral}
     limits = dict(requests) if contract.autopilot else {name: "0" for name in requests}
     annotations = {"gke-gcsfuse/volumes": "true"}
@@ -157,11 +158,14 @@ def run_mounts(run_name: str, export_prefix: str | None = None) -> tuple[Mount, 
 
 
 def volume(mount: Mount, bucket: str, host_network: bool, owner: Owner | None = None,
-           cache: CachePlan = LOCAL_SSD_CACHE) -> dict:  # fmt: skip
-    """The CSI ephemeral volume of `mount`; `owner` for a trainer that does not run as root."""
+           cache: CachePlan = LOCAL_SSD_CACHE, options: tuple[str, ...] | None = None) -> dict:  # fmt: skip
+    """The CSI ephemeral volume of `mount`; `owner` for a trainer that does not run as root; `options`
+    instead of the data's (read) or the checkpoints' (written) mount options."""
     reads = (*DATA_OPTIONS, f"file-cache:max-size-mb:{cache.max_size_mb}")
+    if options is None:
+        options = WRITE_OPTIONS if mount.writable else reads
     options = (
-        *(WRITE_OPTIONS if mount.writable else reads),
+        *options,
         *(owner.mount_options if owner else ()),
         f"only-dir={mount.prefix}",
     )

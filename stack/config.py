@@ -17,7 +17,8 @@ from pydantic import Field, ValidationError, ValidationInfo, field_validator, mo
 from core.contract import SchedulingContract
 from core.dockerfile import IMAGE_BUILDERS, ImageBuilder
 from core.ids import default_bucket_name, default_cluster_name, default_registry_id
-from core.names import RUNS_NAMESPACE, export_prefix, stager_service_account, trainer_service_account
+from core.names import (RUNS_NAMESPACE, export_prefix, server_service_account, stager_service_account,
+                        trainer_service_account)
 from core.syntax import DNS_1035_LABEL, or_empty, PROJECT_ID, REGION
 from core.trainers import TRAINERS
 from stack.contracts import derive_contracts
@@ -31,6 +32,7 @@ from stack.problems import MISSING, ConfigError, Problem, from_validation_error,
 from stack.rules import (bucket_problems, dataset_stack_problems, mode_problems, namespace_problems,
                          offering_problems, unique_name_problems, zone_problems)
 from stack.runs import RunConfig, run_problems
+from stack.serving import ServeConfig, serve_problems
 
 
 class StackConfig(StackModel):
@@ -74,6 +76,8 @@ class StackConfig(StackModel):
     )
     datasets: tuple[DatasetConfig, ...] = ()
     runs: tuple[RunConfig, ...] = ()
+    # An OpenAI-compatible vLLM server of one run's export (stack/serving.py); None: no server.
+    serve: ServeConfig | None = None
 
     # Where built trainer images are pushed and how they are built (stack/image_build.py).
     image_build: ImageBuild = ImageBuild()
@@ -134,6 +138,12 @@ class StackConfig(StackModel):
         # Pulumi.yaml's default, {}: the stack declares its own cluster.
         return None if value == {} else value
 
+    @field_validator("serve", mode="before")
+    @classmethod
+    def _no_server(cls, value: Any) -> Any:
+        # Pulumi.yaml's default, {}: no server.
+        return None if value == {} else value
+
     @field_validator("pools")
     @classmethod
     def _pools(cls, pools: tuple[PoolConfig, ...], info: ValidationInfo) -> tuple[PoolConfig, ...]:
@@ -164,6 +174,8 @@ class StackConfig(StackModel):
         problems += run_problems(self.runs, self.contracts())
         problems += dataset_stack_problems(self.datasets, self.runs)
         problems += queueing_problems(self.runs, self.contracts(), self.autopilot)
+        problems += serve_problems(self.serve, self.runs, self.contracts(), {c.pool for c in self.kueue_flavors()},
+                                   self.autopilot)
         problems += self._existing_problems()
         problems += self._offering_problems()
         raise_problems(problems)
@@ -230,6 +242,10 @@ class StackConfig(StackModel):
     @property
     def trainer_account(self) -> str:
         return trainer_service_account(self.stack)
+
+    @property
+    def server_account(self) -> str:
+        return server_service_account(self.stack)
 
     @property
     def stager_account(self) -> str:

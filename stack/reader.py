@@ -23,11 +23,12 @@ from core.names import PROJECT
 from stack.config import StackConfig
 from stack.problems import ConfigError, Problem, from_validation_error
 from stack.rules import placeholder_problems
+from stack.serving import placeholder_problems as serve_placeholder
 from stack.secrets import HF_TOKEN_KEY, SET_IT, TokenState, hf_token_problems, needs_hf_token
 
 # Keys whose stack value is structured; Pulumi hands them to the program as JSON.
 _STRUCTURED = ("pools", "shapes", "images", "runs", "zones", "network", "datasets", "existingCluster", "charts",
-               "imageBuild")
+               "imageBuild", "serve")
 _NOT_MODEL_KEYS = (HF_TOKEN_KEY,)
 _GCP_KEYS = {"gcp:project": "project", "gcp:region": "region"}
 
@@ -131,7 +132,7 @@ def load() -> StackConfig:
     state = "secret" if hf_token_planned_only() else _hf_token_state()
     problems = hf_token_problems(values.get("runs"), state, values.get("datasets"))
     if applying():
-        problems += placeholder_problems(str(values.get("project", "")))
+        problems += placeholder_problems(str(values.get("project", ""))) + serve_placeholder(values.get("serve"))
     return validate(values, problems)
 
 

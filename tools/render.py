@@ -14,7 +14,8 @@ its replicated jobs (`child_jobs`), for `make scan`: checkov does not know the
 JobSet kind and would check nothing inside its pod template. `--kueue` writes
 the stack's Kueue objects instead (manifests/kueue.py), one `<kind>-<name>.yaml`
 each; none for a stack without Kueue. `--compute-classes` writes an Autopilot
-stack's ComputeClasses, one per capacity ladder (manifests/compute_class.py).
+stack's ComputeClasses, one per capacity ladder (manifests/compute_class.py). `--serve` writes the
+model server's Deployment, Service and PriorityClass (`serve:`, manifests/serving.py).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+from admission.serving import serve_manifests
 from core.contract import SchedulingContract
 from manifests.staging import stack_staging_jobs
 from manifests.jobset import child_jobs
@@ -37,7 +39,7 @@ from stack.runs import RunConfig
 from tools import stacks
 from tools.yaml_files import to_yaml, write_manifests
 
-__all__ = ["explode_jobs", "stack_compute_class_manifests", "stack_inputs", "stack_kueue_manifests", "stack_manifests", "to_yaml", "write_manifests"]
+__all__ = ["explode_jobs", "stack_compute_class_manifests", "stack_serve_manifests", "stack_inputs", "stack_kueue_manifests", "stack_manifests", "to_yaml", "write_manifests"]
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -76,6 +78,12 @@ def stack_compute_class_manifests(stack: str, root: Path = ROOT) -> dict[str, di
     return compute_class_manifests(reader.load_files(stack, root).compute_classes())
 
 
+def stack_serve_manifests(stack: str, root: Path = ROOT) -> dict[str, dict]:
+    """The model server's objects of Pulumi.<stack>.yaml by `<kind>-<name>` (admission/serving.py, the builders
+    components/serving.py applies); empty without `serve:`."""
+    return serve_manifests(reader.load_files(stack, root))
+
+
 def shipped_stacks(root: Path = ROOT) -> list[str]:
     """Every shipped stack (tools/stacks.py `SHIPPED`), existing-cluster ones included: the goldens' stacks."""
     return stacks.shipped(root)
@@ -91,9 +99,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kueue", action="store_true", help="write the stack's Kueue objects instead")
     parser.add_argument("--compute-classes", action="store_true",
                         help="write the stack's ComputeClasses (Autopilot ladders) instead")
+    parser.add_argument("--serve", action="store_true", help="write the stack's model server objects (serve:) instead")
     args = parser.parse_args(argv)
     try:
-        if args.compute_classes:
+        if args.serve:
+            manifests = stack_serve_manifests(args.stack)
+        elif args.compute_classes:
             manifests = stack_compute_class_manifests(args.stack)
         else:
             manifests = stack_kueue_manifests(args.stack) if args.kueue else stack_manifests(args.stack)

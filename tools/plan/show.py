@@ -38,13 +38,15 @@ def render(plan: Mapping) -> str:
 
 
 def write_manifests(plan: Mapping, out_dir: Path) -> list[Path]:
-    """The run manifests in `out_dir`, and the Kueue objects in `out_dir`/kueue/ (removed when none)."""
+    """The run manifests in `out_dir`, the Kueue objects in `out_dir`/kueue/ and the model server's in
+    `out_dir`/serve/ (each folder removed when it has none)."""
     written = render_files(plan["manifests"], out_dir)
-    kueue_dir = out_dir / "kueue"
-    if plan.get("kueue") or kueue_dir.is_dir():
-        written += render_files(plan.get("kueue", {}), kueue_dir)
-    if kueue_dir.is_dir() and not any(kueue_dir.iterdir()):
-        kueue_dir.rmdir()
+    for sub in ("kueue", "serve"):
+        sub_dir = out_dir / sub
+        if plan.get(sub) or sub_dir.is_dir():
+            written += render_files(plan.get(sub, {}), sub_dir)
+        if sub_dir.is_dir() and not any(sub_dir.iterdir()):
+            sub_dir.rmdir()
     return written
 
 
