@@ -30,7 +30,7 @@ help:
 	@echo ""
 	@echo "Offline, no cloud account:"
 	@echo "  make plan STACK=dev            what pulumi up would declare, its cost and fit; run manifests in plan/<stack>/"
-	@echo "                                 SECRETS=hfToken: plan as if that secret were set"
+	@echo "                                 SECRETS=<key>: plan as if that secret key of the project were set"
 	@echo "  make plan-diff BASE=origin/main STACK=dev   what a change adds, removes and modifies against a git ref"
 	@echo "  make test                      create the environments and run every test (test-infra, test-jax, test-gpu, scan)"
 	@echo "  make test-infra                the platform's tests and import contracts (.venv)"
@@ -59,6 +59,9 @@ help:
 	@echo ""
 	@echo "Google Cloud (the Pulumi CLI, gcloud credentials):"
 	@echo "  make doctor STACK=dev          what the first pulumi up needs, and what to do for each miss (reads only)"
+	@echo "  make backend PROJECT=<id> LOCATION=<region>  the team's gs:// state backend: prints the gcloud commands; APPLY=1 runs them"
+	@echo "  make handoff STACK=existing-dev   an existing cluster's stack: the RBAC, IAM and firewall rule the platform team applies"
+	@echo "                                 HANDOFF_ARGS='--user <account> --out <dir>': who deploys; also write rbac.yaml, gcloud.sh"
 	@echo "  make preview STACK=dev         pulumi preview --diff"
 	@echo "  make up STACK=dev              pulumi up: the platform, the trainer images, the runs (local state in .pulumi-state/)"
 	@echo "  make destroy STACK=dev         pulumi destroy (the data bucket is kept)"
@@ -70,6 +73,8 @@ help:
 	@echo "  make cancel STACK=dev RUN=<run>    stop it, checkpoints kept (suspend: true in the stack file, applied)"
 	@echo "  make resume STACK=dev RUN=<run>    start it again from its checkpoints"
 	@echo "  make inspect STACK=dev RUN=<run>   one folder (OUT=<dir>, default inspect/) with what debugging it needs"
+	@echo "  make migrate STACK=dev [RUN=<run>] copy what a run deployed before prefixes carried the stack to its new ones,"
+	@echo "                                 verified (DELETE_SOURCE=1: delete the old objects once all are verified)"
 	@echo ""
 	@echo "Its model, once trained (docs/model-out.md; RUN=<run>, a run with export:):"
 	@echo "  make download STACK=a4 RUN=<run>   its export to models/<stack>/<run>/ (DIR=<dir>), checksums verified;"
@@ -150,7 +155,7 @@ destroy: _stack
 
 # --- Offline plan (no CLI, no credentials: the program under the mocks the tests use) ---
 BASE ?= origin/main
-# Secret keys to plan as set (e.g. SECRETS=hfToken); a stack file's `secure:` values always are.
+# Secret keys of the project to plan as set; a stack file's `secure:` values always are (the shipped stacks hold none).
 SECRETS ?=
 PLAN_SECRETS := $(foreach key,$(SECRETS),--secret $(key))
 .PHONY: plan plan-diff golden status
@@ -183,7 +188,7 @@ define keep_code
 @$(1) || { code=$$?; echo "make $@: exit code $$code (make itself exits 2): for the code, run $(strip $(1))" >&2; exit $$code; }
 endef
 RUN_ARGS = --stack $(STACK) $(if $(RUN),--run $(RUN))
-.PHONY: logs cancel resume inspect doctor
+.PHONY: logs cancel resume inspect doctor backend handoff migrate
 
 # make logs STACK= RUN= [FOLLOW=1] [POD=<index>|all]: the trainer's log (process 0 by default), across restarts.
 logs: $(VENV)/.installed
@@ -196,6 +201,11 @@ cancel resume: $(VENV)/.installed
 # make inspect STACK= RUN= [OUT=<dir>]: one folder (default inspect/) with the run's objects, events, nodes, logs.
 inspect: $(VENV)/.installed
 	$(call keep_code,$(VENV)/bin/python -m tools.runs inspect $(RUN_ARGS) $(if $(OUT),--out $(OUT)))
+
+# make migrate STACK= [RUN=]: checkpoints/<run>/ and profiles/<run>/ (and, without RUN, datasets/<name>/) copied to
+# the prefixes that carry the stack, each object verified; the source deleted only with DELETE_SOURCE=1 (tools/migrate/).
+migrate: $(VENV)/.installed
+	$(call keep_code,$(VENV)/bin/python -m tools.migrate $(RUN_ARGS) $(if $(DELETE_SOURCE),--delete-source))
 
 # --- a run's model, after training (tools/model/, docs/model-out.md) ---
 # make download STACK= RUN= [DIR=] [CHECKPOINT=<step>] [FORCE=1]: the export from the bucket (google-cloud-storage, .venv).
@@ -214,6 +224,19 @@ generate: $(VENV_GPU)/.installed
 DOCTOR_ARGS ?=
 doctor: $(VENV)/.installed
 	$(call keep_code,$(VENV)/bin/python -m tools.doctor --stack $(STACK) $(DOCTOR_ARGS))
+
+# make backend PROJECT= LOCATION= [BUCKET=] [TEAM=<member>] [APPLY=1]: the team's shared gs:// state backend
+# (tools/backend.py): its own bucket, versioned, uniform access, the deploy and preview identities' rights.
+# A dry run that prints the gcloud commands unless APPLY=1.
+backend: $(VENV)/.installed
+	$(call keep_code,$(VENV)/bin/python -m tools.backend setup --project $(PROJECT) --location $(LOCATION) $(if $(BUCKET),--bucket $(BUCKET)) $(if $(TEAM),--team $(TEAM)) $(if $(APPLY),--apply))
+
+# make handoff STACK=: for a stack on an existing cluster, what the platform team applies (tools/plan/handoff.py):
+# the Kubernetes RBAC its pulumi preview, up and destroy need, the IAM bindings as gcloud commands, the webhooks'
+# firewall rule. HANDOFF_ARGS: --user/--group/--service-account <who deploys>, --out <dir>. Exit 78: not such a stack.
+HANDOFF_ARGS ?=
+handoff: $(VENV)/.installed
+	$(call keep_code,$(VENV)/bin/python -m tools.plan handoff --stack $(STACK) $(HANDOFF_ARGS))
 
 # make status ... WAIT=1 [WAIT_TIMEOUT=<seconds>]: wait until the run (every run without RUN) ends, printing
 # each change of phase (tools/runs/wait.py: 0 succeeded, 3 failed, 4 suspended, 66, 69 and 78 as status,

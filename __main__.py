@@ -14,6 +14,7 @@ controllers, the queues, the staging Jobs and the runs.
 
 import pulumi
 
+from components import bucket_preflight
 from components.apis import ProjectApis, ProjectApisArgs
 from components.cluster import Cluster, ClusterArgs
 from components.existing_cluster import existing_cluster
@@ -30,11 +31,12 @@ from admission.check import admit
 from stack import reader
 from stack.apis import required_apis
 
-# The stack file, validated; then every run against what GKE admits and schedules.
-cfg = admit(reader.load())
+# The stack file, validated; then every run against what GKE admits and schedules; then its bucket, as it is
+# (an existing bucket's settings, the runs kept on the prefixes they were deployed with, the folders there).
+cfg, bucket = bucket_preflight.check(admit(reader.load()))
 
 if cfg.existing:
-    footing = existing_cluster(cfg)
+    footing = existing_cluster(cfg, bucket)
 else:
     # Every other resource waits for the APIs it may use.
     apis = ProjectApis("apis", ProjectApisArgs(project=cfg.project, services=required_apis(cfg)))
@@ -76,6 +78,9 @@ else:
             name=cfg.data_bucket,
             trainer_member=identity.trainer_member,
             runs=[run.name for run in cfg.runs],
+            layout=cfg.bucket_layout,
+            datasets=[d.name for d in cfg.datasets],
+            existing_folders=bucket.folders,
             exports=cfg.export_prefixes(),
             grants_depend_on=[cluster.cluster],
         ),
@@ -124,7 +129,9 @@ else:
     images = trainer_images(cfg, registry.url, after_apis)
     footing = Footing(
         provider=kube.provider, images=images, contracts=pools.contracts, stager_member=identity.stager_member,
-        controller_nodes=system_nodes, cluster=[cluster.cluster], bucket=[storage.bucket, *storage.grants],
+        trainer_member=identity.trainer_member,
+        controller_nodes=system_nodes, cluster=[cluster.cluster],
+        bucket=[storage.bucket, *storage.grants, *storage.folders],
         server_member=identity.server_member, opts=after_apis,
     )
 

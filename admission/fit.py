@@ -10,9 +10,13 @@ annotated `gke-gcsfuse/volumes: "true"`, with the requests the
 `gke-gcsfuse/*-request` annotations give (the driver's defaults otherwise).
 https://cloud.google.com/kubernetes-engine/docs/how-to/cloud-storage-fuse-csi-driver-sidecar#configure-sidecar-resources
 Memory-backed emptyDirs (/dev/shm, an in-memory cache) take node memory
-that no request reserves; they are counted with the memory at their
-`sizeLimit`, and one without a limit is a finding (it may grow to the
-node's memory).
+charged to the container that writes them (a tmpfs page belongs to the
+memory cgroup that first touched it:
+https://docs.kernel.org/admin-guide/cgroup-v2.html#memory-ownership). When
+every container of the pod, the FUSE sidecar included, has a memory limit,
+that is within the limits, which the requests equal here; otherwise they
+take memory no request reserves and are counted at their `sizeLimit`. One
+without a `sizeLimit` is a finding (it may grow to the node's memory).
 """
 
 from __future__ import annotations
@@ -49,8 +53,8 @@ class FitLine:
         return f"{self.resource}: {self.shown(self.requested)} requested of {self.shown(self.allocatable)} allocatable"
 
 
-def _requests(container: Mapping) -> dict[str, float]:
-    asked = (container.get("resources") or {}).get("requests") or {}
+def _requests(container: Mapping, field: str = "requests") -> dict[str, float]:
+    asked = (container.get("resources") or {}).get(field) or {}
     return {r: float(quantity.parse(asked[r])) for r in RESOURCES if r in asked}
 
 
@@ -68,6 +72,25 @@ def fuse_sidecar_requests(annotations: Mapping[str, str]) -> dict[str, float]:
     }
 
 
+def fuse_sidecar_limits(annotations: Mapping[str, str]) -> dict[str, float]:
+    """The injected sidecar's limits (the driver's rule: a limit unset is its request; 0 is none, left out)."""
+    if annotations.get(FUSE_ANNOTATION) != "true":
+        return {}
+    requests = fuse_sidecar_requests(annotations)
+    limits = {r: float(quantity.parse(annotations[f"gke-gcsfuse/{r}-limit"])) if f"gke-gcsfuse/{r}-limit" in
+              annotations else (requests[r] if f"gke-gcsfuse/{r}-request" in annotations else 0.0) for r in RESOURCES}
+    return {r: v for r, v in limits.items() if v}
+
+
+def _memory_bounded(pod: Mapping) -> bool:
+    """Every container of the pod (the injected FUSE sidecar included) has a memory limit."""
+    spec = pod.get("spec") or {}
+    containers = [*(spec.get("initContainers") or ()), *(spec.get("containers") or ())]
+    annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    sidecar = annotations.get(FUSE_ANNOTATION) != "true" or "memory" in fuse_sidecar_limits(annotations)
+    return sidecar and all("memory" in ((c.get("resources") or {}).get("limits") or {}) for c in containers)
+
+
 def memory_volume_bytes(spec: Mapping) -> float:
     return sum(
         float(quantity.parse(v["emptyDir"].get("sizeLimit", "0")))
@@ -76,24 +99,34 @@ def memory_volume_bytes(spec: Mapping) -> float:
     )
 
 
-def pod_requests(pod: Mapping) -> dict[str, float]:
-    """The pod's effective requests (cores, bytes), the injected FUSE sidecar and memory volumes included."""
-    spec = pod.get("spec") or {}
+def effective(pod: Mapping, field: str = "requests") -> dict[str, float]:
+    """The pod's effective `field` (requests or limits: cores, bytes) as the scheduler and the quota count them,
+    the injected FUSE sidecar included: its containers and native sidecars together, or its largest plain
+    init container with the sidecars started before it, whichever is more (component-helpers
+    resource.PodRequests / PodLimits)."""
+    spec, annotations = pod.get("spec") or {}, (pod.get("metadata") or {}).get("annotations") or {}
     running: dict[str, float] = {}
     for container in spec.get("containers") or []:
-        _add(running, _requests(container))
-    sidecars: dict[str, float] = dict(fuse_sidecar_requests((pod.get("metadata") or {}).get("annotations") or {}))
+        _add(running, _requests(container, field))
+    sidecars = dict(fuse_sidecar_requests(annotations) if field == "requests" else fuse_sidecar_limits(annotations))
     peak_init: dict[str, float] = {}
     for init in spec.get("initContainers") or []:
         if init.get("restartPolicy") == "Always":
-            _add(sidecars, _requests(init))
+            _add(sidecars, _requests(init, field))
         else:
-            for resource, value in _requests(init).items():
+            for resource, value in _requests(init, field).items():
                 peak_init[resource] = max(peak_init.get(resource, 0.0), value + sidecars.get(resource, 0.0))
     _add(running, sidecars)
-    effective = {r: max(running.get(r, 0.0), peak_init.get(r, 0.0)) for r in RESOURCES}
-    effective["memory"] += memory_volume_bytes(spec)
-    return effective
+    return {r: max(running.get(r, 0.0), peak_init.get(r, 0.0)) for r in RESOURCES}
+
+
+def pod_requests(pod: Mapping) -> dict[str, float]:
+    """The pod's effective requests (cores, bytes), the injected FUSE sidecar included, and its memory volumes
+    where no memory limit holds them (module docstring)."""
+    requests = effective(pod)
+    if not _memory_bounded(pod):
+        requests["memory"] += memory_volume_bytes(pod.get("spec") or {})
+    return requests
 
 
 def fit_lines(pod: Mapping, node: Allocatable) -> list[FitLine]:

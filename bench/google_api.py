@@ -49,10 +49,9 @@ def _child(stack: str, check: bool) -> dict:
             spent["check_wall"] += time.perf_counter() - wall
 
     replacement = timed if check else (lambda deployment: [])
-    secrets = ("hfToken",)
     with mock.patch.object(collecting, "google_requests", replacement):
         cpu, wall = time.process_time(), time.perf_counter()
-        result = collecting.collect(stack, secrets=secrets)
+        result = collecting.collect(stack)
         cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     return {"plan_cpu_s": cpu, "plan_wall_s": wall, **spent, "requests": len(result["google"])}
 

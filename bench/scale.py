@@ -41,7 +41,7 @@ from pathlib import Path
 
 from bench import report
 from bench.scale_run import Case, run_case
-from bench.scale_table import table
+from bench.scale_table import phase_table, table
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         result["wall_s"] = round(time.monotonic() - started, 1)
         report.write(result, args.out)  # after each case: a long run keeps what it measured
     shutil.rmtree(state, ignore_errors=True)
-    for line in table(rows):
+    for line in table(rows) + phase_table(rows):
         print(line)
     return 0
 

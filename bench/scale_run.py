@@ -5,14 +5,16 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import time
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.scale_phases import phases
 from bench.scale_placement import node_selector_strategy
 from bench.scale_sample import Sampler, load_average
-from bench.scale_watch import PodWatch
+from bench.scale_watch import JOB_INDEX_LABEL, PodWatch
 from core.catalog import NODEPOOL_LABEL, TPU_TOPOLOGY_LABEL
 from e2e.harness.faults import ready
 from e2e.harness.install import install_stack
@@ -25,7 +27,7 @@ STACK = "tpu-multislice"  # the shipped multislice stack, its pool and run overr
 POOL = "v6e-16x16"
 RUN = "multislice"
 TOPOLOGY = "16x16"
-JOB_INDEX_LABEL = "jobset.sigs.k8s.io/job-index"
+
 IDLE_SECONDS = 10.0  # sampled before the run, for the programs' background (leases, heartbeats)
 LIFETIME = 3600
 LEASE_SECONDS = 600  # Case.extra_args says why
@@ -135,6 +137,43 @@ def timeline(times: dict, t0: float, step: float = 2.0) -> list[list]:
     return out
 
 
+def _flag(argv: list[str], name: str) -> str | None:
+    return next((a.split("=", 1)[1] for a in argv if a.startswith(f"--{name}=")), None)
+
+
+def client_rates(pids: dict[str, int]) -> dict[str, dict]:
+    """Each program's API client rate as it runs: the controller-manager's and scheduler's
+    --kube-api-qps/--kube-api-burst flags (their defaults when absent: 20/30 and 50/100, k8s.io/kubernetes
+    v1.35.4 pkg/controller/apis/config/v1alpha1/defaults.go, pkg/scheduler/apis/config/v1/defaults.go),
+    the managers' `clientConnection` in the --config file their chart's ConfigMap gives them."""
+    import yaml  # pylint: disable=import-outside-toplevel
+
+    defaults = {"kube-controller-manager": ("20", "30"), "kube-scheduler": ("50", "100")}
+    rates = {}
+    for name, pid in pids.items():
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
+        if name in defaults:
+            qps, burst = _flag(argv, "kube-api-qps"), _flag(argv, "kube-api-burst")
+            rates[name] = {"qps": float(qps or defaults[name][0]), "burst": int(burst or defaults[name][1]),
+                           "set": qps is not None}
+        elif name.endswith("-manager") and _flag(argv, "config"):
+            docs = [d for d in yaml.safe_load_all(Path(_flag(argv, "config")).read_text()) if isinstance(d, dict)]
+            conn = next((d["clientConnection"] for d in docs if d.get("clientConnection")), {})
+            rates[name] = {"qps": conn.get("qps"), "burst": conn.get("burst"), "set": bool(conn)}
+    return rates
+
+
+def failed_creates(kube, namespace: str) -> dict[str, int]:
+    """The pod creations the Job controller saw refused (its FailedCreate events, their counts), by why (the
+    message's first words: which webhook refused and how, without the pod's name)."""
+    why: dict[str, int] = {}
+    for event in kube.list("v1", "Event", namespace):
+        if event.get("reason") == "FailedCreate":
+            message = re.sub(r"[a-z0-9-]+-\d+-\d+-[a-z0-9]+", "<pod>", event.get("message") or "")[:160]
+            why[message] = why.get(message, 0) + int(event.get("count") or 1)
+    return why
+
+
 def run_case(case: Case, state: Path, timeout: float) -> dict:
     objects, jobset = _without_run(declare(case))
     want = int(expected_pods(jobset))
@@ -149,9 +188,11 @@ def run_case(case: Case, state: Path, timeout: float) -> dict:
         time.sleep(IDLE_SECONDS)
         idle_usage = idle.stop()
         load_before = [round(x, 2) for x in load_average()]
-        watch = PodWatch(cp.server, cp.pki.tokens["admin"], str(cp.pki.ca_cert), objects.runs_namespace,
-                         f"{JOBSET_NAME_LABEL}={RUN}")
+        where = (cp.server, cp.pki.tokens["admin"], str(cp.pki.ca_cert), objects.runs_namespace,
+                 f"{JOBSET_NAME_LABEL}={RUN}")
+        watch, job_watch = PodWatch(*where), PodWatch(*where, path="/apis/batch/v1/namespaces/{namespace}/jobs")
         watch.start()
+        job_watch.start()
         sampler = Sampler(pids)
         sampler.start()
         t0 = time.monotonic()
@@ -162,10 +203,13 @@ def run_case(case: Case, state: Path, timeout: float) -> dict:
         spent = time.monotonic() - t0
         usage = _usage(sampler.stop(), idle_usage, spent)
         watch.stop()
+        job_watch.stop()
+        refused = failed_creates(kube, objects.runs_namespace)
+        rates = client_rates(pids)
         pods = kube.list("v1", "Pod", objects.runs_namespace, labels=f"{JOBSET_NAME_LABEL}={RUN}")
         nodes = {n["metadata"]["name"]: n for n in kube.list("v1", "Node")}
         not_ready = sum(1 for n in nodes.values() if not ready(n))
-        times = watch.snapshot()
+        times, job_times = watch.snapshot(), job_watch.snapshot()
     bound_at = sorted(t.bound - t0 for t in times.values() if t.bound)
     created_at = sorted(t.created - t0 for t in times.values() if t.created)
     total_cpu = sum(u["cpu_s"] for u in usage.values())
@@ -181,5 +225,7 @@ def run_case(case: Case, state: Path, timeout: float) -> dict:
         "pods_bound": len(bound_at), "nodes_not_ready": not_ready, "exclusive": exclusive(pods, nodes, case.slices) if bound else "timed out",
         "cpu_s": round(total_cpu, 1), "net_cpu_s": round(net_cpu, 1),
         "net_cpu_ms_per_pod": round(1000 * net_cpu / want, 2), "components": usage,
-        "timeline": timeline(times, t0), "watch_errors": watch.errors[:5], "cpus": os.cpu_count(),
+        "phases": phases(job_times, times, t0), "failed_creates": sum(refused.values()), "refused_why": refused, "client_rates": rates,
+        "timeline": timeline(times, t0), "watch_errors": (watch.errors + job_watch.errors)[:5],
+        "cpus": os.cpu_count(),
     }

@@ -49,3 +49,43 @@ def growth(rows: list[dict]) -> list[str]:
         out.append(f"{strategy} {'kueue' if kueue else 'none'}: per pod at {large['slices']} slices against "
                    f"{small['slices']}: time to bound x{time_ratio:.2f}, CPU x{_fmt(cpu_ratio, '.2f')}")
     return out
+
+
+# kube-scheduler's own throughput thresholds (pods scheduled per second, 5,000 nodes) for the workloads
+# closest to a slice's pods: every pod with a required pod affinity (a leader's), and every pod with a
+# required node affinity (a follower's node selector). k8s.io/kubernetes
+# test/integration/scheduler_perf/affinity/performance-config.yaml: SchedulingPodAffinity
+# 5000Nodes_5000Pods `threshold: 35`, SchedulingNodeAffinity 5000Nodes_10000Pods `threshold: 220`.
+SCHEDULER_PERF = {"pod affinity": 35, "node affinity": 220}
+
+
+def phase_table(rows: list[dict]) -> list[str]:
+    """Per case: each phase's share of the wall time and its own rate, and what the scheduler did with a backlog."""
+    head = (f"{'slices':>6} {'strategy':<13} {'queue':<6} {'JobSet>Jobs s':>13} {'>pods s':>8} {'created/s':>9} "
+            f"{'>bound s':>8} {'bound/s':>7} {'w/backlog':>9} {'latency p50/p95':>16} {'follower wait p50/max':>21} "
+            f"{'refused':>7}")
+    lines = [head]
+    for r in (r for r in rows if "phases" in r):
+        p = r["phases"]
+        lat, wait = p["schedule_latency"], p["follower_wait"]
+        lines.append(f"{r['slices']:>6} {r['strategy']:<13} {'kueue' if r['kueue'] else 'none':<6} "
+                     f"{_fmt(p['jobset_to_jobs_s'], '.1f'):>13} {_fmt(p['jobs_to_pods_created_s'], '.1f'):>8} "
+                     f"{_fmt(p['pods_created_per_s'], '.1f'):>9} {_fmt(p['created_to_bound_s'], '.1f'):>8} "
+                     f"{_fmt(p['pods_bound_per_s'], '.1f'):>7} {_fmt(p['bound_per_s_with_backlog'], '.1f'):>9} "
+                     f"{_fmt(lat['p50'], '.2f') + '/' + _fmt(lat['p95'], '.2f'):>16} "
+                     f"{_fmt(wait['p50'], '.1f') + '/' + _fmt(wait['max'], '.1f'):>21} {r.get('failed_creates', '-'):>7}")
+    lines.append("kube-scheduler's scheduler_perf thresholds (pods/s, 5,000 nodes): "
+                 + ", ".join(f"{k} {v}" for k, v in SCHEDULER_PERF.items()))
+    return lines + growth_curve(rows)
+
+
+def growth_curve(rows: list[dict]) -> list[str]:
+    """Per strategy and queue: seconds to every pod bound per slice, at each size."""
+    out = []
+    for strategy, kueue in sorted({(r["strategy"], r["kueue"]) for r in rows}):
+        mine = sorted((r for r in rows if (r["strategy"], r["kueue"]) == (strategy, kueue) and r.get("bound_s")),
+                      key=lambda r: r["slices"])
+        if mine:
+            curve = ", ".join(f"{r['slices']}: {r['bound_s'] / r['slices']:.2f}" for r in mine)
+            out.append(f"{strategy} {'kueue' if kueue else 'none'}: seconds per slice to bound, by slices: {curve}")
+    return out

@@ -1,4 +1,5 @@
-"""When each pod of a run was created, bound and running, from one watch on the API server.
+"""When each of a run's objects was created (its Jobs, its pods) and each pod bound and running, from
+watches on the API server.
 
 A watch (`?watch=1`) streams every change of the selected pods as it is stored, so the
 times are those at which the API server said so, read as they arrive, without listing
@@ -23,17 +24,25 @@ class PodTimes:
     bound: float | None = None
     running: float | None = None
     node: str | None = None
+    job: str | None = None  # the JobSet's job index (its slice)
+    leader: bool = False  # completion index 0: the pod JobSet's exclusive placement waits on
+
+
+JOB_INDEX_LABEL = "jobset.sigs.k8s.io/job-index"
+COMPLETION_INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
 
 
 @dataclass
 class PodWatch:
-    """Watches the pods of `namespace` matching `labels` from `start()` until `stop()`."""
+    """Watches the objects of `namespace` matching `labels` (pods, or with `path` another kind: the
+    JobSet's Jobs) from `start()` until `stop()`; each object's times are kept by its name."""
 
     server: str
     token: str
     ca_file: str
     namespace: str
     labels: str
+    path: str = "/api/v1/namespaces/{namespace}/pods"
     pods: dict[str, PodTimes] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
@@ -73,7 +82,8 @@ class PodWatch:
                  "timeoutSeconds": "300"}
         if version:
             query["resourceVersion"] = version
-        conn.request("GET", f"/api/v1/namespaces/{self.namespace}/pods?{urllib.parse.urlencode(query)}",
+        path = self.path.format(namespace=self.namespace)
+        conn.request("GET", f"{path}?{urllib.parse.urlencode(query)}",
                      headers={"Authorization": f"Bearer {self.token}"})
         resp = conn.getresponse()
         if resp.status != 200:
@@ -96,7 +106,9 @@ class PodWatch:
     def _record(self, pod: dict, now: float) -> None:
         name = pod["metadata"]["name"]
         with self._lock:
-            times = self.pods.setdefault(name, PodTimes(created=now))
+            labels = pod["metadata"].get("labels") or {}
+            times = self.pods.setdefault(name, PodTimes(created=now, job=labels.get(JOB_INDEX_LABEL),
+                                                        leader=labels.get(COMPLETION_INDEX_LABEL) == "0"))
             node = pod.get("spec", {}).get("nodeName")
             if node and times.bound is None:
                 times.bound, times.node = now, node

@@ -144,6 +144,11 @@ class Cluster(pulumi.ComponentResource):
             private_cluster_config=_private(cfg),
             control_plane_endpoints_config=_endpoints(cfg),
             master_authorized_networks_config=_authorized(cfg),
+            # The Hugging Face token reaches the pods that read the Hub from Secret Manager through GKE's
+            # add-on (manifests/token.py), on Standard and Autopilot alike; only a stack that needs it has it.
+            # https://cloud.google.com/secret-manager/docs/secret-manager-managed-csi-component
+            **({"secret_manager_config": gcp.container.ClusterSecretManagerConfigArgs(enabled=True)}
+               if cfg.reads_hub else {}),
         )
 
     def _standard(self, name: str, args: ClusterArgs) -> gcp.container.Cluster:

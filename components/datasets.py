@@ -9,9 +9,9 @@ the runs that read its dataset depend on it, so `pulumi up` orders them,
 and a failed download fails `pulumi up` with the Job's error. The Job is
 replaced when its dataset's source changes (a visible change in the
 preview); its staging code copies nothing that is already there.
-The `stager` service account's principal may write only below datasets/
-(an IAM condition, as the trainer's below checkpoints/ and profiles/), and
-read a `gcs:` source's bucket.
+The `stager` service account's principal may write only below the stack's
+datasets' `datasets/<stack>/<name>/` (an IAM condition each, as the trainer's
+below its runs' prefixes), and read a `gcs:` source's bucket.
 https://www.pulumi.com/registry/packages/kubernetes/api-docs/batch/v1/job/
 """
 
@@ -26,7 +26,6 @@ import pulumi_kubernetes as k8s
 
 from components.runs import IMAGE_STAND_IN, _with_image
 from components.storage import prefix_condition
-from core.names import DATA_PREFIX
 from manifests.staging import DEADLINE_SECONDS, stack_staging_jobs
 from stack.config import StackConfig
 
@@ -82,8 +81,9 @@ class DatasetStaging(pulumi.ComponentResource):
 
     def _grants(self, name: str, args: DatasetStagingArgs) -> list[gcp.storage.BucketIAMMember]:
         cfg, child = args.config, pulumi.ResourceOptions(parent=self, depends_on=args.depends_on)
-        # Read the bucket; write, per dataset, only below datasets/<name>/ (the staging Job's mount), so a
-        # second stack sharing the bucket writes none of this stack's datasets.
+        # Read the bucket; write, per dataset, only below datasets/<stack>/<name>/ (the staging Job's mount), so
+        # a second stack sharing the bucket writes none of this stack's datasets.
+        layout = cfg.bucket_layout
         grants = [gcp.storage.BucketIAMMember(f"{name}-read", bucket=cfg.data_bucket, role="roles/storage.objectViewer",
                                               member=args.stager_member, opts=child)]
         grants += [
@@ -91,8 +91,8 @@ class DatasetStaging(pulumi.ComponentResource):
                 f"{name}-write-{d.name}", bucket=cfg.data_bucket, role="roles/storage.objectUser",
                 member=args.stager_member,
                 condition=gcp.storage.BucketIAMMemberConditionArgs(
-                    title=f"dataset-{d.name}-only", description=f"Write only below {DATA_PREFIX}/{d.name}/",
-                    expression=prefix_condition(cfg.data_bucket, [f"{DATA_PREFIX}/{d.name}"])),
+                    title=f"dataset-{d.name}-only", description=f"Write only below {layout.dataset(d.name)}/",
+                    expression=prefix_condition(cfg.data_bucket, [layout.dataset(d.name)])),
                 opts=child,
             )
             for d in cfg.datasets

@@ -19,9 +19,13 @@ The stack's `imageBuild` (stack/image_build.py) may name another registry,
 the build's network and a buildx builder; unset, none of them is passed, so
 the images' inputs are what they were without the key.
 
-A `pulumi preview` of a new or changed image already connects to the Docker
-engine (the provider sets up its builder before it plans), so a preview of a
-stack that builds images needs a reachable engine, as `up` does.
+A `pulumi preview` needs no Docker engine; `up` does. The images are declared
+with `buildOnPreview: false`, so a preview never builds (pulumi-docker-build
+v0.0.22, provider/internal/image.go: Create returns before building when
+`req.DryRun && !input.shouldBuildOnPreview()`), and the provider plans the
+image without reaching an engine: e2e/tests/test_docker_build_provider.py
+asks it over its gRPC interface with DOCKER_HOST naming a socket that doesn't
+exist (the preview's Create succeeds, the build's fails on that socket).
 """
 
 from __future__ import annotations
@@ -155,7 +159,7 @@ class TrainerImages(pulumi.ComponentResource):
             tags=[tagged],
             push=True,
             # A preview only says whether the tag (the content) changed; the
-            # build happens on `up`. Reviews need no Docker engine.
+            # build happens on `up`, so reviews need no Docker engine (above).
             build_on_preview=False,
             network=docker_build.NetworkMode(args.network),
             opts=opts,

@@ -4,7 +4,7 @@
 unchanged run is a no-op, and a changed run is replaced (deleted, then
 created under the same name) because a JobSet's replicated jobs and policies
 are immutable. The trainers resume from the checkpoints the old run left in
-`checkpoints/<run>/`.
+`checkpoints/<stack>/<run>/`.
 
 A JobSet's spec is plain data but for its trainer's image (an Output while
 the image is being built), so `pulumi preview` shows every field and which
@@ -21,8 +21,9 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from core.contract import SchedulingContract
+from core.names import BucketLayout
 from manifests import jobset, pod
-from manifests.run import PlatformFacts, build_run, check_runs, metadata
+from manifests.run import PlatformFacts, build_run, check_images, metadata
 from stack.queueing import run_contract, withdrawn
 from stack.runs import RunConfig
 
@@ -55,8 +56,10 @@ class RunsArgs:
     # Secret the pods use, and the trainer's bucket grants (so `destroy` deletes a run, and waits for its
     # pods' SIGTERM checkpoint, before it revokes the grants the checkpoint is written with).
     depends_on: list[pulumi.Resource] = field(default_factory=list)
-    # run -> the path below datasets/ it reads (StackConfig.data_paths).
+    # run -> the path below the stack's datasets/<stack>/ it reads (StackConfig.data_paths).
     data_paths: Mapping[str, str] = field(default_factory=dict)
+    # Where each run's prefixes are in the bucket (StackConfig.bucket_layout).
+    layout: BucketLayout | None = None
     # run -> its export prefix (StackConfig.export_prefixes).
     exports: Mapping[str, str] = field(default_factory=dict)
 
@@ -79,8 +82,8 @@ class Runs(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: RunsArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(RUNS_TYPE, name, None, opts)
-        # Invalid runs are refused before any is declared (config validation reports them first).
-        check_runs(list(args.runs), args.contracts, args.images)
+        # The runs come validated from the stack's reader; only their images are new here.
+        check_images(list(args.runs), args.images)
         # A suspended run Kueue admits is not declared at all (stack/queueing.py `withdrawn`).
         self.jobsets = {run.name: self._jobset(name, run, args) for run in args.runs
                         if not withdrawn(run, args.contracts)}
@@ -136,7 +139,7 @@ def run_spec(run: RunConfig, contract: SchedulingContract, args: RunsArgs) -> di
     image = run.image or args.images[run.trainer]  # one's own container: its image, by digest
     known = image if isinstance(image, str) else IMAGE_STAND_IN
     facts = PlatformFacts(args.bucket, {run.trainer or "": known}, args.namespace, args.service_account,
-                          data_paths=args.data_paths, exports=args.exports)
+                          data_paths=args.data_paths, layout=args.layout, exports=args.exports)
     spec = build_run(run, contract, facts)["spec"]
     return spec if isinstance(image, str) else _with_image(spec, image)
 

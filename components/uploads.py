@@ -1,6 +1,6 @@
 """Datasets from the machine running `pulumi up` (`path:`): each file uploaded to its dataset's prefix.
 
-One Cloud Storage object per file, `datasets/<name>/<file>` (a folder keeps its layout), from a
+One Cloud Storage object per file, `datasets/<stack>/<name>/<file>` (a folder keeps its layout), from a
 Pulumi FileAsset, with the file's MD5 as `sourceMd5hash`: the engine hashes the asset and the
 provider replaces an object whose MD5 changed, so a second `pulumi up` uploads nothing unchanged
 and a changed file is uploaded again, visibly in the preview
@@ -23,7 +23,7 @@ from pathlib import Path
 import pulumi
 import pulumi_gcp as gcp
 
-from core.names import DATA_PREFIX
+from core.names import BucketLayout
 from stack.datasets import DatasetConfig
 
 MANIFEST = ".staged.json"  # trainers/staging/stage.py MANIFEST
@@ -58,7 +58,7 @@ def manifest(dataset: DatasetConfig, files: list[LocalFile]) -> str:
 def check_upload(file: LocalFile, uploaded: str | None) -> str | None:
     """The MD5 Cloud Storage computed for the object, which must be the file's (unknown in a preview)."""
     if uploaded is not None and uploaded != file.md5:
-        raise ValueError(f"{file.path}: uploaded as datasets/.../{file.name} with MD5 {uploaded}, but the file's is "
+        raise ValueError(f"{file.path}: uploaded as .../{file.name} with MD5 {uploaded}, but the file's is "
                          f"{file.md5}; the upload was corrupted or the file changed during it: run `pulumi up` again")
     return uploaded
 
@@ -67,6 +67,7 @@ def check_upload(file: LocalFile, uploaded: str | None) -> str | None:
 class DatasetUploadsArgs:
     bucket: str
     datasets: list[DatasetConfig]  # those with `path`
+    layout: BucketLayout  # where each dataset's prefix is (StackConfig.bucket_layout)
     depends_on: list[pulumi.Resource]  # the bucket
 
 
@@ -86,7 +87,7 @@ class DatasetUploads(pulumi.ComponentResource):
                                        retain_on_delete=True)
         for dataset in args.datasets:
             files = [local_file(n, p) for n, p in dataset.local_files()]
-            prefix = f"{DATA_PREFIX}/{dataset.name}"
+            prefix = args.layout.dataset(dataset.name)
             objects = []
             for f in files:
                 obj = gcp.storage.BucketObject(

@@ -1,4 +1,5 @@
-"""Where runs live in the cluster: their namespace, identity and, when a run needs it, the Hugging Face token."""
+"""Where runs live in the cluster: their namespace, identity and, when a run needs it, the Hugging Face token's
+SecretProviderClass (manifests/token.py: the token stays in Secret Manager, never in Pulumi)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_kubernetes as k8s
 
-from core.names import HF_TOKEN_KEY, HF_TOKEN_SECRET, STACK_LABEL, stack_label_value
+from admission.pod_security import ENFORCE_LABEL
+from core.names import STACK_LABEL, stack_label_value
+from manifests.token import secret_provider_class
 
 
 @dataclass
@@ -19,29 +22,33 @@ class RunsWorkspaceArgs:
     # False: the namespace exists (an existing cluster's, the platform team's) and is not declared, so
     # `destroy` leaves it and whatever else it holds.
     create_namespace: bool
-    # A secret Output, or None when no run of the stack reads the Hub (no Secret then).
-    hf_token: pulumi.Input[str] | None
-    # The token is a preview's stand-in (stack/reader.py hf_token_planned_only): the Secret's value
-    # is then left out of the diff, so that a preview without the token shows no change to it.
-    hf_token_planned_only: bool = False
+    # The token's Secret Manager version (`projects/<p>/secrets/<s>/versions/<v>`), or None when no run
+    # or staging Job of the stack reads the Hub (nothing of the token then).
+    hf_token_version: str | None
     depends_on: list[pulumi.Resource] = field(default_factory=list)
+    # The Pod Security level a namespace the stack declares enforces: the least strict its pods need
+    # (admission/namespace_needs.py), so that nothing laxer runs there.
+    pod_security: str | None = None
 
 
 class RunsWorkspace(pulumi.ComponentResource):
     """Namespace (unless it exists), the trainer KSA (an IAM principal of its own, components/identity.py), the
-    HF Secret if needed."""
+    token's SecretProviderClass if needed."""
 
     namespace: k8s.core.v1.Namespace | None
     service_account: k8s.core.v1.ServiceAccount
-    hf_secret: k8s.core.v1.Secret | None
-    # What the runs' pods need to exist first: the namespace, the KSA and the Secret if any.
+    hf_token: k8s.apiextensions.CustomResource | None
+    # What the runs' pods need to exist first: the namespace, the KSA and the SecretProviderClass if any.
     pod_dependencies: list[pulumi.Resource]
 
     def __init__(self, name: str, args: RunsWorkspaceArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gke-finetune:platform:RunsWorkspace", name, None, opts)
         k8s_opts = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=args.depends_on)
+        labels = {STACK_LABEL: stack_label_value(args.stack)}
+        if args.pod_security:
+            labels[ENFORCE_LABEL] = args.pod_security
         self.namespace = k8s.core.v1.Namespace(
-            f"{name}-ns", metadata={"name": args.namespace, "labels": {STACK_LABEL: stack_label_value(args.stack)}}, opts=k8s_opts
+            f"{name}-ns", metadata={"name": args.namespace, "labels": labels}, opts=k8s_opts
         ) if args.create_namespace else None
         in_ns = pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=self.namespaced))
         self.service_account = k8s.core.v1.ServiceAccount(
@@ -51,18 +58,14 @@ class RunsWorkspace(pulumi.ComponentResource):
             metadata={"name": args.service_account, "namespace": args.namespace},
             opts=in_ns,
         )
-        self.hf_secret = None
-        if args.hf_token is not None:
-            self.hf_secret = k8s.core.v1.Secret(
-                f"{name}-hf-token",
-                metadata={"name": HF_TOKEN_SECRET, "namespace": args.namespace},
-                type="Opaque",
-                string_data={HF_TOKEN_KEY: args.hf_token},
-                opts=pulumi.ResourceOptions.merge(in_ns, pulumi.ResourceOptions(
-                    ignore_changes=["stringData"] if args.hf_token_planned_only else None)),
-            )
+        self.hf_token = None
+        if args.hf_token_version is not None:
+            spc = secret_provider_class(args.namespace, args.hf_token_version)
+            self.hf_token = k8s.apiextensions.CustomResource(
+                f"{name}-hf-token", api_version=spc["apiVersion"], kind=spc["kind"], metadata=spc["metadata"],
+                spec=spc["spec"], opts=in_ns)
         self.pod_dependencies = [*self.namespaced, self.service_account]
-        self.pod_dependencies += [self.hf_secret] if self.hf_secret is not None else []
+        self.pod_dependencies += [self.hf_token] if self.hf_token is not None else []
         self.register_outputs({"namespace": args.namespace, "service_account": args.service_account})
 
     @property

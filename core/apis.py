@@ -2,7 +2,8 @@
 
 https://cloud.google.com/kubernetes-engine/docs/how-to/enable-apis ·
 https://cloud.google.com/iam/docs/workload-identity-federation (IAM Credentials) ·
-https://cloud.google.com/build/docs/api/reference/rest
+https://cloud.google.com/build/docs/api/reference/rest ·
+https://cloud.google.com/secret-manager/docs/secret-manager-managed-csi-component (the Secret Manager add-on)
 """
 
 from __future__ import annotations
@@ -21,3 +22,6 @@ PLATFORM_APIS: tuple[str, ...] = (
 )
 # Only when `pulumi up` builds a trainer image with `gcloud builds submit`.
 CLOUD_BUILD_API = "cloudbuild.googleapis.com"
+# Only when a run or a staging Job reads the Hugging Face Hub: the token's secret, mounted by GKE's
+# Secret Manager add-on.
+SECRET_MANAGER_API = "secretmanager.googleapis.com"

@@ -15,6 +15,8 @@ import dataclasses
 import json
 import pathlib
 
+from core.trainers import TRAINERS
+
 TABLE = pathlib.Path(__file__).with_name("compiled_hbm.json")
 GIB = 2**30
 
@@ -50,6 +52,21 @@ def read() -> dict:
     return json.loads(TABLE.read_text())["runs"] if TABLE.exists() else {}
 
 
+def step_args(args: list[str]) -> list[str]:
+    """`args` without the flags that change what is done after training, not the train step the compiler
+    compiled: the export's and the evaluation's (core/trainers.py ExportFlags), each with its value."""
+    after = frozenset().union(*(t.export_flags.flags for t in TRAINERS.values() if t.export_flags))
+    kept, skip = [], False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg.split("=", 1)[0] in after:
+            skip = "=" not in arg
+        else:
+            kept.append(arg)
+    return kept
+
+
 def lookup(stack: str, run: str, args: list[str]) -> Compiled | None:
     """The compiler's figure for one run, or None when it was never compiled."""
     entry = read().get(f"{stack}/{run}")
@@ -63,5 +80,5 @@ def lookup(stack: str, run: str, args: list[str]) -> Compiled | None:
         slices=entry["slices"],
         libtpu=entry["libtpu"],
         compile_s=entry["compile_s"],
-        current=entry["args"] == list(args),
+        current=step_args(entry["args"]) == step_args(list(args)),
     )

@@ -1,5 +1,7 @@
 """Names the platform creates and the runs refer to, and the versions it pins. Pure data."""
 
+from dataclasses import dataclass
+
 from core.ids import bounded, slug
 
 # The Pulumi project (Pulumi.yaml `name`), and so the namespace of its config keys.
@@ -9,24 +11,111 @@ PROJECT = "gke-finetune"
 # holds the stack's service accounts, the Hugging Face token Secret and every run.
 # A stack sets another with `namespace` (an existing cluster's stack must).
 RUNS_NAMESPACE = "finetune"
-# Kubernetes Secret holding the Hugging Face token, and its key.
+# The Hugging Face token: the Secret Manager secret that holds it by default (`hfTokenSecret`), the
+# SecretProviderClass in the runs' namespace that mounts it, and the file it is mounted as.
 HF_TOKEN_SECRET = "hf-token"
+HF_TOKEN_PROVIDER_CLASS = "hf-token"
 HF_TOKEN_KEY = "token"
 
-# Bucket layout. Runs read `datasets/` and write only below their own
-# `checkpoints/<run>/` and `profiles/<run>/`.
+# --- the bucket layout ---------------------------------------------------------
+# Every prefix carries the stack, so that stacks sharing a bucket (two of one repository,
+# or two teams' from two repositories) never write the same object:
+#   datasets/<stack>/<dataset>/     a dataset, staged by its Job or uploaded by `pulumi up`
+#   checkpoints/<stack>/<run>/      a run's checkpoints and its progress record
+#   profiles/<stack>/<run>/         its TensorBoard events and profiler traces
+#   exports/<stack>/<run>/          its exported model
+# A run reads its stack's datasets/<stack>/ and writes only below its own prefixes. Runs
+# deployed before prefixes carried the stack used `<top>/<run>/` (and read all of datasets/):
+# such a run keeps its prefixes until `make migrate` copies them (`RunPrefixes.legacy`).
 DATA_PREFIX = "datasets"
 CHECKPOINT_PREFIX = "checkpoints"
 PROFILE_PREFIX = "profiles"
 # A run's exported model (its `export:`), written when training succeeds, read by `make download` and a
-# stack's `serve:`; below it the stack's name, so two stacks sharing a bucket never write one export.
+# stack's `serve:`.
 EXPORT_PREFIX = "exports"
+TOP_PREFIXES = (DATA_PREFIX, CHECKPOINT_PREFIX, PROFILE_PREFIX, EXPORT_PREFIX)
+
+
+def stack_prefix(top: str, stack: str) -> str:
+    """A stack's part of one of the bucket's top prefixes (no trailing '/')."""
+    return f"{top}/{stack}"
+
+
+def dataset_prefix(stack: str, dataset: str) -> str:
+    return f"{stack_prefix(DATA_PREFIX, stack)}/{dataset}"
+
+
+def checkpoint_prefix(stack: str, run: str) -> str:
+    return f"{stack_prefix(CHECKPOINT_PREFIX, stack)}/{run}"
+
+
+def profile_prefix(stack: str, run: str) -> str:
+    return f"{stack_prefix(PROFILE_PREFIX, stack)}/{run}"
 
 
 def export_prefix(stack: str, run: str) -> str:
-    """Where a run's export goes in the bucket: `exports/<stack>/<run>` (no trailing '/')."""
-    return f"{EXPORT_PREFIX}/{stack}/{run}"
+    """Where a run's exported model goes."""
+    return f"{stack_prefix(EXPORT_PREFIX, stack)}/{run}"
 
+
+def legacy_prefix(top: str, name: str) -> str:
+    """`<top>/<run or dataset>`: the layout before prefixes carried the stack."""
+    return f"{top}/{name}"
+
+
+@dataclass(frozen=True)
+class RunPrefixes:
+    """The prefixes one run mounts (each without a trailing '/'): the data it reads, what it writes."""
+
+    data: str
+    checkpoints: str
+    profiles: str
+    legacy: bool = False  # the layout before prefixes carried the stack, kept for a run deployed under it
+
+    @property
+    def writes(self) -> tuple[str, str]:
+        return (self.checkpoints, self.profiles)
+
+
+def run_prefixes(stack: str, run: str, legacy: bool = False) -> RunPrefixes:
+    if legacy:
+        return RunPrefixes(DATA_PREFIX, legacy_prefix(CHECKPOINT_PREFIX, run), legacy_prefix(PROFILE_PREFIX, run), True)
+    return RunPrefixes(stack_prefix(DATA_PREFIX, stack), checkpoint_prefix(stack, run), profile_prefix(stack, run))
+
+
+@dataclass(frozen=True)
+class BucketLayout:
+    """Where a stack's objects are: its runs' prefixes (a run deployed before prefixes carried the stack keeps
+    its old ones: `legacy_runs`, found in the bucket at preview) and its datasets'."""
+
+    stack: str
+    legacy_runs: frozenset[str] = frozenset()
+
+    def run(self, run: str) -> RunPrefixes:
+        return run_prefixes(self.stack, run, run in self.legacy_runs)
+
+    def dataset(self, name: str) -> str:
+        return dataset_prefix(self.stack, name)
+
+    @property
+    def datasets(self) -> str:
+        return stack_prefix(DATA_PREFIX, self.stack)
+
+    def folders(self, runs, datasets, exports=()) -> tuple[str, ...]:
+        """Every folder (name with its trailing '/') the stack's prefixes lie in, each after its parent: the top
+        prefixes, the stack's part of each, each dataset's, each run's checkpoints and profiles, and each of
+        `exports` (runs that export). A legacy run's prefixes were written already, and are left out."""
+        leaves = [self.dataset(d) for d in datasets]
+        leaves += [p for run in runs if run not in self.legacy_runs for p in self.run(run).writes]
+        leaves += [export_prefix(self.stack, run) for run in exports]
+        folders: list[str] = []
+        for leaf in [self.datasets, *leaves]:
+            parts = leaf.split("/")
+            for depth in range(1, len(parts) + 1):
+                folder = "/".join(parts[:depth]) + "/"
+                if folder not in folders:
+                    folders.append(folder)
+        return tuple(folders)
 
 # Node label every accelerator pool carries with its logical pool name, so a
 # run selects exactly its pool (all slices of it), whatever GKE names the

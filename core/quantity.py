@@ -46,3 +46,30 @@ def show_bytes(value: float | Decimal) -> str:
 def show_cpu(value: float | Decimal) -> str:
     """Cores for a person: `3.92`."""
     return f"{float(value):.2f}"
+
+
+_DECIMAL_SUFFIXES = {-3: "m", 0: "", 3: "k", 6: "M", 9: "G", 12: "T", 15: "P", 18: "E"}
+_BINARY_SUFFIXES = {0: "", 10: "Ki", 20: "Mi", 30: "Gi", 40: "Ti", 50: "Pi", 60: "Ei"}
+
+
+def canonical_millis(millis: int) -> str:
+    """A whole number of thousandths (millicores) as the API server writes it back: the largest decimal
+    suffix that keeps it whole (`354000m` is `354`, `179500m` stays). k8s.io/apimachinery
+    pkg/api/resource/quantity.go `CanonicalizeBytes` (DecimalSI)."""
+    if millis == 0:
+        return "0"
+    number, exponent = millis, -3
+    while number % 1000 == 0 and exponent < 18:
+        number, exponent = number // 1000, exponent + 3
+    return f"{number}{_DECIMAL_SUFFIXES[exponent]}"
+
+
+def canonical_bytes(count: int) -> str:
+    """A whole number of bytes as the API server writes back a binary quantity: the largest binary suffix
+    that keeps it whole (`10956800Mi` is `10700Gi`); under 1024, plain. quantity.go `CanonicalizeBytes` (BinarySI)."""
+    if count < 1024:
+        return str(count)
+    number, exponent = count, 0
+    while number % 1024 == 0 and exponent < 60:
+        number, exponent = number // 1024, exponent + 10
+    return f"{number}{_BINARY_SUFFIXES[exponent]}"

@@ -25,6 +25,10 @@ IMAGE_DIGEST_REF = re.compile(r"^[a-z0-9.\-]+(?::[0-9]+)?/[a-z0-9._/\-]+(?::[\w.
 # https://cloud.google.com/resource-manager/docs/creating-managing-projects#before_you_begin
 PROJECT_ID = re.compile(r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$")
 REGION = re.compile(r"^[a-z]+-[a-z]+[0-9]+$")
+# A Pulumi stack name (alphanumerics, hyphens, underscores, periods; at most 100: pulumi
+# sdk/go/common/tokens/stack_name.go ParseStackName)
+# that is also one segment of a bucket path: not '.', '..' or hidden.
+STACK_SEGMENT = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,99}")
 ZONE = re.compile(r"^(?P<region>[a-z]+-[a-z]+[0-9]+)-[a-z]$")
 # https://cloud.google.com/compute/docs/instances/reservations-shared#consuming_shared_reservations
 RESERVATION = re.compile(

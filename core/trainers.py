@@ -30,13 +30,17 @@ STAGING_MODULE = "trainers.staging"
 # The data formats every trainer reads (text, conversational, prompt-completion): a package of the
 # trainers' own that each trainer image holds beside its trainer.
 DATA_FORMATS_PACKAGE = "trainers.sft_data"
+# The modules beside the trainer packages that both trainers import and every image copies
+# (docker/*/Dockerfile, their .dockerignore files): one home for what both trainers do alike.
+SHARED_MODULES = ("trainers/__init__.py", "trainers/exit_codes.py", "trainers/progress.py", "trainers/export_dir.py",
+                  "trainers/eval_report.py")
 
 # The trainer container's name in every pod, and the image's WORKDIR.
 CONTAINER = "trainer"
 WORKDIR = "/app"
 
 # Where a run of one's own container finds the bucket's prefixes (its mounts), and where it may write
-# the progress record `make status` reads (the trainers' format, trainers/gemma_jax/progress.py).
+# the progress record `make status` reads (the trainers' format, trainers/progress.py).
 DATA_ENV = "GKE_FINETUNE_DATA"
 CHECKPOINTS_ENV = "GKE_FINETUNE_CHECKPOINTS"
 PROFILES_ENV = "GKE_FINETUNE_PROFILES"
@@ -73,6 +77,9 @@ class TrainerImage:
     command: tuple[str, ...]  # the image's default command (its CMD)
     user: int  # the uid the trainer runs as in the image (0: root)
     group: int  # its primary gid (the Dockerfile's `USER <uid>:<gid>`)
+    # The image's non-root account (`useradd --uid <uid> --user-group`) its Jobs that use no accelerator
+    # (dataset staging) run as, whatever the trainer runs as; None: the image has none.
+    jobs_user: int | None = None
     # The launcher flag that sets the number of processes per host (inserted
     # before the trainer's `-m <module>`), or None when the command has none.
     processes_flag: str | None = None
@@ -199,7 +206,7 @@ class Trainer:
     # Flags the platform passes, in order, each pointing below one of the run's mounts.
     # A "data" flag is passed only when the run names `data`.
     path_flags: tuple[tuple[str, MountName], ...]
-    # Whether a run must name `data` (a file below datasets/); else the trainer has a default source.
+    # Whether a run must name `data` (a file below datasets/<stack>/); else the trainer has a default source.
     data_required: bool
     # The trainer's stdlib-only module declaring its flags, with
     # `argument_problems(argv) -> list[str]`; a run's `args` are checked with it
@@ -264,9 +271,10 @@ _ROWS = (
             package="trainers.gemma_jax",
             entry_module="trainers.gemma_jax.train",
             command=("python", "-m", "trainers.gemma_jax.train"),
-            # Root: GKE documents TPU device access (/dev/vfio) for root only.
+            # Root: GKE documents TPU device access (/dev/vfio) for root only (manifests/pod.py).
             user=0,
             group=0,
+            jobs_user=1000,
         ),
         # GKE gives Spot VMs about 30 s of notice whatever this says, but
         # maintenance and `kubectl delete` honour it.
@@ -301,6 +309,7 @@ _ROWS = (
             ),  # fmt: skip
             user=1000,
             group=1000,
+            jobs_user=1000,
             # Overrides the accelerate config file's 8 when a run uses fewer GPUs.
             processes_flag="--num_processes",
         ),
@@ -332,6 +341,10 @@ OWN_CONTAINER = "container"
 OWN_CONTAINER_GRACE_SECONDS = 300
 # Its /dev/shm on GPU nodes, as the GPU trainer's (NCCL's shared-memory buffers between the 8 GPUs).
 OWN_CONTAINER_GPU_SHM = "64Gi"
+# The uid and gid it runs as on GPU nodes unless the run says `runAs`: the GPU trainer's, since a container
+# needs no root to reach the NVIDIA devices (docker/trl-gpu/Dockerfile), so its pods meet the Pod Security
+# Standards' restricted profile. On TPU nodes it runs as its image's user (manifests/pod.py says why).
+OWN_CONTAINER_GPU_ACCOUNT = (1000, 1000)
 
 
 def own_container_row(family: Family, hf_token: bool = False, user: int = 0, group: int = 0) -> Trainer:

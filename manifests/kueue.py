@@ -31,6 +31,7 @@ from collections.abc import Mapping, Sequence
 from core.catalog import ACCELERATORS, PROVISIONING_REQUEST_LABEL
 from core.contract import SchedulingContract
 from core.names import LOCAL_QUEUE, WORKLOAD_PRIORITIES, cluster_scoped
+from core import quantity
 from core.quantity import GIB
 
 API_GROUP = "kueue.x-k8s.io"
@@ -109,15 +110,16 @@ def covered_resources(flavors: Sequence[SchedulingContract]) -> list[str]:
 def quota(contract: SchedulingContract, resource: str) -> str:
     """What the pool holds of `resource` at full size: its chips, or its nodes' allocatable.
 
-    Always a quantity string: Kueue's webhook stores a quota as a `resource.Quantity`, which
-    serialises as a string, so a number here would differ from the stored object on every
-    `pulumi preview` (a perpetual update the real engine showed, e2e/tests/test_engine.py)."""
+    Always a quantity string in the form the API server writes back: Kueue's webhook stores a quota
+    as a `resource.Quantity`, which serialises canonically (a number, or `10956800Mi` where it keeps
+    `10700Gi`), so any other form would differ from the stored object on every `pulumi preview` (a
+    perpetual update the real engine showed, e2e/tests/test_engine.py and e2e/tests/test_handoff.py)."""
     if resource not in NODE_RESOURCES:
         return str(contract.quota_chips if resource == contract.resource_name else 0)
     per_node = contract.allocatable.get(resource)
     if resource == "cpu":
-        return f"{int(per_node * 1000) * contract.vms}m"
-    return f"{int(per_node // _MIB) * contract.vms}Mi"
+        return quantity.canonical_millis(int(per_node * 1000) * contract.vms)
+    return quantity.canonical_bytes(int(per_node // _MIB) * contract.vms * int(_MIB))
 
 
 def cluster_queue(flavors: Sequence[SchedulingContract], namespace: str) -> dict:

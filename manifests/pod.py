@@ -14,11 +14,12 @@ import math
 from core import quantity
 from core.allocatable import MEMORY_MODEL_MARGIN
 from core.contract import SchedulingContract
-from core.names import HF_TOKEN_KEY, HF_TOKEN_SECRET, RUN_ENV
+from core.names import RUN_ENV
 from core.trainers import (CHECKPOINTS_ENV, CONTAINER, DATA_ENV, PROFILES_ENV, PROGRESS_ENV, WORKDIR,
                            Trainer)
 from manifests import storage
 from manifests.storage import CHECKPOINT_DIR, DATA_DIR, EXPORT_DIR, PROFILE_DIR, Owner
+from manifests.token import HF_TOKEN_FILE, token_mount, token_volume
 from stack.runs import RunConfig
 
 __all__ = ["CONTAINER", "WORKDIR"]
@@ -26,7 +27,6 @@ __all__ = ["CONTAINER", "WORKDIR"]
 # Where the platform-set path flags point, by mount (manifests/storage.py).
 MOUNT_DIRS = {"data": DATA_DIR, "checkpoints": CHECKPOINT_DIR, "profiles": PROFILE_DIR}
 
-HF_TOKEN_DIR = "/var/run/secrets/huggingface"
 # The Hugging Face cache (HF_HOME: Hub model and dataset downloads) in an
 # emptyDir rather than the image's home directory. The requested size makes
 # the scheduler place the pod on a node with that much ephemeral storage,
@@ -72,33 +72,42 @@ SECCOMP = {"seccompProfile": {"type": "RuntimeDefault"}}
 
 
 def security_context(row: Trainer) -> dict:
-    """The pod's securityContext: the default seccomp filter, and the image's user for a non-root trainer.
+    """The pod's securityContext: the default seccomp filter, and the image's user for a non-root trainer."""
+    return owner_security_context(owner(row))
+
+
+def owner_security_context(who: Owner | None) -> dict:
+    """The default seccomp filter, and for a non-root owner its uid, gid and `runAsNonRoot`.
 
     `fsGroup` also makes the Hugging Face token (a 0400 Secret file owned by
     root) readable through its group, and is what the FUSE driver's fsGroup
-    delegation keys on. A root trainer (TPU: GKE documents device access for
-    root only) is not given a user.
+    delegation keys on. A root trainer (TPU, below) is not given a user.
     """
-    who = owner(row)
     if who is None:
         return dict(SECCOMP)
     return {"runAsUser": who.uid, "runAsGroup": who.gid, "fsGroup": who.gid, "runAsNonRoot": True, **SECCOMP}
 
 
-def container_security_context(row: Trainer) -> dict:
-    """The trainer container's securityContext: no privilege escalation, and capabilities dropped.
+def container_security_context() -> dict:
+    """Every container's's securityContext: no privilege escalation, every capability dropped.
 
-    No trainer executes setuid binaries, so `allowPrivilegeEscalation: false`
-    (no_new_privs) takes nothing from either. A non-root trainer has no
-    effective capabilities anyway, and drops them all; it reaches the GPUs
-    through world-accessible device files. A root (TPU) trainer drops NET_RAW,
-    as GKE Autopilot does for every pod including TPU ones, and keeps the
-    runtime's other default capabilities: GKE documents TPU access (libtpu
-    opening /dev/vfio) for a root container with the defaults, and a root
-    trainer without any capability is not a configuration it documents.
+    The GPU trainer runs as uid 1000 and reaches the GPUs through world-accessible
+    device files: its pod meets the restricted Pod Security Standard. The TPU
+    trainer runs as root, the only way GKE documents TPU access: GKE's TPU
+    device plugin hands the container the host's /dev/vfio nodes, and the
+    container runtime keeps their host ownership unless it is configured to
+    map it to the pod's runAsUser (containerd's
+    `device_ownership_from_security_context`, off by default:
+    https://kubernetes.io/blog/2021/11/09/non-root-containers-and-devices/);
+    nothing documents GKE's nodes setting it. Root opens the nodes it owns by
+    their owner bits, with no capability (capabilities(7): CAP_DAC_OVERRIDE
+    only bypasses the permission bits), and VFIO's memory pinning is bounded
+    by RLIMIT_MEMLOCK unless CAP_IPC_LOCK, which the runtime's default set
+    (containerd pkg/oci `defaultUnixCaps`) never holds: dropping that set
+    takes nothing TPU access uses. Such a pod meets the baseline standard,
+    which admits root (admission/pod_security.py).
     """
-    drop = ["ALL"] if owner(row) else ["NET_RAW"]
-    return {"allowPrivilegeEscalation": False, "capabilities": {"drop": drop}}
+    return {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
 
 
 def platform_args(run: RunConfig, row: Trainer, contract: SchedulingContract, data_path: str | None = None) -> list[str]:
@@ -140,8 +149,8 @@ def env(run: RunConfig, row: Trainer, data_path: str | None = None) -> list[dict
     if run.trainer is None:
         variables += mount_env(data_path)
     if row.hf_token:
-        # The token is a file from the Secret, never a literal in the manifest.
-        variables.append({"name": "HF_TOKEN_PATH", "value": f"{HF_TOKEN_DIR}/{HF_TOKEN_KEY}"})
+        # The token is a file mounted from Secret Manager (manifests/token.py), never a literal here.
+        variables.append({"name": "HF_TOKEN_PATH", "value": HF_TOKEN_FILE})
     if row.hf_cache_size:
         # Replaces the image's HF_HOME (the user's home, in the container's writable layer).
         variables.append({"name": "HF_HOME", "value": HF_CACHE_DIR})
@@ -158,15 +167,8 @@ def extra_volumes(row: Trainer) -> tuple[list[dict], list[dict]]:
         volumes.append({"name": "hf-cache", "emptyDir": {"sizeLimit": row.hf_cache_size}})
         mounts.append({"name": "hf-cache", "mountPath": HF_CACHE_DIR})
     if row.hf_token:
-        volumes.append({
-            "name": "hf-token",
-            "secret": {
-                "secretName": HF_TOKEN_SECRET,
-                "items": [{"key": HF_TOKEN_KEY, "path": HF_TOKEN_KEY}],
-                "defaultMode": 0o400,
-            },
-        })
-        mounts.append({"name": "hf-token", "mountPath": HF_TOKEN_DIR, "readOnly": True})
+        volumes.append(token_volume())
+        mounts.append(token_mount())
     return volumes, mounts
 
 
@@ -179,36 +181,40 @@ SYSTEM_HEADROOM_MEMORY_GIB = 8
 SCRATCH_STORAGE = "10Gi"
 
 
-def memory_volumes_gib(row: Trainer, contract: SchedulingContract) -> float:
-    """Memory-backed emptyDirs of the pod (/dev/shm, an in-memory data cache): they use node memory."""
-    shm = quantity.gib(row.shm_size) if row.shm_size else 0.0
-    cache = storage.cache_plan(contract)
-    return shm + (cache.gib if cache.in_memory else 0)
+def scratch_storage(row: Trainer) -> str:
+    """The trainer's ephemeral storage: its logs and scratch files, and its Hub cache emptyDir where it has one
+    (the kubelet counts a pod's emptyDirs against the sum of its containers' ephemeral-storage limits:
+    https://kubernetes.io/docs/concepts/configuration/manage-resources-containers/#resource-ephemeral-storage-consumption)."""
+    if not row.hf_cache_size:
+        return SCRATCH_STORAGE
+    return f"{quantity.gib(row.hf_cache_size) + quantity.gib(SCRATCH_STORAGE):g}Gi"
 
 
 def resource_requests(row: Trainer, contract: SchedulingContract) -> dict[str, str]:
-    """CPU, memory and ephemeral storage the trainer requests: what its node can give.
+    """CPU, memory and ephemeral storage the trainer requests, and takes as its limits: what its node can give.
 
     The pod owns its VM (all of its chips), so it asks for the node's
-    allocatable less the FUSE sidecar, the memory-backed volumes, room
-    for the node's DaemonSets and the memory model's margin; Autopilot would otherwise give it its small
-    defaults. Ephemeral storage is the Hub cache where the trainer has one.
-    No CPU/memory limits on Standard (a limit would throttle or OOM-kill
-    a whole-node trainer); Autopilot sets limits equal to requests.
+    allocatable less the FUSE sidecar's requests (which hold the file cache
+    where it is in memory), room for the node's DaemonSets and the memory
+    model's margin; Autopilot would otherwise give it its small defaults, and
+    sets limits equal to requests anyway.
     https://cloud.google.com/kubernetes-engine/docs/concepts/autopilot-resource-requests
+    The trainer's own memory-backed /dev/shm is charged to the trainer (the
+    cgroup that writes a tmpfs page owns it), so it is within this request.
+    Ephemeral storage is `scratch_storage`.
     """
-    return node_requests(contract, memory_volumes_gib(row, contract), row.hf_cache_size or SCRATCH_STORAGE)
+    return node_requests(contract, storage.sidecar_resources(contract), scratch_storage(row))
 
 
-def node_requests(contract: SchedulingContract, memory_volumes: float, ephemeral: str) -> dict[str, str]:
-    """The requests of a pod that owns its VM: the node's allocatable less the FUSE sidecar, `memory_volumes`
-    GiB of memory-backed volumes, room for the node's DaemonSets and the memory model's margin; on Autopilot,
-    capped at what it admits for the accelerator."""
+def node_requests(contract: SchedulingContract, sidecar: dict[str, str], ephemeral: str) -> dict[str, str]:
+    """The requests of a pod that owns its VM: the node's allocatable less its FUSE sidecar's `sidecar`
+    requests, room for the node's DaemonSets and the memory model's margin; on Autopilot, capped at what it
+    admits for the accelerator. The pod's own memory-backed volumes are within it (charged to its cgroup)."""
     node = contract.allocatable
-    cpu = node.cpu - float(quantity.parse(storage.SIDECAR_CPU)) - SYSTEM_HEADROOM_CPU
+    cpu = node.cpu - float(quantity.parse(sidecar["cpu"])) - SYSTEM_HEADROOM_CPU
     # The capacity model's margin stays free too (core/allocatable.py, admission/fit.py).
-    memory = (node.memory / quantity.GIB * (1 - MEMORY_MODEL_MARGIN) - quantity.gib(storage.SIDECAR_MEMORY)
-              - memory_volumes - SYSTEM_HEADROOM_MEMORY_GIB)
+    memory = (node.memory / quantity.GIB * (1 - MEMORY_MODEL_MARGIN) - quantity.gib(sidecar["memory"])
+              - SYSTEM_HEADROOM_MEMORY_GIB)
     requests = {
         "cpu": str(max(1, math.floor(cpu))),
         "memory": f"{max(1, math.floor(memory))}Gi",
@@ -219,6 +225,19 @@ def node_requests(contract: SchedulingContract, memory_volumes: float, ephemeral
             if quantity.parse(requests[resource]) > quantity.parse(cap):
                 requests[resource] = cap
     return requests
+
+
+def resources(row: Trainer, contract: SchedulingContract, chips: int) -> dict[str, dict[str, str]]:
+    """The trainer container's requests and limits: equal, so that the pod is what its node was sized for.
+
+    A memory limit equal to the request keeps the trainer within what the
+    scheduler reserved; the CPU and ephemeral-storage limits make the pod
+    countable by a namespace's ResourceQuota on `limits.*` (which refuses a
+    pod whose containers do not set them) and by a LimitRange's maximums.
+    https://kubernetes.io/docs/concepts/policy/resource-quotas/#requests-vs-limits
+    """
+    asked = {contract.resource_name: str(chips), **resource_requests(row, contract)}
+    return {"limits": dict(asked), "requests": dict(asked)}
 
 
 def ports(run: RunConfig, row: Trainer, contract: SchedulingContract) -> list[dict]:

@@ -13,12 +13,12 @@ from dataclasses import dataclass, field
 from core.catalog import Family
 from core.contract import SchedulingContract
 from core.images import require_digest
-from core.names import APP_LABEL, POOL_LABEL, PROJECT, RUN_LABEL
+from core.names import APP_LABEL, POOL_LABEL, PROJECT, RUN_LABEL, BucketLayout, RunPrefixes
 from manifests import jobset, kueue, pod, storage
 from stack.queueing import run_contract, rungs
 from stack.config import StackConfig
 from stack.problems import ConfigError, Problem
-from stack.runs import RunConfig, run_problems
+from stack.runs import RunConfig
 
 APP = PROJECT
 
@@ -37,9 +37,16 @@ class PlatformFacts:
     namespace: str  # the stack's (StackConfig.runs_namespace)
     service_account: str  # the stack's trainer account (StackConfig.trainer_account)
     extra_labels: Mapping[str, str] = field(default_factory=dict)
-    # run -> the path below datasets/ its trainer reads (stack/datasets.py); a run
+    # run -> the path below the stack's datasets/<stack>/ its trainer reads (stack/datasets.py); a run
     # not listed reads its `data` as a path.
     data_paths: Mapping[str, str] = field(default_factory=dict)
+    # Where in the bucket each run's prefixes are (core/names.py); the stack's name is in them.
+    layout: BucketLayout | None = None
+
+    def prefixes(self, run: str) -> RunPrefixes:
+        if self.layout is None:
+            raise ValueError("PlatformFacts.layout is needed to mount a run's prefixes")
+        return self.layout.run(run)
     # run -> its export prefix (`exports/<stack>/<run>`), for each run with `export:`.
     exports: Mapping[str, str] = field(default_factory=dict)
 
@@ -48,23 +55,23 @@ def platform_facts(config: StackConfig, images: Mapping[str, str]) -> PlatformFa
     """What the platform of `config`'s stack provides its runs, with these trainer images."""
     return PlatformFacts(bucket=config.data_bucket, images=images, namespace=config.runs_namespace,
                          service_account=config.trainer_account, data_paths=config.data_paths(),
-                         exports=config.export_prefixes())
+                         layout=config.bucket_layout, exports=config.export_prefixes())
 
 
 def build_runs(
     runs: Iterable[RunConfig], contracts: Mapping[str, SchedulingContract], facts: PlatformFacts
 ) -> dict[str, dict]:
-    """Every run's manifest by run name, after checking all runs together."""
+    """Every run's manifest by run name. The runs come validated from the stack's reader
+    (StackConfig's rules, stack/runs.py run_problems); only the images are this layer's to check."""
     runs = list(runs)
-    check_runs(runs, contracts, facts.images)
+    check_images(runs, facts.images)
     return {run.name: build_run(run, run_contract(run, contracts), facts) for run in runs}
 
 
-def check_runs(
-    runs: list[RunConfig], contracts: Mapping[str, SchedulingContract], images: Collection[str]
-) -> None:
-    """Raise ConfigError listing every problem: the runs' own, and trainers without an image."""
-    problems = run_problems(runs, contracts) + [
+def check_images(runs: list[RunConfig], images: Collection[str]) -> None:
+    """Raise ConfigError for each trainer run without an image: the one fact about the runs the stack's
+    reader doesn't have (which images were built or pinned is decided after it, stack/images.py)."""
+    problems = [
         Problem(f"runs[{i}].image", None, f"on run {run.name!r}: no image for trainer {run.trainer}",
                 f"the stack's `images.{run.trainer}` or the run's `image` (by digest)")
         for i, run in enumerate(runs)
@@ -133,7 +140,7 @@ def pod_spec(run: RunConfig, contract: SchedulingContract, facts: PlatformFacts)
     # it the pod network's overlay, as GKE's multislice guide does.
     # https://cloud.google.com/kubernetes-engine/docs/how-to/tpu-multislice
     host_network = contract.multislice
-    mounts = storage.run_mounts(run.name, facts.exports.get(run.name))
+    mounts = storage.run_mounts(facts.prefixes(run.name), facts.exports.get(run.name))
     row = run.row_on(contract.family)
     extra_volumes, extra_mounts = pod.extra_volumes(row)
     owner = pod.owner(row)
@@ -200,7 +207,6 @@ def node_selector(contract: SchedulingContract) -> dict[str, str]:
 
 def container(run: RunConfig, contract: SchedulingContract, facts: PlatformFacts, mounts: list[dict]) -> dict:
     chips = run.chips_per_host or contract.chips_per_host
-    accelerators = {contract.resource_name: str(chips)}
     row, data_path = run.row_on(contract.family), facts.data_paths.get(run.name, run.data)
     env = pod.env(run, row, data_path)
     if contract.multislice:
@@ -215,9 +221,9 @@ def container(run: RunConfig, contract: SchedulingContract, facts: PlatformFacts
         "command": pod.command(run, row, chips),
         "args": pod.platform_args(run, row, contract, data_path) + list(run.args),
         "env": env,
-        "resources": {"limits": accelerators, "requests": {**accelerators, **pod.resource_requests(row, contract)}},
+        "resources": pod.resources(row, contract, chips),
         "volumeMounts": mounts,
-        "securityContext": pod.container_security_context(row),
+        "securityContext": pod.container_security_context(),
     }
     ports = pod.ports(run, row, contract)
     if ports:

@@ -28,7 +28,7 @@ from core.catalog import Family
 from core.contract import SchedulingContract
 from core.images import require_digest
 from core.names import APP_LABEL, PROJECT, SERVE_LABEL, cluster_scoped, server_name
-from core.quantity import GIB, gib
+from core.quantity import GIB
 from manifests import pod, storage
 from manifests.run import SKIP_AWAIT
 from stack.serving import ServeConfig
@@ -134,11 +134,16 @@ def deployment(serve: ServeConfig, contract: SchedulingContract, facts: ServeFac
             # One server down before the next is made: no second VM of accelerators is needed to roll out.
             "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}},
             "template": {
-                "metadata": {"labels": dict(meta), "annotations": storage.sidecar_annotations(contract, file_cache=False)},
+                "metadata": {"labels": dict(meta), "annotations": storage.fuse_annotations(sidecar(contract))},
                 "spec": pod_spec(serve, contract, facts),
             },
         },
     }
+
+
+def sidecar(contract: SchedulingContract) -> dict[str, str]:
+    """The FUSE sidecar's requests and limits: no file cache, since the server reads its weights once."""
+    return storage.sidecar_resources(contract, file_cache=False)
 
 
 def owner(contract: SchedulingContract) -> storage.Owner | None:
@@ -185,7 +190,7 @@ def wait_container(serve: ServeConfig, facts: ServeFacts, who: storage.Owner | N
     return {
         "name": WAIT, "image": require_digest(serve.image or ""), "imagePullPolicy": "IfNotPresent",
         "command": ["sh", "-c", script],
-        "resources": {"requests": dict(small), "limits": {"memory": small["memory"]}},
+        "resources": {"requests": dict(small), "limits": dict(small)},
         "volumeMounts": [{"name": "model", "mountPath": MODEL_DIR, "readOnly": True}],
         "securityContext": container_security(who),
     }
@@ -230,7 +235,8 @@ def _probe(period: int, failures: int, timeout: int) -> dict:
 def server_container(serve: ServeConfig, contract: SchedulingContract, facts: ServeFacts,
                      who: storage.Owner | None) -> dict:
     chips = {contract.resource_name: str(contract.chips_per_host)}
-    requests = pod.node_requests(contract, gib(SHM_SIZE), EPHEMERAL)
+    # The host less the sidecar; /dev/shm and the cache volume are charged within (manifests/pod.py).
+    requests = pod.node_requests(contract, sidecar(contract), EPHEMERAL)
     budget = startup_seconds(facts.weights_bytes, contract)
     return {
         "name": SERVER, "image": require_digest(serve.image or ""), "imagePullPolicy": "IfNotPresent",
@@ -238,8 +244,9 @@ def server_container(serve: ServeConfig, contract: SchedulingContract, facts: Se
         "args": vllm_args(serve, contract, facts),
         "env": server_env(contract),
         "ports": [{"name": PORT_NAME, "containerPort": PORT, "protocol": "TCP"}],
-        # The accelerator exactly as the pool's contract has it; memory limited to its request.
-        "resources": {"requests": {**chips, **requests}, "limits": {**chips, "memory": requests["memory"]}},
+        # The accelerator exactly as the pool's contract has it; limits equal to requests, as the trainers'
+        # (a namespace's ResourceQuota on `limits.*` counts the pod: manifests/pod.py `resources`).
+        "resources": {"requests": {**chips, **requests}, "limits": {**chips, **requests}},
         "startupProbe": _probe(STARTUP_PERIOD_SECONDS, math.ceil(budget / STARTUP_PERIOD_SECONDS), 5),
         "readinessProbe": _probe(5, 3, 5),
         "livenessProbe": _probe(30, 4, 10),

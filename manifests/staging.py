@@ -1,8 +1,8 @@
-"""A dataset's staging Job as data: fetch the source into datasets/<name>/, then (optionally) tokenize.
+"""A dataset's staging Job as data: fetch the source into datasets/<stack>/<name>/, then (optionally) tokenize.
 
 The Job runs on the cluster's system nodes (Standard) or general-purpose
 Autopilot nodes, never on an accelerator, as the `stager` service account,
-whose only write access is `datasets/`. The staging code is the project's
+whose only write access is its datasets' `datasets/<stack>/<name>/`. The staging code is the project's
 own (trainers/staging, standard library only); a dataset with `tokenize`
 is then tokenized by the JAX trainer's own code, in its image, into the
 token shards its runs read. A source no retry can fix exits 78 and fails
@@ -16,12 +16,11 @@ import json
 from collections.abc import Mapping
 
 from core.catalog import NODEPOOL_LABEL
-from core.names import (
-    APP_LABEL, DATASET_LABEL, DATA_PREFIX, HF_TOKEN_KEY, HF_TOKEN_SECRET, PROJECT,
-)  # fmt: skip
+from core.names import APP_LABEL, DATASET_LABEL, PROJECT
 from core.trainers import CONFIG_ERROR, STAGING_MODULE, TRAINERS, WORKDIR, Trainer
 from manifests import pod
-from manifests.storage import CSI_DRIVER, SIDECAR_PREFIX, WRITE_OPTIONS, Owner
+from manifests.storage import CSI_DRIVER, WRITE_OPTIONS, Owner, fuse_annotations
+from manifests.token import HF_TOKEN_FILE, token_mount, token_volume
 from stack.config import StackConfig
 from stack.datasets import TOKENS_DIR, DatasetConfig
 
@@ -43,7 +42,8 @@ def stack_staging_jobs(config: StackConfig, images: Mapping[str, str]) -> dict[s
     for dataset in (d for d in config.datasets if d.staged_in_cluster):  # a `path`: uploaded, no Job
         trainer = config.staging_trainer(dataset)
         jobs[dataset.name] = staging_job(dataset, trainer=TRAINERS[trainer], image=images[trainer],
-                                         bucket=config.data_bucket, autopilot=config.autopilot,
+                                         bucket=config.data_bucket, prefix=config.bucket_layout.dataset(dataset.name),
+                                         autopilot=config.autopilot,
                                          namespace=config.runs_namespace, service_account=config.stager_account,
                                          system_pool=config.existing is None)
     return jobs
@@ -54,11 +54,12 @@ def job_name(dataset: DatasetConfig) -> str:
 
 
 def staging_job(
-    dataset: DatasetConfig, *, trainer: Trainer, image: str, bucket: str, autopilot: bool, namespace: str,
-    service_account: str, system_pool: bool = True,
+    dataset: DatasetConfig, *, trainer: Trainer, image: str, bucket: str, prefix: str, autopilot: bool,
+    namespace: str, service_account: str, system_pool: bool = True,
 ) -> dict:
-    """`system_pool`: on Standard, pinned to the platform's system node pool; an existing cluster's Job goes
-    wherever the scheduler puts it (its accelerator nodes are tainted, which the Job doesn't tolerate)."""
+    """`prefix`: the dataset's in the bucket (the Job's only writable mount). `system_pool`: on Standard,
+    pinned to the platform's system node pool; an existing cluster's Job goes wherever the scheduler puts it
+    (its accelerator nodes are tainted, which the Job doesn't tolerate)."""
     labels = {APP_LABEL: PROJECT, DATASET_LABEL: dataset.name}
     steps = [_stage_container(dataset, image)]
     if dataset.tokenize and trainer.token_shards_module:
@@ -68,9 +69,9 @@ def staging_job(
         "serviceAccountName": service_account,
         "automountServiceAccountToken": False,
         "restartPolicy": "Never",
-        "securityContext": pod.SECCOMP | _owner_context(trainer),
+        "securityContext": pod.owner_security_context(staging_owner(trainer)),
         "containers": [main],
-        "volumes": _volumes(dataset, bucket, trainer),
+        "volumes": _volumes(dataset, bucket, prefix, trainer),
     }
     if init:
         spec["initContainers"] = init
@@ -86,17 +87,9 @@ def staging_job(
             "podFailurePolicy": {"rules": [
                 {"action": "FailJob", "onExitCodes": {"operator": "In", "values": [CONFIG_ERROR]}},
             ]},
-            "template": {"metadata": {"labels": labels, "annotations": _sidecar(autopilot)}, "spec": spec},
+            "template": {"metadata": {"labels": labels, "annotations": fuse_annotations(_SIDECAR)}, "spec": spec},
         },
     }
-
-
-def _sidecar(autopilot: bool) -> dict:
-    annotations = {"gke-gcsfuse/volumes": "true"}
-    for name, value in _SIDECAR.items():
-        annotations[f"{SIDECAR_PREFIX}{name}-limit"] = value if autopilot else "0"
-    annotations.update({f"{SIDECAR_PREFIX}{name}-request": value for name, value in _SIDECAR.items()})
-    return annotations
 
 
 def _container(name: str, image: str, command: list[str], resources: dict, mounts: list[dict]) -> dict:
@@ -109,7 +102,7 @@ def _container(name: str, image: str, command: list[str], resources: dict, mount
         "env": [{"name": "PYTHONUNBUFFERED", "value": "1"}],
         "resources": {"requests": dict(resources), "limits": dict(resources)},
         "volumeMounts": mounts,
-        "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
+        "securityContext": pod.container_security_context(),
     }
 
 
@@ -120,8 +113,8 @@ def _stage_container(dataset: DatasetConfig, image: str) -> dict:
     if dataset.gcs:
         mounts.append({"name": "source", "mountPath": SOURCE_DIR, "readOnly": True})
     if dataset.hub and dataset.hub.token:
-        command += ["--token-file", f"{pod.HF_TOKEN_DIR}/{HF_TOKEN_KEY}"]
-        mounts.append({"name": "hf-token", "mountPath": pod.HF_TOKEN_DIR, "readOnly": True})
+        command += ["--token-file", HF_TOKEN_FILE]
+        mounts.append(token_mount())
     return _container("stage", image, command, _STAGE, mounts)
 
 
@@ -132,17 +125,22 @@ def _tokenize_container(dataset: DatasetConfig, image: str, trainer: Trainer) ->
     return _container("tokenize", image, command, _TOKENIZE, [{"name": "dataset", "mountPath": root}])
 
 
-def _owner_context(trainer: Trainer) -> dict:
-    image = trainer.image
-    if not image.non_root:
-        return {}
-    return {"runAsUser": image.user, "runAsGroup": image.group, "fsGroup": image.group, "runAsNonRoot": True}
+def staging_owner(trainer: Trainer) -> Owner:
+    """Who a staging Job runs as: its image's non-root account, whatever the trainer runs as.
+
+    Staging reads and writes files and the network and tokenizes on the CPU; it
+    touches no accelerator, so even in the root TPU trainer's image it runs as
+    the account the image creates for such work (core/trainers.py `jobs_user`),
+    and its pod meets the restricted Pod Security Standard.
+    """
+    if trainer.image.jobs_user is None:
+        raise ValueError(f"trainer {trainer.name}: its image has no non-root account for staging Jobs (jobs_user)")
+    return Owner(trainer.image.jobs_user, trainer.image.jobs_user)
 
 
-def _volumes(dataset: DatasetConfig, bucket: str, trainer: Trainer) -> list[dict]:
-    owner = Owner(trainer.image.user, trainer.image.group) if trainer.image.non_root else None
-    ids = owner.mount_options if owner else ()
-    options = ",".join((*WRITE_OPTIONS, *ids, f"only-dir={DATA_PREFIX}/{dataset.name}"))
+def _volumes(dataset: DatasetConfig, bucket: str, prefix: str, trainer: Trainer) -> list[dict]:
+    ids = staging_owner(trainer).mount_options
+    options = ",".join((*WRITE_OPTIONS, *ids, f"only-dir={prefix}"))
     volumes = [{"name": "dataset", "csi": {"driver": CSI_DRIVER, "readOnly": False,
                                           "volumeAttributes": {"bucketName": bucket, "mountOptions": options}}}]
     if dataset.gcs:
@@ -150,7 +148,5 @@ def _volumes(dataset: DatasetConfig, bucket: str, trainer: Trainer) -> list[dict
         volumes.append({"name": "source", "csi": {"driver": CSI_DRIVER, "readOnly": True, "volumeAttributes": {
             "bucketName": dataset.gcs_bucket, "mountOptions": source}}})
     if dataset.hub and dataset.hub.token:
-        volumes.append({"name": "hf-token", "secret": {
-            "secretName": HF_TOKEN_SECRET, "items": [{"key": HF_TOKEN_KEY, "path": HF_TOKEN_KEY}],
-            "defaultMode": 0o400}})
+        volumes.append(token_volume())
     return volumes

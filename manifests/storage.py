@@ -3,8 +3,8 @@
 Each volume mounts one prefix of the platform bucket through the Cloud Storage
 FUSE sidecar GKE injects into pods annotated `gke-gcsfuse/volumes: "true"`;
 the sidecar authenticates as the pod's Kubernetes service account (Workload
-Identity), whose Google identity may read `datasets/` and write only below
-`checkpoints/<run>/` and `profiles/<run>/`.
+Identity), whose Google identity may read the bucket and write only below
+the run's `checkpoints/<stack>/<run>/` and `profiles/<stack>/<run>/` (core/names.py).
 https://cloud.google.com/kubernetes-engine/docs/how-to/cloud-storage-fuse-csi-driver-ephemeral
 """
 
@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from core import quantity
 from core.catalog import Family
 from core.contract import SchedulingContract
-from core.names import CHECKPOINT_PREFIX, DATA_PREFIX, PROFILE_PREFIX
+from core.names import RunPrefixes
 
 CSI_DRIVER = "gcsfuse.csi.storage.gke.io"
 
@@ -44,9 +45,11 @@ WRITE_OPTIONS = (
     "metadata-cache:ttl-secs:0",
 )
 
-# The FUSE sidecar's requests, and the pod volume its file cache goes to when
-# not the sidecar's own emptyDir (that name tells the webhook to use it).
-SIDECAR_CPU = "500m"
+# The FUSE sidecar's own resources (the cache's are added where it holds it, `sidecar_resources`), and the
+# pod volume its file cache goes to when not the sidecar's own emptyDir (that name tells the webhook to use it).
+# Two CPUs: with its limit equal to its request, it streams the data and checkpoint writes unthrottled on
+# accelerator VMs of 44 to 224 vCPUs.
+SIDECAR_CPU = "2"
 SIDECAR_MEMORY = "1Gi"
 SIDECAR_EPHEMERAL_GIB = 5  # logs and buffers; the driver's own default
 CACHE_VOLUME = "gke-gcsfuse-cache"
@@ -83,25 +86,41 @@ def cache_plan(contract: SchedulingContract) -> CachePlan:
     return TPU_CACHE if contract.family is Family.TPU else LOCAL_SSD_CACHE
 
 
-def sidecar_annotations(contract: SchedulingContract, file_cache: bool = True) -> dict[str, str]:
-    """The GCS FUSE sidecar's injection and resources, as pod annotations.
+def sidecar_resources(contract: SchedulingContract, file_cache: bool = True) -> dict[str, str]:
+    """The FUSE sidecar's requests, which are also its limits: its own, and the file cache it fills.
 
-    Requests reserve what it needs (and the cache, where that is its own
-    emptyDir). On Standard, limits of "0" lift them, so the sidecar is never
-    throttled or OOM-killed while it streams data. Autopilot refuses "0" and
-    sets limits equal to requests, so there they are the requests.
-    https://cloud.google.com/kubernetes-engine/docs/how-to/cloud-storage-fuse-csi-driver-sidecar#configure-sidecar-resources
-    https://github.com/GoogleCloudPlatform/gcs-fuse-csi-driver/blob/main/docs/troubleshooting.md
+    The cache's pages are charged to the container that writes them (the
+    sidecar): on local SSD to its ephemeral storage, in memory (a tmpfs
+    emptyDir, TPU hosts) to its memory, since a tmpfs page belongs to the
+    memory cgroup that first touched it ("Memory Ownership",
+    https://docs.kernel.org/admin-guide/cgroup-v2.html#memory-ownership). With
+    a memory limit equal to its request, the request holds the cache.
+    `file_cache=False`: a pod whose mounts keep no file cache (a model server reads its weights once).
     """
-    cache = cache_plan(contract)
-    # `file_cache=False`: a pod whose mounts keep no file cache (a model server reads its model once).
-    ephemeral = f"{SIDECAR_EPHEMERAL_GIB + (0 if cache.in_memory or not file_cache else cache.gib)}Gi"
-    requests = {"cpu": SIDECAR_CPU, "memory": SIDECAR_MEMORY, "ephemeral-storage": ephemeral}
-    limits = dict(requests) if contract.autopilot else {name: "0" for name in requests}
+    cache = cache_plan(contract) if file_cache else CachePlan(gib=0, in_memory=False)
+    return {"cpu": SIDECAR_CPU,
+            "memory": f"{quantity.gib(SIDECAR_MEMORY) + (cache.gib if cache.in_memory else 0):g}Gi",
+            "ephemeral-storage": f"{SIDECAR_EPHEMERAL_GIB + (0 if cache.in_memory else cache.gib)}Gi"}
+
+
+def fuse_annotations(resources: dict[str, str]) -> dict[str, str]:
+    """GKE's sidecar injection and the sidecar's requests and limits, each limit equal to its request.
+
+    Limits make a namespace's ResourceQuota on `limits.*` and a LimitRange's
+    maximums admit the pod (a quota on a resource refuses a pod with a
+    container that does not set it), and a memory limit equal to the request
+    is what the scheduler placed. The annotations are GKE's:
+    https://cloud.google.com/kubernetes-engine/docs/how-to/cloud-storage-fuse-csi-driver-sidecar#configure-sidecar-resources
+    """
     annotations = {"gke-gcsfuse/volumes": "true"}
-    annotations.update({f"{SIDECAR_PREFIX}{name}-limit": value for name, value in limits.items()})
-    annotations.update({f"{SIDECAR_PREFIX}{name}-request": value for name, value in requests.items()})
+    annotations.update({f"{SIDECAR_PREFIX}{name}-limit": value for name, value in resources.items()})
+    annotations.update({f"{SIDECAR_PREFIX}{name}-request": value for name, value in resources.items()})
     return annotations
+
+
+def sidecar_annotations(contract: SchedulingContract) -> dict[str, str]:
+    """A run pod's FUSE sidecar: injected, with `sidecar_resources` as requests and limits."""
+    return fuse_annotations(sidecar_resources(contract))
 
 
 def cache_volumes(contract: SchedulingContract) -> list[dict]:
@@ -142,17 +161,18 @@ class Mount:
     writable: bool
 
 
-def run_mounts(run_name: str, export_prefix: str | None = None) -> tuple[Mount, ...]:
-    """The prefixes a run sees: data read-only; its own checkpoints and profiles read-write, and its
-    export (`exports/<stack>/<run>`) where it has `export:`.
+def run_mounts(prefixes: RunPrefixes, export_prefix: str | None = None) -> tuple[Mount, ...]:
+    """The prefixes a run sees: its stack's datasets read-only; its own checkpoints and profiles read-write,
+    and its export (`exports/<stack>/<run>`) where it has `export:`.
 
     Every run gets its profiles prefix, where the trainer writes its TensorBoard
     events (and traces): a path inside the container would be lost with the pod.
+    The mount paths are the same whatever the prefixes, so the trainers' flags are too.
     """
     mounts = (
-        Mount("data", DATA_PREFIX, DATA_DIR, writable=False),
-        Mount("checkpoints", f"{CHECKPOINT_PREFIX}/{run_name}", CHECKPOINT_DIR, writable=True),
-        Mount("profiles", f"{PROFILE_PREFIX}/{run_name}", PROFILE_DIR, writable=True),
+        Mount("data", prefixes.data, DATA_DIR, writable=False),
+        Mount("checkpoints", prefixes.checkpoints, CHECKPOINT_DIR, writable=True),
+        Mount("profiles", prefixes.profiles, PROFILE_DIR, writable=True),
     )
     return mounts + ((Mount("exports", export_prefix, EXPORT_DIR, writable=True),) if export_prefix else ())
 

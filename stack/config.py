@@ -12,14 +12,14 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import Field, PrivateAttr, ValidationError, ValidationInfo, field_validator, model_validator
 
 from core.contract import SchedulingContract
 from core.dockerfile import IMAGE_BUILDERS, ImageBuilder
 from core.ids import default_bucket_name, default_cluster_name, default_registry_id
-from core.names import (RUNS_NAMESPACE, export_prefix, server_service_account, stager_service_account,
-                        trainer_service_account)
-from core.syntax import DNS_1035_LABEL, or_empty, PROJECT_ID, REGION
+from core.names import (HF_TOKEN_SECRET, RUNS_NAMESPACE, BucketLayout, export_prefix, server_service_account,
+                        stager_service_account, trainer_service_account)
+from core.syntax import DNS_1035_LABEL, or_empty, PROJECT_ID, REGION, STACK_SEGMENT
 from core.trainers import TRAINERS
 from stack.contracts import derive_contracts
 from stack.models import Images, PoolConfig, ShapeConfig, StackModel, TopLevelCount
@@ -33,6 +33,7 @@ from stack.rules import (bucket_problems, dataset_stack_problems, mode_problems,
                          offering_problems, unique_name_problems, zone_problems)
 from stack.runs import RunConfig, run_problems
 from stack.serving import ServeConfig, serve_problems
+from stack.secrets import needs_hf_token, secret_name, secret_problems, secret_version
 
 
 class StackConfig(StackModel):
@@ -78,9 +79,25 @@ class StackConfig(StackModel):
     runs: tuple[RunConfig, ...] = ()
     # An OpenAI-compatible vLLM server of one run's export (stack/serving.py); None: no server.
     serve: ServeConfig | None = None
+    # The Secret Manager secret holding the Hugging Face token (stack/secrets.py), mounted into the pods
+    # that read the Hub by GKE's Secret Manager add-on; never a Pulumi value.
+    hf_token_secret: str = Field(default=HF_TOKEN_SECRET, description="a Secret Manager secret")
 
     # Where built trainer images are pushed and how they are built (stack/image_build.py).
     image_build: ImageBuild = ImageBuild()
+    # Runs deployed before the bucket's prefixes carried the stack, which keep their old prefixes: found in
+    # the bucket at preview (components/bucket_preflight.py), never set by a stack file.
+    _legacy_runs: frozenset[str] = PrivateAttr(default_factory=frozenset)
+
+    @field_validator("stack")
+    @classmethod
+    def _stack_name(cls, value: str) -> str:
+        # The stack names its bucket prefixes (core/names.py) and a gcsfuse mount's `only-dir`, which gcsfuse
+        # cleans as a path (cfg/rationalize.go resolveOnlyDir): '.' or '..' would name another prefix.
+        if not STACK_SEGMENT.fullmatch(value):
+            raise_problems([Problem("", value, "is not a stack name the bucket's prefixes can carry",
+                                    "letters, digits, '_', '-' and '.', not starting with '.'")])
+        return value
 
     @field_validator("project")
     @classmethod
@@ -89,6 +106,12 @@ class StackConfig(StackModel):
             raise_problems([Problem("", value, "is not a project id",
                                     "6-30 lowercase letters, digits or hyphens, starting with a letter, "
                                     "not ending with a hyphen")])
+        return value
+
+    @field_validator("hf_token_secret")
+    @classmethod
+    def _hf_token_secret(cls, value: str) -> str:
+        raise_problems(secret_problems(value))
         return value
 
     @field_validator("namespace")
@@ -240,6 +263,21 @@ class StackConfig(StackModel):
         return self.existing is None or self.create_namespace
 
     @property
+    def reads_hub(self) -> bool:
+        """Whether a run or a staging Job of the stack mounts the Hugging Face token."""
+        return needs_hf_token(self.runs, self.datasets)
+
+    @property
+    def hf_token_version(self) -> str:
+        """The token's version the pods mount: `projects/<p>/secrets/<s>/versions/<v>`."""
+        return secret_version(self.hf_token_secret, self.project)
+
+    @property
+    def hf_token_secret_name(self) -> str:
+        """The token's secret, `projects/<p>/secrets/<s>`: its readers' grants are on it."""
+        return secret_name(self.hf_token_secret, self.project)
+
+    @property
     def trainer_account(self) -> str:
         return trainer_service_account(self.stack)
 
@@ -254,6 +292,18 @@ class StackConfig(StackModel):
     @property
     def data_bucket(self) -> str:
         return self.bucket_name or default_bucket_name(self.project, self.stack)
+
+    @property
+    def bucket_layout(self) -> BucketLayout:
+        """Where the stack's datasets, checkpoints and profiles are in its bucket (core/names.py)."""
+        return BucketLayout(self.stack, self._legacy_runs)
+
+    def with_legacy_runs(self, runs) -> StackConfig:
+        """The same stack, with `runs` kept on the prefixes they were deployed with before prefixes carried the
+        stack (components/bucket_preflight.py finds them)."""
+        copy = self.model_copy()
+        copy._legacy_runs = frozenset(runs) & {run.name for run in self.runs}
+        return copy
 
     @property
     def autopilot(self) -> bool:
@@ -276,7 +326,7 @@ class StackConfig(StackModel):
         return readers[0] if readers else next(iter(TRAINERS))
 
     def data_paths(self) -> dict[str, str]:
-        """Each run's data, below datasets/: the named dataset's file, directory or token shards."""
+        """Each run's data, below datasets/<stack>/: the named dataset's file, directory or token shards."""
         paths = {}
         for run in self.runs:
             if not run.data:

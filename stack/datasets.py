@@ -1,12 +1,12 @@
-"""The stack's datasets (`datasets:`): what `pulumi up` stages below the bucket's datasets/ prefix.
+"""The stack's datasets (`datasets:`): what `pulumi up` stages below the bucket's datasets/<stack>/ prefix.
 
-Each dataset has a name (its directory, `datasets/<name>/`) and one source:
+Each dataset has a name (its directory, `datasets/<stack>/<name>/`) and one source:
 a file URL (TinyStories' text file on the Hugging Face Hub, as the TPU
 tutorial downloads it), a Hub dataset at a revision (the A4 tutorial's
 text-to-SQL set), an existing `gs://` prefix, or a file or folder on the
 machine running `pulumi up` (`path`, uploaded by `pulumi up` itself:
 components/uploads.py). `tokenize: <model>` also
-writes the JAX trainer's token shards (`datasets/<name>/tokens/`), so its
+writes the JAX trainer's token shards (`datasets/<stack>/<name>/tokens/`), so its
 runs start without tokenizing. Runs name a dataset in `data` (or a path
 inside one); the platform points the trainer at it.
 """
@@ -104,7 +104,7 @@ class DatasetConfig(StackModel):
         return (_GCS.match(self.gcs).group("prefix") or "").strip("/") if self.gcs else ""
 
     def path_for(self, trainer_reads_tokens: bool) -> str:
-        """Below datasets/: what a run of this dataset reads (its token shards, when it can)."""
+        """Below datasets/<stack>/: what a run of this dataset reads (its token shards, when it can)."""
         if self.tokenize and trainer_reads_tokens:
             return f"{self.name}/{TOKENS_DIR}"
         return f"{self.name}/{self.staged_file}" if self.staged_file else self.name

@@ -4,7 +4,9 @@ cluster's or bucket's places.
 Google Cloud refuses a second resource of the same name in its scope with a
 409 in the middle of `pulumi up`, after other resources of the stack exist;
 and two stacks in one namespace of one cluster, or writing the same prefix of
-one bucket, would take over each other's objects. `make plan` compares the
+one bucket, would take over each other's objects. Every bucket prefix carries
+the stack (core/names.py), so two stacks of a checkout may name runs and
+datasets alike on one bucket: their prefixes differ. `make plan` compares the
 stack it plans with every other stack file of the checkout and refuses any
 name two of them would claim (tools/plan/collect.py); the components name their
 resources with the same functions (core/ids.py), and a test holds that every
@@ -17,7 +19,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from core.ids import network_name, service_account_id, subnetwork_name, webhook_firewall_name
-from core.names import CHECKPOINT_PREFIX, DATA_PREFIX, PROFILE_PREFIX
 from stack.config import StackConfig
 
 
@@ -61,11 +62,11 @@ def claimed_names(cfg: StackConfig) -> list[ClaimedName]:
     bucket prefixes its runs and staging Jobs write."""
     names = [] if cfg.existing else _google_cloud(cfg)
     names.append(ClaimedName("namespace", _cluster_of(cfg), cfg.runs_namespace))
-    bucket = f"bucket {cfg.data_bucket}"
+    bucket, layout = f"bucket {cfg.data_bucket}", cfg.bucket_layout
     for run in cfg.runs:
-        names += [ClaimedName("bucket prefix", bucket, f"{prefix}/{run.name}/")
-                  for prefix in (CHECKPOINT_PREFIX, PROFILE_PREFIX)]
-    names += [ClaimedName("bucket prefix", bucket, f"{DATA_PREFIX}/{d.name}/") for d in cfg.datasets]
+        names += [ClaimedName("bucket prefix", bucket, f"{prefix}/") for prefix in layout.run(run.name).writes]
+    names += [ClaimedName("bucket prefix", bucket, f"{prefix}/") for prefix in cfg.export_prefixes().values()]
+    names += [ClaimedName("bucket prefix", bucket, f"{layout.dataset(d.name)}/") for d in cfg.datasets]
     return names
 
 
@@ -79,5 +80,5 @@ def collision_problems(stack: str, configs: Mapping[str, StackConfig]) -> list[s
         for name in sorted(mine & set(claimed_names(cfg))):
             problems.append(f"Pulumi.{stack}.yaml and Pulumi.{other}.yaml both claim {name}: one would fail or take "
                             f"over the other's; allowed: a name of the stack's own (see the stack's keys "
-                            f"clusterName, registryName, bucketName, namespace, runs and datasets)")
+                            f"clusterName, registryName, bucketName and namespace)")
     return problems

@@ -24,7 +24,7 @@ from stack.config import StackConfig
 from stack.problems import ConfigError, Problem, from_validation_error
 from stack.rules import placeholder_problems
 from stack.serving import placeholder_problems as serve_placeholder
-from stack.secrets import HF_TOKEN_KEY, SET_IT, TokenState, hf_token_problems, needs_hf_token
+from stack.secrets import HF_TOKEN_KEY, TokenState, file_token_state, hf_token_problems
 
 # Keys whose stack value is structured; Pulumi hands them to the program as JSON.
 _STRUCTURED = ("pools", "shapes", "images", "runs", "zones", "network", "datasets", "existingCluster", "charts",
@@ -110,27 +110,19 @@ def model_values(config_map: dict[str, Any], stack: str) -> dict[str, Any]:
 
 def load_files(stack: str, root: Path) -> StackConfig:
     """The stack's config read offline from `root`'s Pulumi.yaml and Pulumi.<stack>.yaml."""
-    return validate(model_values(file_values(stack, root), stack))
+    values = file_values(stack, root)
+    retired = hf_token_problems(file_token_state(values.get(f"{PROJECT}:{HF_TOKEN_KEY}")))
+    return validate(model_values(values, stack), retired)
 
 
 # --- in the program: Pulumi config -------------------------------------------
 
 
-# What `pulumi preview` plans as the Hugging Face token of a stack that doesn't hold it (never applied:
-# `up` refuses such a stack, and the Secret's value is left out of the preview's diff).
-PREVIEW_TOKEN_STAND_IN = "preview-plans-the-token-as-set"
-
-
 def load() -> StackConfig:
-    """Read and validate the current stack's config; raise ConfigError on any problem.
-
-    A preview plans an unset token as set: a pull request's preview job holds no token
-    (docs/ci.md), and `up` still refuses a stack that needs it and lacks it.
-    """
+    """Read and validate the current stack's config; raise ConfigError on any problem."""
     merged = {**runtime_config.get_config_env(), **runtime_config.CONFIG.get()}
     values = model_values(merged, pulumi.get_stack())
-    state = "secret" if hf_token_planned_only() else _hf_token_state()
-    problems = hf_token_problems(values.get("runs"), state, values.get("datasets"))
+    problems = hf_token_problems(_hf_token_state())
     if applying():
         problems += placeholder_problems(str(values.get("project", ""))) + serve_placeholder(values.get("serve"))
     return validate(values, problems)
@@ -144,29 +136,9 @@ def applying() -> bool:
     return not pulumi.runtime.is_dry_run() and not isinstance(pulumi.runtime.settings.get_monitor(), MockMonitor)
 
 
-def hf_token_planned_only() -> bool:
-    """Whether the token is unset and the program runs as `pulumi preview`, which plans it as set."""
-    return pulumi.runtime.is_dry_run() and _hf_token_state() == "unset"
-
-
-def hf_token(config: StackConfig) -> pulumi.Output[str] | None:
-    """The Hugging Face token as a Pulumi secret Output, or None when no run of the stack needs it.
-
-    `load` has already refused a stack whose runs need the token and lack it, but
-    in a preview (`hf_token_planned_only`), which gets a secret stand-in.
-    """
-    if not needs_hf_token(config.runs, config.datasets):
-        return None
-    if hf_token_planned_only():
-        pulumi.log.warn(f"{HF_TOKEN_KEY}: not set; this preview plans it as set (its Secret's value is not "
-                        f"compared), and `pulumi up` needs it: {SET_IT}")
-        return pulumi.Output.secret(PREVIEW_TOKEN_STAND_IN)
-    return pulumi.Config(PROJECT).require_secret(HF_TOKEN_KEY)
-
-
 def _hf_token_state() -> TokenState:
-    # Pulumi.yaml declares the key with an empty default, which the CLI merges
-    # in as a plain "" when the stack does not set it: empty means unset.
+    """How the stack holds the retired `hfToken` (refused in any form). Pulumi.yaml declares the key with an
+    empty default, which the CLI merges in as a plain "" when the stack does not set it: empty means unset."""
     key = f"{PROJECT}:{HF_TOKEN_KEY}"
     if not pulumi.runtime.get_config(key):
         return "unset"

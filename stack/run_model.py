@@ -4,7 +4,7 @@
 JAX trainer its model name (its weights: gemma's checkpoint of that size), the GPU trainer the
 instruction-tuned Hub checkpoint (`revision:` pins the Hub commit) and, for a Gemma 3 model, the
 decoder layer class FSDP wraps. `weights:` is a Hugging Face model directory below the bucket's
-datasets/ (staged from a `gs://` prefix by a `gcs:` dataset, or uploaded by a `path:` one), which
+datasets/<stack>/ (staged from a `gs://` prefix by a `gcs:` dataset, or uploaded by a `path:` one), which
 the trainer starts from instead. The model is what the memory fit counts
 (admission/accelerator_memory.py).
 """
@@ -43,14 +43,15 @@ def model_problems(run: Any, where: str) -> list[Problem]:
     if run.weights is not None:
         normal = posixpath.normpath(run.weights)
         if not run.weights.strip() or run.weights.startswith("/") or "://" in run.weights or normal.startswith(".."):
-            problems.append(Problem("weights", run.weights, f"{where} is not a path below the bucket's datasets/",
-                                    "a Hugging Face model directory below datasets/, e.g. 'gemma3-4b-tuned' "
+            problems.append(Problem("weights", run.weights,
+                                    f"{where} is not a path below the bucket's datasets/<stack>/",
+                                    "a Hugging Face model directory below datasets/<stack>/, e.g. 'gemma3-4b-tuned' "
                                     "(stage a gs:// prefix there with a `gcs:` dataset)"))
     return problems
 
 
 def model_args(run: Any, data_dir: str) -> list[str]:
-    """The trainer flags of the run's model settings; `data_dir` is where the pod mounts datasets/."""
+    """The trainer flags of the run's model settings; `data_dir` is where the pod mounts datasets/<stack>/."""
     if run.trainer is None or run.model is None or run.row.model_flags is None:
         return []
     flags, model = run.row.model_flags, MODELS[run.model]

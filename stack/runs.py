@@ -23,7 +23,7 @@ from core.images import image_problem
 from core.names import REPLICATED_JOB
 from core.syntax import DNS_LABEL_MAX, ENV_NAME, is_dns_label
 from core.catalog import Family
-from core.trainers import RESERVED_ENV, TRAINERS, Trainer, own_container_row
+from core.trainers import OWN_CONTAINER_GPU_ACCOUNT, RESERVED_ENV, TRAINERS, Trainer, own_container_row
 from stack.models import Count
 from stack.own_container import RunAs, own_container_problems
 from stack.problems import MISSING, Problem
@@ -53,8 +53,8 @@ class RunConfig(BaseModel):
     args: tuple[str, ...] = Field(default=(), description="trainer flags (or the command's arguments), verbatim")
     # A run of one's own container (stack/own_container.py).
     command: tuple[str, ...] = Field(default=(), description="your own container's command (a run without trainer)")
-    hf_token: bool = Field(default=False, description="your own container: the stack's hfToken as a file")
-    run_as: RunAs | None = Field(default=None, description="your own container: its uid and gid (default: the image's)")
+    hf_token: bool = Field(default=False, description="your own container: the Hugging Face token (hfTokenSecret) as a file")
+    run_as: RunAs | None = Field(default=None, description="your own container: its uid and gid (default: 1000:1000 on GPU, the image's on TPU)")
     # The data settings, passed to the trainer as flags (stack/run_data.py).
     format: str | None = Field(default=None, description="text | conversational | prompt-completion")
     columns: dict[str, str] = Field(default_factory=dict, description="standard column -> the file's column")
@@ -64,10 +64,11 @@ class RunConfig(BaseModel):
     # The model, by name (stack/run_model.py).
     model: str | None = Field(default=None, description="a Gemma model by name (core/models.py)")
     revision: str | None = Field(default=None, description="the Hub revision of the model's checkpoint (a trainer that reads the Hub)")
-    weights: str | None = Field(default=None, description="a Hugging Face model directory below datasets/")
+    weights: str | None = Field(default=None,
+                                description="a Hugging Face model directory below datasets/<stack>/")
     data: str | None = Field(
         default=None,
-        description="file or directory below the bucket's datasets/ prefix the trainer reads "
+        description="file or directory below the bucket's datasets/<stack>/ prefix the trainer reads "
         "(required by trainers that have no default source)",
     )
     profile: bool = Field(
@@ -109,7 +110,11 @@ class RunConfig(BaseModel):
         if self.trainer is not None:
             return TRAINERS[self.trainer]
         who = self.run_as
-        return own_container_row(family, self.hf_token, who.user if who else 0, who.group if who else 0)
+        if who is not None:
+            return own_container_row(family, self.hf_token, who.user, who.group)
+        # Unless `runAs` says otherwise: non-root on GPU nodes, the image's user on TPU nodes.
+        user, group = OWN_CONTAINER_GPU_ACCOUNT if family is Family.GPU else (0, 0)
+        return own_container_row(family, self.hf_token, user, group)
 
     @property
     def label(self) -> str:
@@ -184,7 +189,7 @@ def _trainer_image_and_data_problems(run: RunConfig, where: str) -> list[Problem
                                 "<registry>/<repository>@sha256:<64 hex digits>, not a tag"))
     if run.row.data_required and run.data is None:  # blank: _data_problems
         problems.append(Problem("data", MISSING, f"{where}: trainer {run.trainer} needs `data`",
-                                "a file below the bucket's datasets/"))
+                                "a file below the bucket's datasets/<stack>/"))
     return problems
 
 
@@ -281,17 +286,17 @@ def _env_problems(run: RunConfig, where: str) -> list[Problem]:
 
 
 def _data_problems(run: RunConfig, where: str) -> list[Problem]:
-    """`data` is a path below the bucket's datasets/ prefix: relative, not blank, not climbing out."""
+    """`data` is a path below the stack's datasets/<stack>/ prefix: relative, not blank, not climbing out."""
     data = run.data
     if data is None:
         return []
-    allowed = "a path below the bucket's datasets/, e.g. 'TinyStories-train.txt' or 'sql/train.jsonl'"
+    allowed = "a path below the bucket's datasets/<stack>/, e.g. 'TinyStories-train.txt' or 'sql/train.jsonl'"
     if not data.strip():
         return [Problem("data", data, f"{where} is blank", allowed)]
     if data.startswith("/") or "://" in data:
-        return [Problem("data", data, f"{where} is absolute; it is read below the bucket's datasets/", allowed)]
+        return [Problem("data", data, f"{where} is absolute; it is read below the bucket's datasets/<stack>/", allowed)]
     if posixpath.normpath(data).split("/")[0] == "..":
-        return [Problem("data", data, f"{where} climbs out of datasets/ with '..'", allowed)]
+        return [Problem("data", data, f"{where} climbs out of datasets/<stack>/ with '..'", allowed)]
     return []
 
 

@@ -8,7 +8,6 @@
     deployment.outputs["bucketUrl"]                     # resolved stack outputs
 
     run_stack("dev", overrides={"gke-finetune:pools": [...]})   # change keys (None removes one)
-    run_stack("dev", secrets={})                        # no hfToken at all
                                                         # (a `secure:` value of the stack file
                                                         # is still set, with a stand-in value)
     run_stack("dev", plain={"gke-finetune:hfToken": "x"}) # a key set in plain text
@@ -44,7 +43,8 @@ from stack.reader import file_values, read_file
 from tools import stacks
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_SECRETS = {f"{PROJECT}:hfToken": "hf_test_token"}
+# No secret by default: the stacks hold none (the Hugging Face token is in Secret Manager, stack/secrets.py).
+DEFAULT_SECRETS: dict[str, str] = {}
 MOCK_PROJECT_NUMBER = "123456789012"
 MOCK_EXISTING_ENDPOINT = "203.0.113.20"
 # The value given to a `secure:` value of a stack file.
@@ -93,6 +93,7 @@ class Declared:
     create_timeout: str = ""
     delete_timeout: str = ""
     delete_before_replace: bool = False
+    import_id: str = ""  # the `import` option: an existing resource adopted
 
 
 @dataclass
@@ -208,6 +209,7 @@ class _RecordingMonitor(MockMonitor):
                     create_timeout=request.customTimeouts.create,
                     delete_timeout=request.customTimeouts.delete,
                     delete_before_replace=request.deleteBeforeReplace,
+                    import_id=request.importId,
                 )
             )
         return response

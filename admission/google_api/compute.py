@@ -13,7 +13,7 @@ program leaves unnamed are named by the bridge (pulumi-gcp resources.go
 
 from __future__ import annotations
 
-from admission.google_api.rules import Field, Param, ResourceMapping, global_link
+from admission.google_api.rules import Field, NotSent, Param, ResourceMapping, global_link
 
 API = "compute.beta"
 
@@ -28,6 +28,8 @@ NETWORK = ResourceMapping(
         "project": Param("project"),
         "name": Field("name"),
         "autoCreateSubnetworks": Field("autoCreateSubnetworks"),
+        # resourceComputeNetworkCreate: deletes the network's default routes once it exists.
+        "deleteDefaultRoutesOnCreate": NotSent("the provider deletes the default routes after the network exists"),
         # expandComputeNetworkRoutingConfig: `routing_mode` is routingConfig.routingMode.
         "routingMode": Field("routingConfig.routingMode", source="resource_compute_network.go "
                              "expandComputeNetworkRoutingConfig"),
@@ -52,6 +54,7 @@ SUBNETWORK = ResourceMapping(
         "secondaryIpRanges[].rangeName": Field("secondaryIpRanges[].rangeName"),
         "secondaryIpRanges[].ipCidrRange": Field("secondaryIpRanges[].ipCidrRange"),
         "privateIpGoogleAccess": Field("privateIpGoogleAccess"),
+        "sendSecondaryIpRangeIfEmpty": NotSent("how the provider updates an emptied list, never in a create"),
     },
 )
 
@@ -86,6 +89,7 @@ ROUTER_NAT = ResourceMapping(
         "name": Field(f"{_NAT}.name"),
         "natIpAllocateOption": Field(f"{_NAT}.natIpAllocateOption"),
         "sourceSubnetworkIpRangesToNat": Field(f"{_NAT}.sourceSubnetworkIpRangesToNat"),
+        "minPortsPerVm": Field(f"{_NAT}.minPortsPerVm"),
         "logConfig.enable": Field(f"{_NAT}.logConfig.enable"),
         "logConfig.filter": Field(f"{_NAT}.logConfig.filter"),
     },

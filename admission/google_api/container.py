@@ -53,6 +53,11 @@ NODE_CONFIG = {
     "taints[].effect": Field("taints[].effect"),
     "spot": Field("spot"),
     "flexStart": Field("flexStart"),
+    # Inputs the program leaves unset, sent with the defaults pulumi-gcp documents (defaults.py).
+    "localSsdCount": Field("localSsdCount"),
+    "preemptible": Field("preemptible"),
+    "advancedMachineFeatures.enableNestedVirtualization": Field("advancedMachineFeatures.enableNestedVirtualization"),
+    "bootDisk.diskType": Field("bootDisk.diskType"),
     # `guest_accelerator` becomes AcceleratorConfig: type -> acceleratorType, count -> acceleratorCount (int64).
     "guestAccelerators[].type": Field("accelerators[].acceleratorType", source=_NODE_CONFIG_SOURCE),
     "guestAccelerators[].count": Field("accelerators[].acceleratorCount", source=_NODE_CONFIG_SOURCE),
@@ -85,6 +90,8 @@ CLUSTER = ResourceMapping(
         "removeDefaultNodePool": NotSent("the provider deletes the default pool once the cluster exists"),
         "initialNodeCount": Field("cluster.initialNodeCount"),
         "releaseChannel.channel": Field("cluster.releaseChannel.channel"),
+        # expandSecretManagerConfig: the block as the API's SecretManagerConfig.
+        "secretManagerConfig.enabled": Field("cluster.secretManagerConfig.enabled"),
         # ParseNetworkFieldValue(...).RelativeLink(); the subnetwork through ParseRegionalFieldValue
         # with the cluster's location as its region.
         "network": Field("cluster.network", global_link("networks"), _CLUSTER_CREATE),
@@ -118,6 +125,26 @@ CLUSTER = ResourceMapping(
         "workloadIdentityConfig.workloadPool": Field("cluster.workloadIdentityConfig.workloadPool"),
         "addonsConfig.gcsFuseCsiDriverConfig.enabled": Field("cluster.addonsConfig.gcsFuseCsiDriverConfig.enabled"),
         "enableAutopilot": Field("cluster.autopilot.enabled", source=_CLUSTER_CREATE),
+        # Left unset by the program; judged with the defaults pulumi-gcp documents (defaults.py).
+        "loggingService": Field("cluster.loggingService"),
+        "monitoringService": Field("cluster.monitoringService"),
+        "enableLegacyAbac": Field("cluster.legacyAbac.enabled", source=_CLUSTER_CREATE),
+        "enableCiliumClusterwideNetworkPolicy": Field("cluster.networkConfig.enableCiliumClusterwideNetworkPolicy",
+                                                      source="resource_container_cluster.go expandNetworkConfig"),
+        "allowNetAdmin": Field("cluster.autopilot.workloadPolicyConfig.allowNetAdmin",
+                               source="resource_container_cluster.go expandWorkloadPolicyConfig"),
+        "controlPlaneEndpointsConfig.ipEndpointsConfig.enabled":
+            Field(f"{_ENDPOINTS}.ipEndpointsConfig.enabled"),
+        "clusterAutoscaling.autoscalingProfile": Field("cluster.autoscaling.autoscalingProfile"),
+        "clusterAutoscaling.autoProvisioningDefaults.diskSize": Field(
+            "cluster.autoscaling.autoprovisioningNodePoolDefaults.diskSizeGb",
+            source="resource_container_cluster.go expandAutoProvisioningDefaults"),
+        "clusterAutoscaling.autoProvisioningDefaults.diskType": Field(
+            "cluster.autoscaling.autoprovisioningNodePoolDefaults.diskType"),
+        "clusterAutoscaling.autoProvisioningDefaults.shieldedInstanceConfig.enableSecureBoot": Field(
+            "cluster.autoscaling.autoprovisioningNodePoolDefaults.shieldedInstanceConfig.enableSecureBoot"),
+        "clusterAutoscaling.autoProvisioningDefaults.shieldedInstanceConfig.enableIntegrityMonitoring": Field(
+            "cluster.autoscaling.autoprovisioningNodePoolDefaults.shieldedInstanceConfig.enableIntegrityMonitoring"),
         "nodePoolAutoConfig.networkTags.tags": Field("cluster.nodePoolAutoConfig.networkTags.tags"),
         # expandClusterAutoscaling / expandAutoProvisioningDefaults: `cluster_autoscaling` is the
         # API's `autoscaling`, its defaults `autoprovisioningNodePoolDefaults`.

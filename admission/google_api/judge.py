@@ -21,8 +21,8 @@ from admission.google_api.rules import ResourceMapping
 MAPPINGS: dict[str, ResourceMapping] = {m.type: m for m in (
     container.CLUSTER, container.NODE_POOL,
     compute.NETWORK, compute.SUBNETWORK, compute.ROUTER, compute.ROUTER_NAT, compute.FIREWALL,
-    storage.BUCKET, storage.BUCKET_IAM_MEMBER, storage.BUCKET_OBJECT,
-    projects.SERVICE, projects.SERVICE_ACCOUNT, projects.PROJECT_IAM_MEMBER,
+    storage.BUCKET, storage.BUCKET_IAM_MEMBER, storage.BUCKET_OBJECT, storage.FOLDER,
+    projects.SERVICE, projects.SERVICE_ACCOUNT, projects.PROJECT_IAM_MEMBER, projects.SECRET_IAM_MEMBER,
     registry.REPOSITORY, registry.REPOSITORY_IAM_MEMBER,
 )}
 SOURCE = "https://developers.google.com/discovery/v1/reference/apis"

@@ -15,7 +15,7 @@
 
 from __future__ import annotations
 
-from admission.google_api.rules import Field, NotSent, Param, ResourceMapping
+from admission.google_api.rules import Field, NotSent, Param, ResourceMapping, last_segment
 
 SERVICE = ResourceMapping(
     type="gcp:projects/service:Service",
@@ -43,6 +43,7 @@ SERVICE_ACCOUNT = ResourceMapping(
         "accountId": Field("accountId"),
         "displayName": Field("serviceAccount.displayName",
                              source="resource_google_service_account.go resourceGoogleServiceAccountCreate"),
+        "disabled": NotSent("no effect during creation (its docstring)"),
     },
 )
 
@@ -54,6 +55,24 @@ PROJECT_IAM_MEMBER = ResourceMapping(
     source="iam_project.go ProjectIamUpdater.SetResourceIamPolicy (resource_iam_member.go resourceIamMemberCreate)",
     fields={
         "project": Param("project"),
+        "role": Field("policy.bindings[0].role"),
+        "member": Field("policy.bindings[0].members[0]", source="resource_iam_member.go getResourceIamMember"),
+    },
+)
+
+
+# The Hugging Face token's readers (components/token_access.py): a binding added to the secret's policy
+# (iam_secret_manager_secret.go SecretManagerSecretIamUpdater.SetResourceIamPolicy).
+SECRET_IAM_MEMBER = ResourceMapping(
+    type="gcp:secretmanager/secretIamMember:SecretIamMember",
+    api="secretmanager.v1",
+    method="secretmanager.projects.secrets.setIamPolicy",
+    params={"resource": "projects/{project}/secrets/{secret}"},
+    source="iam_secret_manager_secret.go SecretManagerSecretIamUpdater.SetResourceIamPolicy",
+    fields={
+        "project": Param("project"),
+        # The secret's id or its full name (SecretManagerSecretIdParseFunc).
+        "secretId": Param("secret", last_segment),
         "role": Field("policy.bindings[0].role"),
         "member": Field("policy.bindings[0].members[0]", source="resource_iam_member.go getResourceIamMember"),
     },

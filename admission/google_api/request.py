@@ -1,11 +1,13 @@
 """The request a declared resource becomes: its inputs walked through its mapping table.
 
 `build(mapping, name, inputs)` returns the URL parameters and the body the
-provider would send to create the resource, only with what the program
-sets (and what the provider derives from it), plus, for each body field,
-the input it came from; what no rule covers is listed as `uncovered` and
-still placed under its nearest mapped parent by its own name, so Google's
-definition judges it too (a misspelt field is then Google's "unknown field").
+provider would send to create the resource: what the program sets (and what
+the provider derives from it), and, for an input the program leaves unset in
+a block it sets, the default pulumi-gcp documents for it (defaults.py) where
+the mapping places that input; plus, for each body field, the input it came
+from. What no rule covers is listed as `uncovered` and still placed under its
+nearest mapped parent by its own name, so Google's definition judges it too (a
+misspelt field is then Google's "unknown field").
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from admission.google_api.defaults import documented
 from admission.google_api.rules import Field, NotSendable, NotSent, Param, ResourceMapping, autoname
 from admission.google_api.values import UNKNOWN, is_unknown, wire
 
@@ -42,6 +45,8 @@ class Request:
     refusals: list[Refusal] = field(default_factory=list)
     not_sent: list[str] = field(default_factory=list)  # input paths only the provider reads
     used: dict[str, str] = field(default_factory=dict)  # input pattern -> where it goes (coverage)
+    defaults: dict[str, str] = field(default_factory=dict)  # documented default judged: input path -> where it goes
+    unjudged: dict[str, str] = field(default_factory=dict)  # documented default not judged: input path -> why
 
 
 def build(mapping: ResourceMapping, name: str, inputs: Mapping[str, Any]) -> Request:
@@ -50,7 +55,9 @@ def build(mapping: ResourceMapping, name: str, inputs: Mapping[str, Any]) -> Req
     if named:
         inputs["name"] = autoname(name)
     request, parts = Request(mapping, name), {}
-    _Walk(mapping, inputs, request, parts).walk(inputs, "", "", ())
+    walk = _Walk(mapping, inputs, request, parts)
+    walk.walk(inputs, "", "", ())
+    _add_defaults(walk, inputs)
     if named:
         request.used["name"] += " (the bridge names it)"
     for param, template in mapping.params.items():
@@ -58,6 +65,35 @@ def build(mapping: ResourceMapping, name: str, inputs: Mapping[str, Any]) -> Req
         known = all(p in parts and not is_unknown(parts[p]) for p in needed)
         request.params[param] = template.format(**parts) if known else UNKNOWN
     return request
+
+
+DEFAULT = " (documented default)"
+# Inputs of every pulumi-gcp resource that no request carries: what `destroy` does (the provider's
+# deletion_policy, "Defaults to DELETE").
+BRIDGE_ONLY = {"deletionPolicy": NotSent("what `destroy` does with the resource: the provider's, never sent")}
+
+
+def _add_defaults(walk: "_Walk", inputs: Mapping[str, Any]) -> None:
+    """Each documented default of an input left unset in a block the program sets, where its rule sends it."""
+    request = walk.request
+    for path, value in documented(walk.mapping.type).items():
+        parent, _, leaf = path.rpartition(".")
+        block = _at(inputs, parent) if parent else inputs
+        if not isinstance(block, Mapping) or leaf in block:
+            continue
+        rule = walk.mapping.fields.get(path) or BRIDGE_ONLY.get(path)
+        if isinstance(rule, (Field, Param)):
+            request.defaults[path] = _destination(walk.mapping, rule)
+            walk.apply(rule, value, path + DEFAULT, ())
+        else:
+            request.unjudged[path] = "the provider does not send it" if isinstance(rule, NotSent) else "no rule"
+
+
+def _at(inputs: Mapping[str, Any], path: str) -> Any:
+    node: Any = inputs
+    for key in path.split("."):
+        node = node.get(key) if isinstance(node, Mapping) else None
+    return node
 
 
 def api_path(to: str, indices: tuple[int, ...]) -> str:

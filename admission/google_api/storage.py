@@ -74,3 +74,18 @@ BUCKET_OBJECT = ResourceMapping(
         "sourceMd5hash": NotSent("the provider's own trigger: a changed MD5 replaces the object"),
     },
 )
+
+# resource_storage_folder.go resourceStorageFolderCreate: POST `b/{bucket}/folders` (`storage.folders.insert`) with
+# `{"name": name}`; the provider sends no `recursive`, so the parent must exist (components/bucket_folders.py).
+FOLDER = ResourceMapping(
+    type="gcp:storage/folder:Folder",
+    api=API,
+    method="storage.folders.insert",
+    params={"bucket": "{bucket}"},
+    source="resource_storage_folder.go resourceStorageFolderCreate",
+    fields={
+        "bucket": Param("bucket"),
+        "name": Field("name"),
+        "forceDestroy": NotSent("the provider deletes the folder's objects first on destroy when it is true"),
+    },
+)

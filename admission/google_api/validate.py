@@ -68,6 +68,15 @@ def body_violations(api: str, method_id: str, body: Mapping[str, Any]) -> list[V
     return list(_value(api, method_id, discovery.request_schema(api, method_id), body, "", ""))
 
 
+def response_violations(api: str, method_id: str, body: Mapping[str, Any]) -> list[Violation]:
+    """Every way `body` (a recorded or stand-in answer) is not what the method's response schema allows: a field
+    the schema doesn't have, a wrong JSON type, a value outside an enum or format. Output-only fields are what
+    an answer holds; no field is required of one."""
+    node = discovery.method(api, method_id).get("response") or {}
+    return [v for v in _value(api, method_id, node, body, "", "")
+            if "output only" not in v.why and "is required by" not in v.why]
+
+
 def deprecations(api: str, method_id: str, body: Mapping[str, Any]) -> list[Violation]:
     """The fields and enum values of `body` Google's definition marks deprecated: accepted, but on their way out."""
     return list(_deprecated(api, discovery.request_schema(api, method_id), body, "", ""))

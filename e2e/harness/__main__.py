@@ -25,7 +25,6 @@ from e2e.harness.observe import admissions, placements, report_lines
 from e2e.harness.session import DEFAULT_STATE, control_plane, stop
 from e2e.harness.stack_objects import stack_objects
 from e2e.harness.tools import tools
-from stack.secrets import needs_hf_token
 
 
 ENGINE_DIR = DEFAULT_STATE / "pulumi"
@@ -48,9 +47,6 @@ def _through_engine(cp, stack: str) -> str:
     """The stack deployed as an existing-cluster stack by `pulumi up`; returns its Pulumi stack name."""
     made = engine(cp.tools, ENGINE_DIR, f"existing-{stack}", cp.kubeconfig)
     made.write_stack(existing_cluster_config(stack, str(cp.kubeconfig)))
-    config = stack_objects(stack).config
-    if needs_hf_token(config.runs, config.datasets):
-        made.set_secret("gke-finetune:hfToken", "e2e-not-a-token")
     made.run("up", "--yes", "--skip-preview")
     return made.stack
 

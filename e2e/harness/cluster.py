@@ -74,6 +74,14 @@ class ControlPlane:
         path.write_text(json.dumps(config, indent=1))  # JSON is YAML: every client reads it
         return path
 
+    def user_kubeconfig(self, path: Path, user: str, groups: tuple[str, ...] = ()) -> Path:
+        """A kubeconfig (context `e2e`) in which `user` authenticates by a client certificate of the CA."""
+        cert, key = self.pki.client_pair(user, groups)
+        config = json.loads(self.write_kubeconfig(path, "", user).read_text())
+        config["users"] = [{"name": user, "user": {"client-certificate": str(cert), "client-key": str(key)}}]
+        path.write_text(json.dumps(config, indent=1))
+        return path
+
     # --- the programs ------------------------------------------------------------------------
     def start(self) -> None:
         self.pki = make_pki(self.state / "pki")

@@ -168,6 +168,10 @@ def copy_program(dest: Path) -> None:
         shutil.copy2(src, target)
 
 
+# The discard port: nothing of the harness listens there.
+CLOSED_STORAGE = "http://127.0.0.1:9"
+
+
 def engine_env(tools: Tools, workdir: Path, kubeconfig: Path) -> dict[str, str]:
     """What the CLI needs to run here: the built tools first on PATH, the local backend and its
     passphrase, the program's interpreter, the control plane's kubeconfig, no network."""
@@ -178,6 +182,10 @@ def engine_env(tools: Tools, workdir: Path, kubeconfig: Path) -> dict[str, str]:
         "PULUMI_SKIP_UPDATE_CHECK": "true", "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
         "PULUMI_PYTHON_CMD": str(ROOT / ".venv" / "bin" / "python"), "KUBECONFIG": str(kubeconfig),
         "PYTHONUNBUFFERED": "1",
+        # The program reads the stack's bucket before it declares anything (components/bucket_preflight.py): here
+        # a Cloud Storage address on 127.0.0.1 where nothing listens (never Google's API, never a metadata
+        # server), so each read is "not checked"; e2e/tests/test_bucket_reads.py reads a real emulator.
+        "STORAGE_EMULATOR_HOST": CLOSED_STORAGE,
     }
 
 

@@ -47,11 +47,13 @@ class FakeGcs:
         return [o["name"] for o in self._call("GET", f"/storage/v1/b/{bucket}/o").get("items", [])]
 
 
-def start(supervisor: Supervisor, tools: Tools) -> FakeGcs:
+def start(supervisor: Supervisor, tools: Tools, location: str | None = None) -> FakeGcs:
+    """`location`: the location buckets.get reports for every bucket (the server's `-location`)."""
     port = free_port()
     supervisor.start("fake-gcs-server", [
         str(tools.bin("fake-gcs-server")), "-scheme", "http", "-host", LOCALHOST, "-port", str(port),
         "-backend", "memory", "-public-host", f"{LOCALHOST}:{port}", "-log-level", "warn",
+        *(("-location", location) if location else ()),
     ])
     gcs = FakeGcs(f"http://{LOCALHOST}:{port}")
 

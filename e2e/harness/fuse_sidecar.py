@@ -170,6 +170,11 @@ def start(cp: ControlPlane, kube: Kube) -> None:
 
 
 class _Handler(BaseHTTPRequestHandler):
+    # Keep-alive: the API server reuses its connection to a webhook (HTTP/1.1), where HTTP/1.0, the
+    # handler's default, made it open a connection and a TLS session per pod created; at thousands of pods
+    # on 2 cores that was the control plane's slowest step (bench/scale.py, docs/benchmarks.md).
+    protocol_version = "HTTP/1.1"
+
     def do_POST(self) -> None:  # noqa: N802 (http.server's name)
         if self.path.split("?")[0] != PATH:
             self.send_error(404)
@@ -183,6 +188,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def log_message(self, fmt: str, *args) -> None:
+        """Errors only (log_error): a line per request was a write per pod created."""
+
+    def log_error(self, fmt: str, *args) -> None:
         sys.stderr.write("fuse-sidecar: " + fmt % args + "\n")
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import yaml
 
 from e2e.harness import controllers, fuse_sidecar
+from e2e.harness.secrets_addon import secret_provider_class_crd
 from e2e.harness.apply import apply_all, apply_one
 from e2e.harness.cluster import ControlPlane
 from e2e.harness.kube import Kube, wait_for
@@ -107,7 +108,7 @@ def install_stack(cp: ControlPlane, kube: Kube, objects: StackObjects, platform_
     pools = autopilot_node_pools(objects) if objects.autopilot else objects.node_pools
     installed = Installed(objects.stack, stack_nodes(pools, objects.cluster, objects.region))
     # GKE's own CRDs first: the cluster has them before anything of the stack.
-    apply_all(kube, [yaml.safe_load(p.read_text()) for p in cp.tools.gke_crds()])
+    apply_all(kube, [*(yaml.safe_load(p.read_text()) for p in cp.tools.gke_crds()), secret_provider_class_crd()])
     fuse_sidecar.start(cp, kube)  # GKE's own webhook: there before any pod of the stack
     create_nodes(kube, installed.pools)
     start_provisioner(cp, installed.pools)

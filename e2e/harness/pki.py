@@ -9,7 +9,10 @@
   kube-controller-manager --service-account-private-key-file);
 - a static token file for the harness (system:masters) and the components.
   kube-apiserver's --token-auth-file: "token,user,uid,\"group1,group2\""
-  (https://kubernetes.io/docs/reference/access-authn-authz/authentication/#static-token-file).
+  (https://kubernetes.io/docs/reference/access-authn-authz/authentication/#static-token-file);
+- client certificates for users a test makes (`client_pair`): the apiserver's
+  --client-ca-file is the CA, and a certificate's CN is the user, each O a group
+  (https://kubernetes.io/docs/reference/access-authn-authz/authentication/#x509-client-certificates).
 """
 
 from __future__ import annotations
@@ -42,6 +45,16 @@ class Pki:
     token_file: Path
     tokens: dict[str, str]  # component -> bearer token
 
+    def client_pair(self, user: str, groups: tuple[str, ...] = ()) -> tuple[Path, Path]:
+        """A client certificate (and its key) the apiserver authenticates as `user` in `groups`."""
+        out = self.dir / "users" / user
+        out.mkdir(parents=True, exist_ok=True)
+        cert, key = out / "client.crt", out / "client.key"
+        if not cert.exists():
+            subject = f"/CN={user}" + "".join(f"/O={g}" for g in groups)
+            _signed(self, cert, key, cn=subject, sans="", usage="clientAuth")
+        return cert, key
+
     def serving_pair(self, name: str) -> tuple[Path, Path]:
         """A certificate for 127.0.0.1 signed by the CA, as controller-runtime's cert dir names them."""
         out = self.dir / name
@@ -58,13 +71,16 @@ def _openssl(*args: str) -> None:
     subprocess.run(["openssl", *args], check=True, capture_output=True, text=True)
 
 
-def _signed(ca, cert: Path, key: Path, cn: str, sans: str) -> None:
-    """A serving certificate for `sans`, signed by `ca` (anything with ca_cert and ca_key)."""
+def _signed(ca, cert: Path, key: Path, cn: str, sans: str, usage: str = "serverAuth") -> None:
+    """A serving certificate for `sans` (or, `usage` clientAuth, a client's: `cn` its whole subject), signed by
+    `ca` (anything with ca_cert and ca_key)."""
     ca_cert, ca_key = ca.ca_cert, ca.ca_key
     csr = cert.with_suffix(".csr")
     ext = cert.with_suffix(".ext")
-    ext.write_text(f"subjectAltName={sans}\nextendedKeyUsage=serverAuth\nkeyUsage=digitalSignature,keyEncipherment\n")
-    _openssl("req", "-new", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-subj", f"/CN={cn}",
+    names = f"subjectAltName={sans}\n" if sans else ""
+    ext.write_text(f"{names}extendedKeyUsage={usage}\nkeyUsage=digitalSignature,keyEncipherment\n")
+    subject = cn if cn.startswith("/") else f"/CN={cn}"
+    _openssl("req", "-new", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-subj", subject,
              "-out", str(csr))
     _openssl("x509", "-req", "-in", str(csr), "-CA", str(ca_cert), "-CAkey", str(ca_key), "-CAcreateserial",
              "-days", "2", "-extfile", str(ext), "-out", str(cert))

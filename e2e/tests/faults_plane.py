@@ -33,7 +33,7 @@ from e2e.harness.tools import ROOT
 from e2e.tests.scenario import JOBSET_API, delete_and_wait
 from e2e.tests.settings import ADMISSION
 from tools.status.__main__ import main as status_main
-from trainers.gemma_jax.progress import Progress
+from trainers.progress import Progress
 
 STACK = "tpu-queued"
 MULTISLICE_POOL = "ms-v6e-2x4"

@@ -21,6 +21,8 @@ SECTIONS = {
     "run-commands": "e2e: a run's commands against the control plane (logs served by kwok)",
     "engine": "e2e: existing-cluster stacks through the Pulumi CLI, wall time per step",
     "shared": "e2e: one cluster shared by two teams' stacks, through pulumi",
+    "namespace policy": "e2e: PodSecurity, ResourceQuota and LimitRange of the real API server, against the model",
+    "handoff": "e2e: make handoff's RBAC for a user who holds nothing else, through pulumi and make doctor",
     "images": "e2e: the trainer images built, pushed, delivered and run (docker-build provider)",
     "faults": "e2e: the controllers under faults",
     "stacks": "e2e: what the API server shows, per stack",

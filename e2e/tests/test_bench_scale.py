@@ -70,3 +70,29 @@ def test_growth_compares_per_pod_figures_of_the_largest_and_smallest_size():
             {"slices": 64, "pods": 4096, "strategy": "affinity", "kueue": False, "bound_s": 320.0,
              "net_cpu_ms_per_pod": 100.0}]
     assert growth(rows) == ["affinity none: per pod at 64 slices against 4: time to bound x2.00, CPU x2.00"]
+
+
+def test_the_scheduler_rate_counts_only_while_pods_wait():
+    from bench.scale_phases import backlog_rate
+
+    # Two pods created at 0 and bound at 1 and 2; nothing waits from 2 to 10; a third waits from 10 to 10.5.
+    rate, busy = backlog_rate([0.0, 0.0, 10.0], [1.0, 2.0, 10.5])
+    assert busy == 2.5 and rate == round(3 / 2.5, 1)
+    assert backlog_rate([], []) == (None, 0.0)
+
+
+def test_the_phases_tell_creation_from_binding():
+    from bench.scale_phases import follower_waits, phases
+    from bench.scale_watch import PodTimes
+
+    jobs = {"j0": PodTimes(created=100.5), "j1": PodTimes(created=101.0)}
+    pods = {"0-0": PodTimes(created=101.0, bound=101.1, job="0", leader=True),
+            "0-1": PodTimes(created=104.0, bound=104.2, job="0"),
+            "1-0": PodTimes(created=101.5, bound=101.6, job="1", leader=True),
+            "1-1": PodTimes(created=106.0, bound=106.5, job="1")}
+    p = phases(jobs, pods, t0=100.0)
+    assert (p["jobset_to_jobs_s"], p["jobs_to_pods_created_s"], p["created_to_bound_s"]) == (1.0, 5.0, 0.5)
+    assert p["leaders_bound_s"] == 1.6 and p["schedule_latency"]["max"] == 0.5
+    assert sorted(round(w, 1) for w in follower_waits(pods)) == [2.9, 4.4]
+    pods["1-1"].bound = None  # a pod never bound: no end to the binding phase
+    assert phases(jobs, pods, t0=100.0)["created_to_bound_s"] is None

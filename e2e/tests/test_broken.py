@@ -22,7 +22,8 @@ UNSCHEDULABLE_WAIT = 20.0
 
 
 def _too_big(jobset: dict) -> None:
-    pod_spec(jobset)["containers"][0]["resources"]["requests"]["cpu"] = "1000"
+    resources = pod_spec(jobset)["containers"][0]["resources"]
+    resources["requests"]["cpu"] = resources["limits"]["cpu"] = "1000"  # a limit under its request is invalid
 
 
 def _wrong_selector(jobset: dict) -> None:

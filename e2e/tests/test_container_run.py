@@ -38,4 +38,5 @@ def test_the_tpu_run_keeps_the_image_s_user(tmp_path):
     run = container_run.from_pod(pod)
     argv = container_run.docker_run_argv(run, container_run.volume_dirs(pod, tmp_path), "n")
     assert run.user is None and "--user" not in argv  # root, as the image says (TPU access)
+    assert ["--cap-drop", "ALL"] == argv[argv.index("--cap-drop"):argv.index("--cap-drop") + 2]  # root, no capability
     assert "--workdir" in argv and argv[argv.index("--workdir") + 1] == "/app"

@@ -41,3 +41,51 @@ def test_the_built_provider_serves_the_published_schema_at_the_pinned_version():
     published.pop("version", None)
     assert served["language"] == published["language"]
     assert served == published
+
+
+def _create(built, context_dir, env: dict, preview: bool) -> provider_pb2.CreateResponse:
+    """The provider's Check then Create of one image as components/images.py declares it (buildOnPreview
+    false), as `pulumi preview` (preview=True) or `pulumi up` asks for it."""
+    from google.protobuf import struct_pb2
+
+    provider = subprocess.Popen([str(built / "bin" / "pulumi-resource-docker-build")], stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, text=True, env=env)
+    urn = "urn:pulumi:test::gke-finetune::docker-build:index:Image::trainer"
+    inputs = struct_pb2.Struct()
+    inputs.update({"context": {"location": str(context_dir)}, "push": False, "tags": ["127.0.0.1:1/t:src-1"],
+                   "dockerfile": {"location": str(context_dir / "Dockerfile")},
+                   "buildOnPreview": False, "exec": True})
+    try:
+        port = int(provider.stdout.readline().strip())
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            stub = provider_pb2_grpc.ResourceProviderStub(channel)
+            stub.Configure(provider_pb2.ConfigureRequest(args=struct_pb2.Struct(), acceptSecrets=True,
+                                                         acceptResources=True), timeout=30)
+            checked = stub.Check(provider_pb2.CheckRequest(urn=urn, news=inputs, olds=struct_pb2.Struct()),
+                                 timeout=60)
+            assert not checked.failures, checked.failures
+            return stub.Create(provider_pb2.CreateRequest(urn=urn, properties=checked.inputs, preview=preview),
+                               timeout=120)
+    finally:
+        provider.terminate()
+        provider.wait(timeout=10)
+
+
+def test_a_preview_of_an_image_needs_no_docker_engine(tmp_path):
+    """components/images.py's images, with DOCKER_HOST naming a socket that doesn't exist: the preview's
+    Create plans the image (its outputs unknown until `up`), and `up`'s Create, which builds, fails on the
+    missing engine — so the check can fail, and what needs the engine is `up` alone."""
+    import os
+
+    built = tools().dirs["docker-build"]
+    (tmp_path / "Dockerfile").write_text("FROM scratch\nCOPY a /a\n")
+    (tmp_path / "a").write_text("a\n")
+    env = {**os.environ, "DOCKER_HOST": f"unix://{tmp_path / 'no-engine.sock'}", "DOCKER_CONFIG": str(tmp_path)}
+    planned = _create(built, tmp_path, env, preview=True)
+    assert "contextHash" in planned.properties.fields and "digest" in planned.properties.fields
+    try:
+        _create(built, tmp_path, env, preview=False)
+    except grpc.RpcError as err:
+        assert "no-engine.sock" in (err.details() or ""), err.details()
+    else:
+        raise AssertionError("an image was built with no Docker engine")

@@ -32,7 +32,6 @@ from e2e.tests.scenario import JOBSET_API
 from e2e.harness.stack_objects import stack_objects
 from e2e.tests.settings import ENGINE_STACKS, LIFETIME
 from e2e.tests.reports import Report
-from stack.secrets import needs_hf_token
 from tools.plan.collect import collect
 from tools.plan.diff import diff
 
@@ -78,7 +77,8 @@ def _offline_as_engine(before: dict, after: dict) -> dict[str, list[str]]:
 
 
 # Every kind an existing-cluster stack declares.
-DECLARED_KINDS = (("v1", "Namespace"), ("v1", "ServiceAccount"), ("v1", "Secret"), ("batch/v1", "Job"),
+DECLARED_KINDS = (("v1", "Namespace"), ("v1", "ServiceAccount"), ("v1", "Secret"),
+                  ("secrets-store.csi.x-k8s.io/v1", "SecretProviderClass"), ("batch/v1", "Job"),
                   ("jobset.x-k8s.io/v1alpha2", "JobSet"), (KUEUE, "ResourceFlavor"), (KUEUE, "ClusterQueue"),
                   (KUEUE, "LocalQueue"), (KUEUE, "WorkloadPriorityClass"), (KUEUE, "AdmissionCheck"),
                   (KUEUE, "ProvisioningRequestConfig"))
@@ -115,8 +115,6 @@ def deployed(request, state_root):
         install_stack(cp, kube, shipped, platform_only=True)
         made = engine(cp.tools, state_root / f"{stack}-engine" / "pulumi", f"existing-{stack}", cp.kubeconfig)
         made.write_stack(existing_cluster_config(stack, str(cp.kubeconfig)))
-        if needs_hf_token(shipped.config.runs, shipped.config.datasets):
-            made.set_secret("gke-finetune:hfToken", "e2e-not-a-token")
         yield stack, shipped, kube, made
         ENGINE_REPORT.append(f"== existing-cluster {stack} through pulumi: "
                              + ", ".join(f"{s.command.split()[0]} {s.seconds:.1f}s" for s in made.steps))
@@ -276,8 +274,6 @@ def test_a_wrong_program_fails_preview_with_the_engine_s_own_message(platform_on
         main = made.workdir / "__main__.py"
         main.write_text(PRELUDE.format(mutation=mutation) + main.read_text())
     made.write_stack(config)
-    if needs_hf_token(shipped.config.runs, shipped.config.datasets):
-        made.set_secret("gke-finetune:hfToken", "e2e-not-a-token")
     step = made.run("preview", check=False)
     assert step.returncode != 0, f"{case}: pulumi preview succeeded:\n{step.output[-3000:]}"
     assert re.search(expected, step.output), f"{case}:\n{step.output[-3000:]}"
@@ -319,8 +315,6 @@ def test_up_with_the_jobset_webhook_down_fails_clearly_and_a_retry_applies_the_r
     kube = cp.client()
     made = engine(cp.tools, state_root / "engine-webhook", f"existing-{stack}", cp.kubeconfig)
     made.write_stack(existing_cluster_config(stack, str(cp.kubeconfig)))
-    if needs_hf_token(shipped.config.runs, shipped.config.datasets):
-        made.set_secret("gke-finetune:hfToken", "e2e-not-a-token")
     faults.kill(cp, "jobset-manager")
     try:
         failed = made.run("up", "--yes", "--skip-preview", check=False)

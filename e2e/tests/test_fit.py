@@ -65,25 +65,25 @@ def _sidecar_over_disk(jobset: dict, node: Allocatable) -> None:
     annotations = pod["metadata"]["annotations"]
     sidecar = fit.fuse_sidecar_requests(annotations)["ephemeral-storage"]
     others = fit.pod_requests(pod)["ephemeral-storage"] - sidecar
-    annotations["gke-gcsfuse/ephemeral-storage-request"] = str(int(node.ephemeral_storage - others + 2**30))
+    over = str(int(node.ephemeral_storage - others + 2**30))  # request and limit: a limit under its request is invalid
+    annotations["gke-gcsfuse/ephemeral-storage-request"] = annotations["gke-gcsfuse/ephemeral-storage-limit"] = over
 
 
 def _cpu_over(jobset: dict, node: Allocatable) -> None:
-    pod_spec(jobset)["containers"][0]["resources"]["requests"]["cpu"] = f"{int(node.cpu * 1000)}m"
+    resources = pod_spec(jobset)["containers"][0]["resources"]
+    resources["requests"]["cpu"] = resources["limits"]["cpu"] = f"{int(node.cpu * 1000)}m"
 
 
 def _memory_in_margin(jobset: dict, node: Allocatable) -> None:
-    """Trainer memory so that the pod, without its in-memory cache volume, fits the node by 1Gi."""
+    """Trainer memory (request and limit) so that the pod fits the node by 1Gi, inside the model's margin."""
     pod = pod_template(jobset)
-    others = fit.pod_requests(pod)["memory"] - fit.memory_volume_bytes(pod["spec"])
-    trainer = pod["spec"]["containers"][0]["resources"]["requests"]
-    mine = float(quantity.parse(trainer["memory"]))
-    trainer["memory"] = str(int(node.memory - (others - mine) - 2**30))
+    resources = pod["spec"]["containers"][0]["resources"]
+    others = fit.pod_requests(pod)["memory"] - float(quantity.parse(resources["requests"]["memory"]))
+    resources["requests"]["memory"] = resources["limits"]["memory"] = str(int(node.memory - others - 2**30))
 
 
 # (case, change, the scheduler binds it). The model refuses every one; where the scheduler binds,
-# the model is stricter on purpose: it counts memory-backed emptyDirs (their pages are charged to
-# the pod's memory, so the kubelet evicts on them) and keeps a 1% memory margin (core/allocatable.py).
+# the model is stricter on purpose: it keeps a 1% memory margin (core/allocatable.py).
 CASES = [
     ("sidecar-over-disk", _sidecar_over_disk, False),
     ("cpu-over", _cpu_over, False),

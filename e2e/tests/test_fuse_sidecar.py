@@ -51,7 +51,7 @@ def test_the_stacks_annotations_give_the_requests_the_fit_model_counts():
         resources = sidecar_resources(annotations)
         assert resources["requests"] == {r: annotations[f"gke-gcsfuse/{r}-request"]
                                          for r in ("cpu", "memory", "ephemeral-storage")}
-        assert resources["limits"] == {}  # Standard: limits of 0, none
+        assert resources["limits"] == resources["requests"]  # limits equal to requests, Standard or Autopilot
 
 
 def test_the_review_answers_with_a_json_patch():

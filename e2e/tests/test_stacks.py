@@ -116,9 +116,9 @@ def _template(jobset: dict, job: str) -> dict:
 
 def test_the_scheduler_counts_each_run_pod_as_the_fit_model_does(stack_run):
     """admission/fit.py's requests of a run's pod template against what kube-scheduler counts for
-    the pod the Job controller made of it, GKE's injected FUSE sidecar included. The one
-    difference is deliberate: the model adds memory-backed emptyDirs to memory (their pages are
-    charged to the pod's memory), the scheduler doesn't count them."""
+    the pod the Job controller made of it, GKE's injected FUSE sidecar included. The pods'
+    memory-backed emptyDirs are within their writers' memory limits (admission/fit.py), so the
+    model counts them as the scheduler does: in the requests, equal to the limits."""
     kube, cp = stack_run.kube, stack_run.cp
     for jobset in _jobsets(stack_run):
         ns = jobset["metadata"]["namespace"]
@@ -130,7 +130,6 @@ def test_the_scheduler_counts_each_run_pod_as_the_fit_model_does(stack_run):
                 stored = kube.get("v1", "Pod", pod.pod, ns)
                 assert stored["spec"]["initContainers"][0]["name"] == SIDECAR, pod
             model = fit.pod_requests(template)
-            model["memory"] -= fit.memory_volume_bytes(template["spec"])
             seen = counted[(ns, pod.pod)]
             for resource in fit.RESOURCES:
                 assert seen.get(resource, 0.0) == pytest.approx(model[resource], rel=1e-9), (pod.pod, resource)
@@ -161,9 +160,10 @@ def test_a_run_of_ones_own_container_gets_the_platform_s_mounts_env_and_identity
             env = {e["name"]: e.get("value") for e in container["env"]}
             mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
             volumes = {v["name"]: v for v in spec["volumes"]}
-            for variable, prefix in (("GKE_FINETUNE_DATA", "datasets"),
-                                     ("GKE_FINETUNE_CHECKPOINTS", f"checkpoints/{run.name}"),
-                                     ("GKE_FINETUNE_PROFILES", f"profiles/{run.name}")):
+            stack = stack_run.objects.config.stack  # every prefix carries it (core/names.py)
+            for variable, prefix in (("GKE_FINETUNE_DATA", f"datasets/{stack}"),
+                                     ("GKE_FINETUNE_CHECKPOINTS", f"checkpoints/{stack}/{run.name}"),
+                                     ("GKE_FINETUNE_PROFILES", f"profiles/{stack}/{run.name}")):
                 mount = "/" + env[variable].strip("/").split("/")[0]
                 attributes = volumes[mounts[mount]]["csi"]["volumeAttributes"]
                 assert f"only-dir={prefix}" in attributes["mountOptions"], (variable, attributes)

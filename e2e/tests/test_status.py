@@ -35,6 +35,7 @@ from urllib.parse import unquote
 import pytest
 import yaml
 
+from core.names import checkpoint_prefix
 from e2e.harness import fake_gcs
 from e2e.harness.apply import apply_one
 from e2e.harness.install import install_stack
@@ -52,7 +53,7 @@ from e2e.tests.reports import Report
 from tools.status.clock import SKEW_S
 from tools.status.model import parse_time
 from trainers.gemma_jax import flags as jax_flags
-from trainers.gemma_jax.progress import Progress
+from trainers.progress import Progress
 
 STACK = "tpu-queued"
 # The context `gcloud container clusters get-credentials` writes for the stack's own cluster.
@@ -133,7 +134,7 @@ def _record(gcs, bucket: str, run: str, tmp: Path, started: float, trained: floa
     progress.first_step(1, loss=3.0)
     progress.trained(40, seconds=trained, loss=2.5, tokens_per_s=1200.0)
     progress.checkpointed(40)
-    gcs.upload(bucket, f"checkpoints/{run}/progress.json", (directory / "progress.json").read_bytes())
+    gcs.upload(bucket, f"{checkpoint_prefix(STACK, run)}/progress.json", (directory / "progress.json").read_bytes())
     return progress.record
 
 

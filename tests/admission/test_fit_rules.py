@@ -71,11 +71,26 @@ def test_the_fuse_sidecar_counts_with_the_driver_defaults_when_unannotated():
     assert fit.pod_requests(pod)["cpu"] == 0.25
 
 
-def test_a4_shared_memory_counts_against_node_memory():
+def test_a4_shared_memory_is_within_the_trainer_s_memory_limit_and_counted_once():
+    """/dev/shm's pages are charged to the trainer that writes them, within its memory limit: the pod's
+    memory is its containers' (trainer and FUSE sidecar); without the limits the volume counts on top."""
     manifest = stack_manifests(reader.load_files("a4", ROOT))["gemma4-sql"]
     pod = pod_of(manifest)
-    trainer = pod["spec"]["containers"][0]["resources"]["requests"]
-    assert fit.pod_requests(pod)["memory"] == pytest.approx((int(trainer["memory"][:-2]) + 1 + 64) * GIB)
+    trainer = pod["spec"]["containers"][0]["resources"]
+    assert trainer["limits"]["memory"] == trainer["requests"]["memory"]
+    assert fit.pod_requests(pod)["memory"] == pytest.approx((int(trainer["requests"]["memory"][:-2]) + 1) * GIB)
+    del trainer["limits"]["memory"]
+    assert fit.pod_requests(pod)["memory"] == pytest.approx((int(trainer["requests"]["memory"][:-2]) + 1 + 64) * GIB)
+
+
+def test_a_tpu_pod_s_memory_cache_is_held_by_the_fuse_sidecar_s_memory_limit():
+    manifest = stack_manifests(reader.load_files("dev", ROOT))["gemma3-single-host"]
+    pod = pod_of(manifest)
+    annotations = pod["metadata"]["annotations"]
+    assert annotations["gke-gcsfuse/memory-limit"] == annotations["gke-gcsfuse/memory-request"] == "33Gi"
+    bounded = fit.pod_requests(pod)["memory"]
+    annotations["gke-gcsfuse/memory-limit"] = "0"  # no limit: the cache is node memory no request holds
+    assert fit.pod_requests(pod)["memory"] == pytest.approx(bounded + 32 * GIB)
 
 
 def test_every_shape_requests_cpu_and_memory():
@@ -95,8 +110,12 @@ def test_the_a4_request_of_the_nominal_model_does_not_fit_the_kubelets_capacity(
     [finding] = fit.fit_findings(pod, node, "pod")
     assert finding.where == "pod.memory" and "less the 38.2Gi margin" in finding.why
     # The shipped request leaves the margin and the DaemonSets' room.
-    [memory] = [r for r in fit_table(reader.load_files("a4", ROOT)) if r["resource"] == "memory"]
+    rows = fit_table(reader.load_files("a4", ROOT))
+    [memory] = [r for r in rows if r["resource"] == "memory" and r["run"] == "gemma4-sql"]
     assert memory["fits"] and memory["margin"] == "38.2Gi"
+    # The stack's model server owns the same kind of VM, and fits it the same way.
+    [served] = [r for r in rows if r["resource"] == "memory" and r["run"] == "serve gemma4-sql"]
+    assert served["fits"] and served["margin"] == "38.2Gi"
 
 
 def test_a_memory_backed_volume_without_a_limit_is_refused():

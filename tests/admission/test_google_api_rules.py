@@ -149,10 +149,17 @@ def test_a_cluster_is_sent_as_the_provider_sends_it():
     assert request.body == {"cluster": {
         "name": "c", "ipAllocationPolicy": {"useIpAliases": True}, "network": "projects/p/global/networks/vpc",
         "subnetwork": "projects/p/regions/us-east5/subnetworks/nodes",
-        "networkConfig": {"defaultEnablePrivateNodes": True},
+        "networkConfig": request.body["cluster"]["networkConfig"],
         "controlPlaneEndpointsConfig": {"ipEndpointsConfig": {
             "enablePublicEndpoint": True,
-            "authorizedNetworksConfig": {"enabled": True, "gcpPublicCidrsAccessEnabled": False}}}}}
+            "authorizedNetworksConfig": {"enabled": True, "gcpPublicCidrsAccessEnabled": False}}},
+        # What the cluster leaves unset, with the defaults pulumi-gcp documents (defaults.py).
+        "autopilot": {"enabled": False, "workloadPolicyConfig": {"allowNetAdmin": False}},
+        "shieldedNodes": {"enabled": True}, "legacyAbac": {"enabled": False},
+        "loggingService": "logging.googleapis.com/kubernetes",
+        "monitoringService": "monitoring.googleapis.com/kubernetes"}}
+    assert request.body["cluster"]["networkConfig"] == {"defaultEnablePrivateNodes": True,
+                                                        "enableCiliumClusterwideNetworkPolicy": False}
     assert request.not_sent == ["deletionProtection"]
 
 
@@ -186,3 +193,18 @@ def test_an_unmapped_google_cloud_type_is_a_finding_and_other_types_are_not_judg
     [finding] = resource_findings("gcp:compute/address:Address", "ip", {"name": "ip"})
     assert "no mapping to Google's API" in finding.why
     assert resource_findings("kubernetes:core/v1:Namespace", "ns", {"metadata": {"name": "x"}}) == []
+
+
+def test_a_folder_is_the_folders_insert_request_the_provider_sends():
+    """storage.folders.insert is in the pinned storage v1 document: a folder's name goes in the body, its bucket
+    in the URL, and no `recursive` (the provider sends none: its parent must exist, components/bucket_folders.py)."""
+    method = discovery.method("storage.v1", "storage.folders.insert")
+    assert method["path"] == "b/{bucket}/folders" and "recursive" in method["parameters"]
+    request = build(MAPPINGS["gcp:storage/folder:Folder"], "data-folder-checkpoints/dev/",
+                    {"bucket": "b", "name": "checkpoints/dev/"})
+    assert (request.params, request.body) == ({"bucket": "b"}, {"name": "checkpoints/dev/"})
+    assert resource_findings("gcp:storage/folder:Folder", "f", {"bucket": "b", "name": "checkpoints/dev/"}) == []
+    [missing] = parameter_violations("storage.v1", "storage.folders.insert", {})
+    assert (missing.where, missing.why) == ("parameter bucket", "is required by storage.folders.insert and not given")
+    [wrong] = body_violations("storage.v1", "storage.folders.insert", {"name": "d/", "recursive": True})
+    assert (wrong.where, wrong.why) == ("recursive", "is not a field of Google's Folder")

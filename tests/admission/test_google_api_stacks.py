@@ -51,7 +51,7 @@ VARIANTS = {
 @functools.cache
 def declared(stack: str, variant: str = "") -> tuple[tuple[str, str, dict], ...]:
     overrides = VARIANTS[variant][1] if variant else None
-    resources = run_stack(stack, overrides=overrides, secrets={f"{P}hfToken": "hf_test"}).resources
+    resources = run_stack(stack, overrides=overrides).resources
     return tuple((r.type, r.name, r.inputs) for r in resources)
 
 
@@ -83,7 +83,7 @@ def test_the_variants_take_the_branches_they_are_for():
     assert any(p["nodeConfig"].get("flexStart") for p in inputs("flex-start-and-gcs-dataset",
                                                                  "gcp:container/nodePool:NodePool"))
     assert {o["name"] for o in inputs("path-dataset", "gcp:storage/bucketObject:BucketObject")} == {
-        "datasets/tickets/train.jsonl", "datasets/tickets/.staged.json"}
+        "datasets/dev/tickets/train.jsonl", "datasets/dev/tickets/.staged.json"}
     grants = inputs("existing-cluster-grants", "gcp:storage/bucketIAMMember:BucketIAMMember")
     assert {g["bucket"] for g in grants} == {"my-project-id-team-finetune"}
 
@@ -125,3 +125,57 @@ def test_a_new_type_or_a_new_input_is_a_gap():
 def test_the_coverage_table_in_the_readme_is_current():
     readme = (ROOT / "admission" / "google_api" / "README.md").read_text()
     assert coverage.markdown(coverage.table(every_declaration())) in readme
+
+
+def test_every_documented_default_no_request_carries_is_named_in_the_readme():
+    readme = " ".join((ROOT / "admission" / "google_api" / "README.md").read_text().split())
+    for type_token, paths in coverage.unjudged(every_declaration()).items():
+        for path in paths:
+            assert f"`{path}`" in readme, (type_token, path)
+
+
+def test_a_documented_default_is_judged_as_if_the_program_set_it(monkeypatch):
+    """Left unset, `enableShieldedNodes` is judged with its documented default; a wrong one is found, named."""
+    from admission.google_api import defaults, request
+
+    cluster = next(i for t, _, i in declared("dev") if t == "gcp:container/cluster:Cluster")
+    built = request.build(MAPPINGS["gcp:container/cluster:Cluster"], "c",
+                          {k: v for k, v in cluster.items() if k != "enableShieldedNodes"})
+    assert built.body["cluster"]["shieldedNodes"] == {"enabled": True}
+    assert built.defaults["enableShieldedNodes"] == "cluster.shieldedNodes.enabled"
+    wrong = {**defaults.documented("gcp:container/cluster:Cluster"), "loggingService": 7}
+    monkeypatch.setattr(request, "documented", lambda type_token: wrong)
+    found = resource_findings("gcp:container/cluster:Cluster", "c", cluster)
+    assert [(f.input_path, f.api_field) for f in found] == [
+        ("loggingService (documented default)", "cluster.loggingService")], [str(f) for f in found]
+
+
+def test_the_documented_defaults_are_read_from_the_sdk():
+    from admission.google_api.defaults import documented
+
+    cluster = documented("gcp:container/cluster:Cluster")
+    assert cluster["enableShieldedNodes"] is True and cluster["enableAutopilot"] is False
+    assert cluster["nodeConfig.machineType"] == "e2-medium"  # a block's Args class (_inputs.py)
+    assert "nodeConfig.guestAccelerators" not in " ".join(cluster)  # lists of blocks get none
+    assert documented("gcp:storage/bucket:Bucket")["publicAccessPrevention"] == "inherited"
+    assert "minPortsPerVm" in documented("gcp:compute/routerNat:RouterNat")
+    # "Defaults to 30s if not set." on an integer input: no literal of its type, no default.
+    assert "icmpIdleTimeoutSec" not in documented("gcp:compute/routerNat:RouterNat")
+
+
+def test_without_the_sdk_no_default_is_added_and_nothing_fails(monkeypatch):
+    """The policy pack's environment has no pulumi-gcp: it judges what is set."""
+    import builtins
+
+    from admission.google_api import defaults
+
+    real = builtins.__import__
+
+    def no_sdk(name, *args, **kwargs):
+        if name.startswith("pulumi_gcp"):
+            raise ModuleNotFoundError(name)
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_sdk)
+    monkeypatch.setattr(defaults.importlib, "import_module", lambda name: no_sdk(name))
+    assert defaults.documented.__wrapped__("gcp:container/cluster:Cluster") == {}

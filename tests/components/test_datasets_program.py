@@ -4,8 +4,7 @@ import functools
 
 import pytest
 
-from stack.problems import ConfigError
-from tests.support.pulumi_harness import SHIPPED_STACKS, declared_before_error, run_stack
+from tests.support.pulumi_harness import SHIPPED_STACKS, run_stack
 
 JOB = "kubernetes:batch/v1:Job"
 JOBSET = "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"
@@ -46,8 +45,8 @@ def test_the_stager_writes_only_below_its_own_datasets(stack):
     # One write grant per dataset, each below that dataset's own prefix only.
     names = [j.inputs["metadata"]["name"].removeprefix("stage-") for j in deployed(stack).of_type(JOB)]
     assert sorted(w["condition"]["expression"] for w in writes) == sorted(
-        f'resource.name.startsWith("{bucket}/objects/datasets/{name}/") || '
-        f'resource.name.startsWith("{bucket}/folders/datasets/{name}/")' for name in names)
+        f'resource.name.startsWith("{bucket}/objects/datasets/{stack}/{name}/") || '
+        f'resource.name.startsWith("{bucket}/folders/datasets/{stack}/{name}/")' for name in names)
     trainer_roles = {g.inputs["role"] for g in deployed(stack).of_type(GRANT)
                      if g.inputs["member"] == f"{PRINCIPALS}{stack}-trainer"}
     assert trainer_roles == {"roles/storage.objectViewer", "roles/storage.objectUser"}  # datasets read-only for it
@@ -65,21 +64,21 @@ def test_a_gcs_source_s_bucket_is_readable_by_the_stager():
     [job] = d.of_type(JOB)
     [volume] = [v for v in job.inputs["spec"]["template"]["spec"]["volumes"] if v["name"] == "source"]
     assert volume["csi"]["volumeAttributes"] == {"bucketName": "team-corpora",
-                                                 "mountOptions": "implicit-dirs,only-dir=stories/v2"}
+                                                 "mountOptions": "implicit-dirs,uid=1000,gid=1000,only-dir=stories/v2"}
 
 
-def test_a_gated_hub_dataset_needs_the_token_and_mounts_it_as_a_file():
+def test_a_gated_hub_dataset_mounts_the_token_from_secret_manager_with_the_stagers_own_grant():
     datasets = [{"name": "gated", "hub": {"id": "org/gated", "token": True}}]
-    overrides = {"gke-finetune:datasets": datasets, "gke-finetune:runs": []}
-    declared, err = declared_before_error("dev", overrides=overrides, secrets={})
-    assert isinstance(err, ConfigError) and declared.resources == []
-    assert any(p.startswith("hfToken: not set, and dataset 'gated' (datasets[0])") for p in err.problems)
-    d = run_stack("dev", overrides=overrides)
+    d = run_stack("dev", overrides={"gke-finetune:datasets": datasets, "gke-finetune:runs": []})
     [job] = d.of_type(JOB)
     spec = job.inputs["spec"]["template"]["spec"]
     [stage] = spec["containers"]
     assert stage["command"][-2:] == ["--token-file", "/var/run/secrets/huggingface/token"]
     assert not [e for e in stage.get("env", []) if "TOKEN" in e["name"] and "value" in e and e["name"] != "HF_TOKEN_PATH"]
-    [secret_volume] = [v for v in spec["volumes"] if "secret" in v]
-    assert secret_volume["secret"]["secretName"] == "hf-token" and secret_volume["secret"]["defaultMode"] == 0o400
-    assert d.of_type("kubernetes:core/v1:Secret")
+    [token] = [v for v in spec["volumes"] if v["name"] == "hf-token"]
+    assert token["csi"] == {"driver": "secrets-store-gke.csi.k8s.io", "readOnly": True,
+                            "volumeAttributes": {"secretProviderClass": "hf-token"}}
+    assert not d.of_type("kubernetes:core/v1:Secret")
+    [grant] = d.of_type("gcp:secretmanager/secretIamMember:SecretIamMember")
+    assert (grant.inputs["secretId"], grant.inputs["member"]) == ("hf-token", stager("dev"))
+    assert grant.urn in job.dependencies, "the Job waits for its grant: the mount reads the secret at start"

@@ -12,9 +12,7 @@ import yaml
 
 from components.runs import Runs, RunsArgs, run_spec
 from tests.support import examples
-from stack import reader
-from stack.problems import ConfigError
-from tests.support.pulumi_harness import ROOT, SHIPPED_STACKS, declared_before_error, run_stack
+from tests.support.pulumi_harness import ROOT, SHIPPED_STACKS, run_stack
 
 JOBSET = "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"
 
@@ -79,7 +77,8 @@ def test_a_run_depends_on_its_own_trainers_image_only():
         images = {t: pulumi.Output.from_input(ref) for t, ref in examples.FACTS.images.items()}
         args = RunsArgs(runs=examples.RUNS, contracts=examples.CONTRACTS, bucket=examples.FACTS.bucket,
                         images=images, provider=k8s.Provider("k8s", kubeconfig="{}"),
-                        namespace=examples.FACTS.namespace, service_account=examples.FACTS.service_account)
+                        namespace=examples.FACTS.namespace, service_account=examples.FACTS.service_account,
+                        layout=examples.FACTS.layout)
         for run in examples.RUNS:
             outputs = _outputs_in(run_spec(run, examples.CONTRACTS[run.pool], args))
             seen[run.name] = outputs
@@ -108,19 +107,5 @@ def _outputs_in(value):
     return []
 
 
-SECRET = "kubernetes:core/v1:Secret"
-SECRET_SIG = "4dabf18193072939515e22adb298388d"  # how the wire format marks a secret value
 
 
-def test_a_preview_without_the_token_plans_it_as_set_and_up_still_refuses_the_stack():
-    """A pull request's preview job holds no Hugging Face token: its preview plans the token as set."""
-    (secret,) = run_stack("a4", secrets={}, preview=True).of_type(SECRET)
-    assert secret.inputs["stringData"][SECRET_SIG]  # a secret on the wire, masked in the preview
-    assert secret.inputs["stringData"]["value"] == {"token": reader.PREVIEW_TOKEN_STAND_IN}
-    assert secret.ignore_changes == ("stringData",)  # the deployed value is not compared with the stand-in
-    declared, err = declared_before_error("a4", secrets={})
-    assert isinstance(err, ConfigError) and declared.resources == []
-    assert "hfToken: not set, and run 'gemma4-sql'" in str(err)
-    # With the token, a preview compares the Secret's value as `up` would.
-    (secret,) = run_stack("a4", preview=True).of_type(SECRET)
-    assert secret.ignore_changes == ()

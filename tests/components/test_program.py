@@ -1,20 +1,16 @@
 """The whole program under Pulumi mocks, for every shipped stack: what it declares."""
 
 import functools
-import shutil
 
 import pytest
 import yaml
 
 from components.identity import NODE_ROLES
 from core.names import POOL_LABEL
-from core.trainers import TRAINERS
-from stack.problems import ConfigError
-from tests.support.pulumi_harness import ROOT, SHIPPED_STACKS, declared_before_error, run_stack
+from tests.support.pulumi_harness import ROOT, SHIPPED_STACKS, run_stack
 
 NODE_POOL = "gcp:container/nodePool:NodePool"
 CLUSTER = "gcp:container/cluster:Cluster"
-SECRET_SIG = "4dabf18193072939515e22adb298388d"  # how the wire format marks a secret value
 TPU_TAINT = {"key": "google.com/tpu", "value": "present", "effect": "NO_SCHEDULE"}
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}
 SPOT_TAINT = {"key": "cloud.google.com/gke-spot", "value": "true", "effect": "NO_SCHEDULE"}
@@ -85,13 +81,13 @@ def test_trainer_reads_the_bucket_and_writes_only_its_runs_checkpoints_and_profi
     runs = [j.inputs["metadata"]["name"] for j in deployed(stack).of_type("kubernetes:jobset.x-k8s.io/v1alpha2:JobSet")]
     assert len(writes) == len(runs) == len(grants) - 1
     bucket = f"projects/_/buckets/my-project-id-{stack}-finetune"
-    # One grant per run, each below that run's own prefixes only (its export's, exports/<stack>/<run>, where
-    # it has `export:`).
+    # One grant per run, each below that run's own prefixes only, which carry the stack (its export's,
+    # exports/<stack>/<run>, too where it has `export:`).
     exporting = {"a4": {"gemma4-sql"}, "dev": {"gemma3-single-host"}}.get(stack, set())
     assert sorted(w["condition"]["expression"] for w in writes) == sorted(" || ".join(
         f'resource.name.startsWith("{bucket}/{kind}/{prefix}/")'
-        for prefix in (f"checkpoints/{run}", f"profiles/{run}", *([f"exports/{stack}/{run}"] if run in exporting
-                                                                   else []))
+        for prefix in (f"checkpoints/{stack}/{run}", f"profiles/{stack}/{run}",
+                       *([f"exports/{stack}/{run}"] if run in exporting else []))
         for kind in ("objects", "folders")) for run in runs)
 
 
@@ -138,19 +134,6 @@ def test_multislice_sidecars_authenticate_as_the_principal_that_holds_the_bucket
     roles = {r.inputs["role"] for r in deployed("tpu-multislice").of_type("gcp:storage/bucketIAMMember:BucketIAMMember")
              if r.inputs["member"] == trainer_principal("tpu-multislice")}
     assert roles == {"roles/storage.objectViewer", "roles/storage.objectUser"}
-
-
-def needs_hub(stack):
-    runs = yaml.safe_load((ROOT / f"Pulumi.{stack}.yaml").read_text())["config"].get("gke-finetune:runs", [])
-    return any(TRAINERS[r["trainer"]].hf_token for r in runs if r.get("trainer"))
-
-
-@pytest.mark.parametrize("stack", [s for s in SHIPPED_STACKS if needs_hub(s)])
-def test_hf_token_is_a_secret_kubernetes_secret(stack):
-    secret = only(stack, "kubernetes:core/v1:Secret").inputs
-    assert secret["metadata"] == {"name": "hf-token", "namespace": "finetune"}
-    assert secret["stringData"][SECRET_SIG]  # still a secret on the wire
-    assert secret["stringData"]["value"] == {"token": "hf_test_token"}
 
 
 @pytest.mark.parametrize("stack", SHIPPED_STACKS)
@@ -340,46 +323,3 @@ def _stack_pools(stack):
     return yaml.safe_load((ROOT / f"Pulumi.{stack}.yaml").read_text())["config"]["gke-finetune:pools"]
 
 
-# --- the Hugging Face token -------------------------------------------------------------
-
-
-@pytest.mark.parametrize("stack", [s for s in SHIPPED_STACKS if not needs_hub(s)])
-def test_a_stack_without_hub_runs_needs_no_token_and_gets_no_secret(stack):
-    d = run_stack(stack, secrets={})
-    assert d.of_type("kubernetes:core/v1:Secret") == []
-    assert d.of_type("kubernetes:jobset.x-k8s.io/v1alpha2:JobSet")  # its runs are still declared
-
-
-@pytest.mark.parametrize("stack", [s for s in SHIPPED_STACKS if not needs_hub(s)])
-def test_a_token_set_for_a_stack_without_hub_runs_creates_no_secret(stack):
-    assert deployed(stack).of_type("kubernetes:core/v1:Secret") == []
-
-
-@pytest.mark.parametrize("stack", [s for s in SHIPPED_STACKS if needs_hub(s)])
-def test_a_hub_stack_without_the_token_fails_naming_it_and_the_run(stack):
-    declared, err = declared_before_error(stack, secrets={})
-    assert isinstance(err, ConfigError), err
-    runs = yaml.safe_load((ROOT / f"Pulumi.{stack}.yaml").read_text())["config"]["gke-finetune:runs"]
-    hub_runs = [r["name"] for r in runs if r.get("trainer") and TRAINERS[r["trainer"]].hf_token]
-    assert hub_runs and all(
-        any(p.startswith("hfToken: not set") and repr(name) in p for p in err.problems) for name in hub_runs
-    ), err.problems
-    assert declared.resources == []
-
-
-@pytest.mark.parametrize("stack", ["dev", "a4"])
-def test_a_plain_text_token_is_refused_in_any_stack(stack):
-    declared, err = declared_before_error(stack, secrets={}, plain={"gke-finetune:hfToken": "hf_plain"})
-    assert isinstance(err, ConfigError)
-    assert any(p.startswith("hfToken: '[plain text]' is stored in plain text") for p in err.problems)
-    assert "hf_plain" not in str(err) and declared.resources == []
-
-
-def test_a_secure_value_in_the_stack_file_counts_as_the_token(tmp_path):
-    for name in ("Pulumi.yaml", "__main__.py"):
-        shutil.copy(ROOT / name, tmp_path / name)
-    text = (ROOT / "Pulumi.a4.yaml").read_text() + "  gke-finetune:hfToken:\n    secure: AAABAHJvbmcK\n"
-    (tmp_path / "Pulumi.a4.yaml").write_text(text)
-    d = run_stack("a4", secrets={}, root=tmp_path)
-    (secret,) = d.of_type("kubernetes:core/v1:Secret")
-    assert secret.inputs["stringData"][SECRET_SIG]

@@ -71,7 +71,7 @@ def test_a_second_stack_on_the_same_bucket_is_granted_nothing_of_the_firsts_pref
     assert not {g.inputs["member"] for g in a} & {g.inputs["member"] for g in b}
     assert all("/ns/team-b/" in g.inputs["member"] for g in b)
     bucket = "projects/_/buckets/my-project-id-team-finetune/objects"
-    assert written_prefixes(a) >= {f"{bucket}/checkpoints/gemma3-a/", f"{bucket}/datasets/stories-a/"}
+    assert written_prefixes(a) >= {f"{bucket}/checkpoints/{EXISTING}/gemma3-a/", f"{bucket}/datasets/{EXISTING}/stories-a/"}
     assert not [p for p in written_prefixes(b) if "gemma3-a" in p or "stories-a" in p]
     # Nor anything of the first's by prefix: every write of the second is below its own run or dataset.
     assert all(p.split("/")[-2] in ("gemma3-b", "stories-b") for p in written_prefixes(b)), written_prefixes(b)

@@ -37,14 +37,14 @@ def test_a_folder_is_uploaded_file_by_file_with_its_checksum_before_the_runs(tmp
     (folder / ".DS_Store").write_text("not data")  # hidden: left out
     d = _deploy(folder, "tickets")
     objects = {o.inputs["name"]: o for o in d.of_type(OBJECT)}
-    assert set(objects) == {"datasets/tickets/train.jsonl", "datasets/tickets/2026/more.jsonl",
-                            "datasets/tickets/.staged.json"}
-    train = objects["datasets/tickets/train.jsonl"]
+    assert set(objects) == {"datasets/dev/tickets/train.jsonl", "datasets/dev/tickets/2026/more.jsonl",
+                            "datasets/dev/tickets/.staged.json"}
+    train = objects["datasets/dev/tickets/train.jsonl"]
     assert train.inputs["bucket"] == BUCKET
     assert train.inputs["sourceMd5hash"] == _md5(b'{"messages": []}\n')
     assert train.delete_before_replace  # the same name: the old object goes first
     assert train.retain_on_delete  # `pulumi destroy` leaves the dataset in the bucket
-    content = objects["datasets/tickets/.staged.json"].inputs["content"]
+    content = objects["datasets/dev/tickets/.staged.json"].inputs["content"]
     record = json.loads(content["value"] if isinstance(content, dict) else content)  # a secret to the provider
     assert record["source"] == {"kind": "path", "path": str(folder)}
     assert [(f["name"], f["size"]) for f in record["files"]] == [("2026/more.jsonl", 18), ("train.jsonl", 17)]
@@ -54,7 +54,7 @@ def test_a_folder_is_uploaded_file_by_file_with_its_checksum_before_the_runs(tmp
     assert not d.of_type(JOB)  # no staging Job: `pulumi up` uploads it
     args = run.inputs["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["containers"][0]["args"]
     assert args[args.index("--data_path") + 1] == "/data/tickets"
-    assert d.outputs["datasets"] == {"tickets": f"gs://{BUCKET}/datasets/tickets/"}
+    assert d.outputs["datasets"] == {"tickets": f"gs://{BUCKET}/datasets/dev/tickets/"}
 
 
 def test_a_file_is_read_by_its_name_and_only_a_changed_file_changes(tmp_path):
@@ -66,8 +66,8 @@ def test_a_file_is_read_by_its_name_and_only_a_changed_file_changes(tmp_path):
         k: v["sourceMd5hash"] for k, v in again.items() if "sourceMd5hash" in v}  # nothing to upload again
     path.write_text("b\n")
     changed = _deploy(path, "tickets")
-    [obj] = [o for o in changed.of_type(OBJECT) if o.inputs["name"] == "datasets/tickets/chats.jsonl"]
-    assert obj.inputs["sourceMd5hash"] == _md5(b"b\n") != first["datasets/tickets/chats.jsonl"]["sourceMd5hash"]
+    [obj] = [o for o in changed.of_type(OBJECT) if o.inputs["name"] == "datasets/dev/tickets/chats.jsonl"]
+    assert obj.inputs["sourceMd5hash"] == _md5(b"b\n") != first["datasets/dev/tickets/chats.jsonl"]["sourceMd5hash"]
     [run] = changed.of_type(JOBSET)
     args = run.inputs["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["containers"][0]["args"]
     assert args[args.index("--data_path") + 1] == "/data/tickets/chats.jsonl"
@@ -79,7 +79,7 @@ def test_an_upload_whose_checksum_differs_fails(tmp_path):
     found = local_file("f.jsonl", path)
     assert found == LocalFile("f.jsonl", path, 1, _md5(b"x"), hashlib.sha256(b"x").hexdigest())
     assert check_upload(found, found.md5) == found.md5 and check_upload(found, None) is None  # a preview
-    with pytest.raises(ValueError, match="f.jsonl.*uploaded as datasets/.../f.jsonl with MD5 .*run `pulumi up` again"):
+    with pytest.raises(ValueError, match="f.jsonl.*uploaded as .../f.jsonl with MD5 .*run `pulumi up` again"):
         check_upload(found, _md5(b"y"))
 
 

@@ -21,6 +21,7 @@ from core.dockerfile import (
     copy_sources,
     parse_dockerfile,
 )
+from core.trainers import SHARED_MODULES
 
 IMAGES = list(TRAINER_IMAGES.values())
 ids = [i.trainer for i in IMAGES]
@@ -162,6 +163,13 @@ def test_runs_as_the_documented_user(image):
 
 
 @pytest.mark.parametrize("image", IMAGES, ids=ids)
+def test_the_image_has_the_non_root_account_its_staging_jobs_run_as(image):
+    """manifests/staging.py runs a staging Job as `jobs_user`, uid and gid alike (`--user-group`)."""
+    assert image.jobs_user, image.trainer
+    assert f"useradd --uid {image.jobs_user} --user-group" in " ".join(_values(image, "RUN"))
+
+
+@pytest.mark.parametrize("image", IMAGES, ids=ids)
 def test_context_is_only_what_the_image_needs(image):
     """The ignore file lets through exactly the paths the Dockerfile copies."""
     lines = [
@@ -173,8 +181,7 @@ def test_context_is_only_what_the_image_needs(image):
     allowed = {line[1:].rstrip("/") for line in lines if line.startswith("!")}
     copied = set(copy_sources(_instructions(image)))
     also = {m.replace(".", "/") for m in (*image.also_runs, *image.shared_packages)}
-    shared = {"trainers/__init__.py", "trainers/exit_codes.py", "trainers/export_dir.py", "trainers/eval_report.py"}
-    assert allowed == {*shared, image.package_dir, *also}
+    assert allowed == {*SHARED_MODULES, image.package_dir, *also}
     for source in copied:
         assert any(source == a or source.startswith(a + "/") for a in allowed), source
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from core.dockerfile import REPO_ROOT, TRAINER_IMAGES, content_files, content_tag
+from core.trainers import SHARED_MODULES
 
 JAX = TRAINER_IMAGES["gemma-jax"]
 GPU = TRAINER_IMAGES["trl-gpu"]
@@ -39,8 +40,7 @@ def test_tag_is_deterministic(tree):
 def test_tag_of_the_real_tree_covers_dockerfile_requirements_and_shared_modules():
     for image in TRAINER_IMAGES.values():
         files = content_files(image)
-        for rel in (image.dockerfile, image.dockerignore, image.requirements,
-                    "trainers/__init__.py", "trainers/exit_codes.py"):
+        for rel in (image.dockerfile, image.dockerignore, image.requirements, *SHARED_MODULES):
             assert rel in files, (image.trainer, rel)
         assert all(f.startswith(("docker/", "trainers/")) for f in files)
         assert not any("__pycache__" in f or f.endswith(".pyc") for f in files)
@@ -57,6 +57,7 @@ def test_tag_of_the_real_tree_covers_dockerfile_requirements_and_shared_modules(
         ("trainers/trl_gpu/__init__.py", False, True),
         ("docker/trl-gpu/Dockerfile", False, True),
         ("trainers/exit_codes.py", True, True),  # shared by both images
+        ("trainers/progress.py", True, True),
         ("trainers/__init__.py", True, True),
         ("README.md", False, False),
         ("tests/test_x.py", False, False),

@@ -61,3 +61,14 @@ def test_quantities(text, value):
 def test_bad_quantities(text):
     with pytest.raises(quantity.QuantityError):
         quantity.parse(text)
+
+
+def test_quantities_in_the_form_the_api_server_writes_them_back():
+    """k8s.io/apimachinery quantity.go CanonicalizeBytes: the largest suffix that keeps the number whole."""
+    from core.quantity import canonical_bytes, canonical_millis
+
+    assert canonical_bytes(10956800 * 2**20) == "10700Gi" and canonical_bytes(1376256 * 2**20) == "1344Gi"
+    assert canonical_bytes(3 * 2**40) == "3Ti" and canonical_bytes(1000) == "1000" and canonical_bytes(3072) == "3Ki"
+    assert canonical_bytes(2**20 + 1) == "1048577" and canonical_bytes(1536) == "1536"
+    assert canonical_millis(354000) == "354" and canonical_millis(179500) == "179500m"
+    assert canonical_millis(2_000_000) == "2k" and canonical_millis(0) == "0"

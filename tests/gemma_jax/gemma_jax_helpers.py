@@ -14,6 +14,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
+from trainers.gemma_jax import model_eval  # noqa: E402  (after the repository is on the path)
+
 NAMES = ["Amy", "Tom", "Lily", "Ben", "Sue", "Max", "Mia", "Sam"]
 THINGS = ["ball", "cat", "dog", "tree", "cake", "box", "kite", "boat"]
 MOODS = ["red", "blue", "happy", "sad", "big", "small"]
@@ -133,12 +135,13 @@ def max_abs_diff(a, b) -> float:
     return max(diffs)
 
 
-PROGRESS_FILE = "progress.json"  # trainers/gemma_jax/progress.py: the record beside the checkpoints
+PROGRESS_FILE = "progress.json"  # trainers/progress.py: the record beside the checkpoints
 
 
 def checkpoint_entries(ckpt_dir) -> list[str]:
-    """The checkpoint directory's entries, its progress record left out."""
-    return [n for n in os.listdir(ckpt_dir) if not n.startswith(PROGRESS_FILE)]
+    """The checkpoint directory's step entries: the progress record and the base model's
+    evaluation, which sit beside the steps, left out."""
+    return [n for n in os.listdir(ckpt_dir) if not n.startswith(PROGRESS_FILE) and n != model_eval.BASE_FILE]
 
 
 def read_progress(ckpt_dir) -> dict:

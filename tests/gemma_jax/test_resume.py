@@ -47,11 +47,11 @@ def reference(tmp_path_factory, stories_file, tokenizer_file):
     samples = read_samples(str(d / "logs" / "samples-p0.jsonl"))
     assert sorted(samples) == list(range(1, STEPS + 1))
     _assert_progress_of_a_whole_run(read_progress(d / "ckpt"))
-    # Read back as `make status` reads the bucket (checkpoints/<run>/progress.json), validated.
+    # Read back as `make status` reads the bucket (checkpoints/<stack>/<run>/progress.json), validated.
     bucket = tmp_path_factory.mktemp("bucket")
-    (bucket / "checkpoints" / "reference").mkdir(parents=True)
-    shutil.copy(d / "ckpt" / "progress.json", bucket / "checkpoints" / "reference" / "progress.json")
-    read_back, problem = LocalProgress(str(bucket)).read("reference")
+    (bucket / "checkpoints" / "dev" / "reference").mkdir(parents=True)
+    shutil.copy(d / "ckpt" / "progress.json", bucket / "checkpoints" / "dev" / "reference" / "progress.json")
+    read_back, problem = LocalProgress(str(bucket), "dev").read("reference")
     assert problem == "" and read_back == read_progress(d / "ckpt")
     return {"dir": d, "params": load_params(str(d / "ckpt"), STEPS), "samples": samples}
 

@@ -21,8 +21,9 @@ def test_gpu_pods_cache_the_hub_in_a_sized_empty_dir(stack, run, contract, manif
     if run.trainer == "trl-gpu":
         assert volumes["hf-cache"] == {"name": "hf-cache", "emptyDir": {"sizeLimit": TRAINERS["trl-gpu"].hf_cache_size}}
         assert mounts["hf-cache"] == env["HF_HOME"] == pod_parts.HF_CACHE_DIR
-        assert requests["ephemeral-storage"] == TRAINERS["trl-gpu"].hf_cache_size
-        assert "ephemeral-storage" not in container["resources"]["limits"]
+        # The cache's emptyDir counts against the pod's ephemeral-storage limits: the trainer's holds it.
+        assert requests["ephemeral-storage"] == "310Gi" == pod_parts.scratch_storage(TRAINERS["trl-gpu"])
+        assert container["resources"]["limits"] == requests
     else:
         assert "hf-cache" not in volumes and "HF_HOME" not in env
         assert requests["ephemeral-storage"] == pod_parts.SCRATCH_STORAGE  # logs and scratch only

@@ -131,3 +131,20 @@ def test_every_priority_class_runs_may_name():
 
 def test_no_flavors_no_objects():
     assert kueue.kueue_manifests([]) == {}
+
+
+def test_a_quota_is_written_as_the_api_server_writes_it_back():
+    """The A4 pool's memory is a whole number of GiB: `10956800Mi` would be stored as `10700Gi`, and every
+    preview would show an update of the ClusterQueue (e2e/tests/test_handoff.py showed it)."""
+    from core import quantity
+    from manifests.kueue import quota
+    from stack import reader
+    from tools.offline import ROOT
+
+    [contract] = reader.load_files("a4", ROOT).contracts().values()
+    for resource in ("cpu", "memory", "ephemeral-storage"):
+        written = quota(contract, resource)
+        value = quantity.parse(written)
+        canonical = (quantity.canonical_millis(int(value * 1000)) if resource == "cpu"
+                     else quantity.canonical_bytes(int(value)))
+        assert written == canonical and "." not in written, (resource, written)

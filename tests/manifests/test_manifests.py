@@ -138,8 +138,8 @@ def test_scheduling_equals_the_contract(stack, run, contract, manifest):
         assert spec["tolerations"] + list(contract.flavor_tolerations) == list(contract.tolerations)
     chips = str(run.chips_per_host or contract.chips_per_host)
     resources = trainer(manifest)["resources"]
-    assert resources["limits"] == {contract.resource_name: chips}
     assert resources["requests"] == {contract.resource_name: chips, **pod_parts.resource_requests(run.row_on(contract.family), contract)}
+    assert resources["limits"] == resources["requests"]  # memory limit = request: what the node was sized for
     if contract.node_pool_names:  # Standard: the pool label pins the pool (and its reservation)
         assert not [k for k in spec["nodeSelector"] if k.startswith("cloud.google.com/reservation-")]
 
@@ -175,7 +175,8 @@ def test_no_secret_literal(stack, run, contract, manifest):
             assert var["value"].startswith("/var/run/secrets/"), var  # a path to a mounted file, not the secret
     text = yaml.safe_dump(manifest)
     assert not re.search(r"hf_[A-Za-z0-9]{20,}", text)
-    assert "secretKeyRef" not in text or "hf-token" in text
+    assert "secretKeyRef" not in text and "secretName" not in text  # no Kubernetes Secret: the token is mounted
+    # from Secret Manager (manifests/token.py), in the pods that read the Hub only
 
 
 @pytest.mark.parametrize("stack,run,contract,manifest", CASES)
@@ -186,19 +187,25 @@ def test_read_write_mounts_only_where_the_trainer_writes(stack, run, contract, m
     row = run.row_on(contract.family)  # not the bucket: /dev/shm, the Hub cache, where the row has them
     local = {"/dev/shm"} if row.shm_size else set()
     local |= {pod_parts.HF_CACHE_DIR} if row.hf_cache_size else set()
-    assert writable == {storage.CHECKPOINT_DIR, storage.PROFILE_DIR} | local
+    exports = {storage.EXPORT_DIR} if run.export is not None else set()
+    assert writable == {storage.CHECKPOINT_DIR, storage.PROFILE_DIR} | exports | local
     written_prefixes = []
+    layout = examples.FACTS.layout if stack == goldens.EXAMPLES else render.stack_inputs(stack)[2].layout
+    assert layout.stack == ("example" if stack == goldens.EXAMPLES else stack)
     for volume in volumes.values():
-        if "csi" not in volume:
+        if (volume.get("csi") or {}).get("driver") != storage.CSI_DRIVER:  # the bucket's, not the token's
             continue
         options = volume["csi"]["volumeAttributes"]["mountOptions"]
         only_dir = re.search(r"only-dir=([^,]+)", options).group(1)
         if volume["csi"]["readOnly"]:
-            assert only_dir == "datasets"
+            assert only_dir == f"datasets/{layout.stack}"  # the stack's datasets only
         else:
             written_prefixes.append(only_dir)
             assert "file-cache:max-size-mb:0" in options and "metadata-cache:ttl-secs:0" in options
-    assert sorted(written_prefixes) == [f"checkpoints/{run.name}", f"profiles/{run.name}"]
+    # Each prefix carries the stack: another stack's run of the same name writes elsewhere.
+    exported = [f"exports/{layout.stack}/{run.name}"] if run.export is not None else []
+    assert sorted(written_prefixes) == [f"checkpoints/{layout.stack}/{run.name}", *exported,
+                                        f"profiles/{layout.stack}/{run.name}"]
 
 
 @pytest.mark.parametrize("stack,run,contract,manifest", CASES)

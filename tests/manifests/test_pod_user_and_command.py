@@ -6,10 +6,15 @@ import json
 
 import pytest
 
+from admission import pod_security
+from core.catalog import Family
 from core.dockerfile import REPO_ROOT, TRAINER_IMAGES, parse_dockerfile
+from core.trainers import OWN_CONTAINER_GPU_ACCOUNT
+from stack.own_container import RunAs
 from tests.manifests.test_manifests import CASES, pod, trainer
 from tests.support import examples
 from manifests.run import build_run
+from manifests.storage import CSI_DRIVER
 
 
 def dockerfile_cmd(trainer: str) -> list[str]:
@@ -55,8 +60,13 @@ def fuse_owner_options(manifest: dict) -> set[tuple[str, ...]]:
     return {
         tuple(o for o in v["csi"]["volumeAttributes"]["mountOptions"].split(",") if o.startswith(("uid=", "gid=")))
         for v in pod(manifest)["spec"]["volumes"]
-        if "csi" in v
+        if is_fuse(v)
     }
+
+
+def is_fuse(volume: dict) -> bool:
+    """A Cloud Storage FUSE volume (not the token's, manifests/token.py)."""
+    return (volume.get("csi") or {}).get("driver") == CSI_DRIVER
 
 
 @pytest.mark.parametrize("stack,run,contract,manifest", CASES)
@@ -78,7 +88,7 @@ def test_a_non_root_gpu_run_has_the_same_uid_in_its_pod_and_its_mounts():
     spec = pod(manifest)["spec"]
     assert spec["securityContext"]["runAsUser"] == 1000 and spec["securityContext"]["runAsNonRoot"] is True
     assert spec["securityContext"]["fsGroup"] == 1000
-    for volume in (v for v in spec["volumes"] if "csi" in v):
+    for volume in (v for v in spec["volumes"] if is_fuse(v)):
         options = volume["csi"]["volumeAttributes"]["mountOptions"].split(",")
         assert "uid=1000" in options and "gid=1000" in options, volume["name"]
 
@@ -89,22 +99,37 @@ def test_a_root_tpu_run_is_not_forced_non_root():
     spec = pod(build_run(single, examples.CONTRACTS[single.pool], examples.FACTS))["spec"]
     assert spec["securityContext"] == {"seccompProfile": {"type": "RuntimeDefault"}}
     assert "runAsUser" not in spec["containers"][0]["securityContext"]
-    assert not any("uid=" in v["csi"]["volumeAttributes"]["mountOptions"] for v in spec["volumes"] if "csi" in v)
+    assert not any("uid=" in v["csi"]["volumeAttributes"]["mountOptions"] for v in spec["volumes"] if is_fuse(v))
 
 
 @pytest.mark.parametrize("stack,run,contract,manifest", CASES)
 def test_every_trainer_is_confined_as_far_as_its_accelerator_allows(stack, run, contract, manifest):
-    """No privilege escalation, the default seccomp filter and no API token for every pod.
-
-    The non-root GPU trainer drops every capability; the root TPU trainer
-    drops NET_RAW and keeps the runtime's other defaults (manifests/pod.py).
-    tools/scan_skips.yaml skips checkov's capability check on these grounds.
-    """
+    """No privilege escalation, no capability, the default seccomp filter and no API token for every pod;
+    root only where the accelerator needs it (the TPU trainer, manifests/pod.py), so that every pod meets
+    the restricted Pod Security Standard but the TPU ones (baseline) and multislice's (host network)."""
     spec = pod(manifest)["spec"]
     assert spec["automountServiceAccountToken"] is False
     assert spec["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
     security = trainer(manifest)["securityContext"]
-    assert security["allowPrivilegeEscalation"] is False
-    assert "privileged" not in security and "add" not in security["capabilities"]
-    expected = ["ALL"] if run.row_on(contract.family).image.non_root else ["NET_RAW"]
-    assert security["capabilities"]["drop"] == expected
+    assert security == {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
+    level, refused = pod_security.least_level(pod(manifest))
+    if spec.get("hostNetwork"):
+        assert level == pod_security.PRIVILEGED and {v.reason for v in refused} == {"host namespaces", "hostPort"}
+    elif run.row_on(contract.family).image.non_root:
+        assert level == pod_security.RESTRICTED, refused
+    else:
+        assert contract.family is Family.TPU and level == pod_security.BASELINE
+        assert [v.reason for v in refused] == ["runAsNonRoot != true"], refused
+
+
+def test_a_run_of_ones_own_container_runs_as_non_root_on_gpu_unless_it_says_otherwise():
+    [a4] = [r for r in examples.RUNS if r.trainer == "trl-gpu"]
+    own = a4.model_copy(update={"trainer": None, "image": "us-docker.pkg.dev/p/r/own@sha256:" + "a" * 64,
+                                "command": ("python", "-m", "team.train"), "args": ()})
+    spec = pod(build_run(own, examples.CONTRACTS[a4.pool], examples.FACTS))["spec"]
+    assert (spec["securityContext"]["runAsUser"], spec["securityContext"]["runAsGroup"]) == OWN_CONTAINER_GPU_ACCOUNT
+    assert pod_security.least_level({"spec": spec})[0] == pod_security.RESTRICTED
+    as_root = own.model_copy(update={"run_as": RunAs(user=0, group=0)})
+    spec = pod(build_run(as_root, examples.CONTRACTS[a4.pool], examples.FACTS))["spec"]
+    assert "runAsUser" not in spec["securityContext"]
+    assert pod_security.least_level({"spec": spec})[0] == pod_security.BASELINE

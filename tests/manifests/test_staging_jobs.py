@@ -5,7 +5,7 @@ import json
 import kubernetes_validate
 import pytest
 
-from admission import syntax
+from admission import pod_security, syntax
 from core.names import KUBERNETES_VERSION
 from tests.support import goldens
 from tools.offline import EXISTING_CLUSTER_STACKS
@@ -48,7 +48,7 @@ def test_the_job_writes_only_its_dataset_and_runs_off_the_accelerators(stack, na
     dataset = name.removeprefix("stage-")
     [volume] = [v for v in spec["volumes"] if v["name"] == "dataset"]
     assert volume["csi"]["readOnly"] is False
-    assert volume["csi"]["volumeAttributes"]["mountOptions"].endswith(f"only-dir=datasets/{dataset}")
+    assert volume["csi"]["volumeAttributes"]["mountOptions"].endswith(f"only-dir=datasets/{stack}/{dataset}")
     # The stack's own stager account (a principal of its own in a project of several stacks).
     assert spec["serviceAccountName"] == f"{stack}-stager" and spec["automountServiceAccountToken"] is False
     assert "tolerations" not in spec  # accelerator nodes are tainted: never there
@@ -82,3 +82,16 @@ def test_the_a4_dataset_is_staged_in_the_gpu_image_as_its_user():
     assert "/trl-gpu@sha256:" in spec["containers"][0]["image"]
     assert spec["securityContext"]["runAsUser"] == 1000
     assert "uid=1000" in spec["volumes"][0]["csi"]["volumeAttributes"]["mountOptions"]
+
+
+@pytest.mark.parametrize("stack", ["dev", "a4"])
+def test_a_staging_job_runs_as_its_image_s_non_root_account_and_meets_the_restricted_standard(stack):
+    """Staging touches no accelerator: even in the root TPU trainer's image it runs as the image's own
+    non-root account (core/trainers.py `jobs_user`), its mounts owned by it, every capability dropped."""
+    for job in staging_manifests(stack).values():
+        spec = pod(job)["spec"]
+        assert spec["securityContext"]["runAsUser"] == spec["securityContext"]["runAsGroup"] == 1000
+        assert spec["securityContext"]["runAsNonRoot"] is True
+        for volume in (v for v in spec["volumes"] if "csi" in v):
+            assert "uid=1000,gid=1000" in volume["csi"]["volumeAttributes"]["mountOptions"], volume
+        assert pod_security.least_level(pod(job)) == (pod_security.RESTRICTED, [])

@@ -139,7 +139,8 @@ def test_ones_own_container_on_gpu_with_the_token_and_a_user():
     assert volumes["dshm"]["emptyDir"]["sizeLimit"] == row.shm_size and "hf-token" in volumes
     # The FUSE mounts belong to the container's user, or it could not write its checkpoints.
     assert "uid=1000,gid=1000" in volumes["checkpoints"]["csi"]["volumeAttributes"]["mountOptions"]
-    assert container["resources"]["limits"] == {"nvidia.com/gpu": "8"}
+    assert container["resources"]["limits"] == container["resources"]["requests"]
+    assert container["resources"]["limits"]["nvidia.com/gpu"] == "8"
 
 
 # --- the model, by name ---------------------------------------------------------------------------

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from components.storage import prefix_condition, run_prefixes
-from core.names import export_prefix
+from components.storage import prefix_condition, run_writes
+from core.names import BucketLayout, export_prefix
 from manifests.run import build_runs
 from stack.run_export import EvalConfig, ExportConfig
 from stack.runs import RunConfig, run_problems
@@ -79,9 +79,10 @@ def test_a_run_without_export_mounts_no_export_prefix():
 
 
 def test_the_run_s_grant_covers_its_export_prefix_and_no_other_stack_s():
-    condition = prefix_condition("b", run_prefixes("tuned", export_prefix("team-a", "tuned")))
+    layout = BucketLayout("team-a")
+    condition = prefix_condition("b", run_writes(layout, "tuned", {"tuned": export_prefix("team-a", "tuned")}))
     assert 'objects/exports/team-a/tuned/")' in condition and "team-b" not in condition
-    assert "exports" not in prefix_condition("b", run_prefixes("tuned"))
+    assert "exports" not in prefix_condition("b", run_writes(layout, "tuned"))
 
 
 def test_the_defaults_are_those_pulumi_yaml_documents():

@@ -1,10 +1,13 @@
-"""The Hugging Face token: required only by runs whose trainer reads the Hub, never in plain text."""
+"""The Hugging Face token: mounted from Secret Manager by the pods that read the Hub, never a Pulumi value."""
 
 import pytest
 
 from core.trainers import TRAINERS
-from stack.problems import MISSING
-from stack.secrets import hf_token_problems, needs_hf_token, runs_needing_hf_token
+from stack.problems import ConfigError
+from stack.reader import load_files
+from stack.secrets import (file_token_state, hf_token_problems, needs_hf_token, runs_needing_hf_token,
+                           secret_name, secret_problems, secret_version)
+from tests.support.checkout import ROOT
 
 HUB = next(name for name, row in TRAINERS.items() if row.hf_token)
 NO_HUB = next(name for name, row in TRAINERS.items() if not row.hf_token)
@@ -21,21 +24,49 @@ def test_only_runs_of_a_hub_trainer_need_the_token():
     assert not needs_hf_token("not a list")
 
 
-def test_an_unset_token_names_every_run_that_needs_it():
-    (first, second) = hf_token_problems([run("a", HUB), run("t", NO_HUB), run("b", HUB)], "unset")
-    assert first.key == "hfToken" and first.value is MISSING
-    assert str(first).startswith(f"hfToken: not set, and run 'a' (runs[0], trainer {HUB}) reads the Hugging Face Hub")
-    assert "runs[2]" in str(second) and "'b'" in str(second)
-    assert "pulumi config set --secret hfToken" in str(first)
+def test_nothing_is_asked_of_a_stack_that_holds_no_token():
+    assert hf_token_problems("unset") == []
 
 
-@pytest.mark.parametrize("runs", [[], [run("t", NO_HUB)]])
-def test_no_token_needed_without_a_hub_run(runs):
-    assert hf_token_problems(runs, "unset") == []
+@pytest.mark.parametrize("state, words", [
+    ("plain", "hfToken: '[plain text]' is stored in plain text in the stack file"),
+    ("secret", "hfToken: '[secret]' is a Pulumi secret: the stack file holds its ciphertext and the passphrase's salt"),
+])  # fmt: skip
+def test_the_retired_key_is_refused_in_any_form_with_the_way_to_move_it(state, words):
+    (problem,) = hf_token_problems(state)
+    assert str(problem).startswith(words), str(problem)
+    assert "gcloud secrets create hf-token --data-file=-" in str(problem) and "pulumi config rm hfToken" in str(problem)
 
 
-def test_a_secret_token_passes_and_a_plain_one_never_does():
-    assert hf_token_problems([run("a", HUB)], "secret") == []
-    for runs in ([], [run("a", HUB)]):
-        (problem,) = hf_token_problems(runs, "plain")
-        assert str(problem).startswith("hfToken: '[plain text]' is stored in plain text")
+@pytest.mark.parametrize("raw, state", [(None, "unset"), ("", "unset"), ("hf_x", "plain"),
+                                        ({"secure": "AAABA"}, "secret")])
+def test_how_a_stack_file_holds_the_key(raw, state):
+    assert file_token_state(raw) == state
+
+
+@pytest.mark.parametrize("stack", ["dev", "a4"])  # a stack that reads no Hub, and one that does
+def test_the_offline_reader_refuses_a_plain_text_token_whether_or_not_a_run_needs_it(stack, tmp_path):
+    (tmp_path / "Pulumi.yaml").write_text((ROOT / "Pulumi.yaml").read_text())
+    (tmp_path / f"Pulumi.{stack}.yaml").write_text((ROOT / f"Pulumi.{stack}.yaml").read_text()
+                                                   + "  gke-finetune:hfToken: hf_plainvalue\n")
+    with pytest.raises(ConfigError) as err:
+        load_files(stack, tmp_path)
+    assert [p for p in err.value.problems if p.startswith("hfToken: '[plain text]'")], err.value.problems
+    assert "hf_plainvalue" not in str(err.value.problems)
+
+
+@pytest.mark.parametrize("value, version", [
+    ("hf-token", "projects/p-123456/secrets/hf-token/versions/latest"),
+    ("hf_token/versions/3", "projects/p-123456/secrets/hf_token/versions/3"),
+    ("projects/shared-secrets/secrets/team-hf", "projects/shared-secrets/secrets/team-hf/versions/latest"),
+])  # fmt: skip
+def test_the_secret_the_pods_mount(value, version):
+    assert secret_problems(value) == [] and secret_version(value, "p-123456") == version
+    assert secret_name(value, "p-123456") == version.rsplit("/versions/", 1)[0]
+
+
+@pytest.mark.parametrize("value", ["", "hf token", "projects/P/secrets/x", "x/versions/0", "x/versions/v1",
+                                   "projects/p-123456/secrets/"])
+def test_a_secret_that_is_none_is_refused_with_the_forms_allowed(value):
+    (problem,) = secret_problems(value)
+    assert "projects/<project>/secrets/<secret>" in str(problem)

@@ -132,7 +132,7 @@ def test_pulumi_yaml_declares_every_key_once_with_its_model_default():
                 assert StackConfig.model_validate({"project": "my-project-id", "region": "us-east5",
                                                    key: {}}).model_dump()[name] is None, key
             assert declared[key]["default"] == (list(expected) if isinstance(expected, tuple) else expected), key
-    # Untyped, empty default: the CLI requires no token (stack/secrets.py says which runs do).
+    # The retired key: untyped, empty default, so the CLI hands an old value to the program, which refuses it.
     assert declared["hfToken"]["default"] == "" and "type" not in declared["hfToken"]
 
 
@@ -179,7 +179,9 @@ def test_structured_keys_are_typed_so_the_cli_rejects_a_wrong_shape():
 @pytest.mark.parametrize("kwargs, expected", [
     ({"overrides": {"gke-finetune:pools": [pool(topology="3x3", zones=["us-east5-b"])]}}, "pools[0].topology"),
     ({"overrides": {"gke-finetune:typo": "x"}}, "typo: 'x' is an unknown key"),
-    ({"secrets": {}, "plain": {"gke-finetune:hfToken": "hf_plain"}}, "hfToken: '[plain text]' is stored in plain text"),
+    ({"plain": {"gke-finetune:hfToken": "hf_plain"}}, "hfToken: '[plain text]' is stored in plain text"),
+    ({"secrets": {"gke-finetune:hfToken": "hf_x"}}, "hfToken: '[secret]' is a Pulumi secret"),
+    ({"overrides": {"gke-finetune:hfTokenSecret": "hf token"}}, "hfTokenSecret: 'hf token' is not a Secret Manager secret"),
     ({"overrides": {"gcp:project": "Bad Project"}}, "gcp:project: 'Bad Project'"),
     ({"overrides": {"gke-finetune:mode": "autopilot"}}, "pools: '1 pool(s)' declared in autopilot mode"),
     ({"overrides": {"gke-finetune:imageBuilder": "kaniko"}},
@@ -196,7 +198,7 @@ def test_harness_passes_structured_values_as_json_like_the_cli():
     values, secret_keys = stack_config("tpu-multislice")
     assert values["gke-finetune:pools"].startswith("[{")
     assert values["gke-finetune:mode"] == "standard"
-    assert secret_keys == ["gke-finetune:hfToken"]
+    assert secret_keys == []  # the stacks hold no secret
 
 
 def test_runs_are_checked_against_the_pools_they_name():

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from core.names import RUNS_NAMESPACE, export_prefix, trainer_service_account
+from core.names import RUNS_NAMESPACE, BucketLayout, export_prefix, trainer_service_account
 from manifests.run import PlatformFacts
 from manifests.serving import ServeFacts, server_manifests
 from stack.contracts import contract_for
@@ -29,6 +29,7 @@ FACTS = PlatformFacts(
     },
     namespace=RUNS_NAMESPACE,
     service_account=trainer_service_account("example"),
+    layout=BucketLayout("example"),
 )
 
 POOLS = (

@@ -21,6 +21,7 @@ import copy
 import functools
 import json
 import os
+import re
 import urllib.request
 from pathlib import Path
 
@@ -177,3 +178,56 @@ def kueue_errors(manifest: dict) -> list[str]:
 
 def manifest_errors(manifest: dict) -> list[str]:
     return jobset_errors(manifest) + job_errors(manifest)
+
+
+# --- the Secret Manager add-on's SecretProviderClass ------------------------------------------------
+
+SECRET_PROVIDER_CLASS_CRD = "secrets-store.csi.x-k8s.io_v1_secretproviderclass.json"
+# The type as kubernetes-sigs/secrets-store-csi-driver apis/v1/secretproviderclass_types.go declares it
+# (SecretProviderClassSpec: provider, parameters map[string]string, secretObjects): the published CRD is
+# not reachable from here (its module is not on the Go module proxy this machine reaches), so this is our
+# reading of the type; where ../shared/schemas/ holds the CRD's own schema, that one judges too.
+_SPC_SPEC = {
+    "type": "object",
+    "properties": {
+        "provider": {"type": "string"},
+        "parameters": {"type": "object", "additionalProperties": {"type": "string"}},
+        "secretObjects": {"type": "array", "items": {"type": "object"}},
+    },
+    "additionalProperties": False,
+}
+_SPC = {"type": "object", "required": ["apiVersion", "kind", "metadata", "spec"], "additionalProperties": False,
+        "properties": {"apiVersion": {"const": "secrets-store.csi.x-k8s.io/v1"},
+                       "kind": {"const": "SecretProviderClass"}, "metadata": _OBJECT_META, "spec": _SPC_SPEC}}
+# GKE's provider: `secrets` is a YAML list of {resourceName: projects/*/secrets/*/versions/*, path}, each
+# written as a file at `path` inside the volume
+# (https://cloud.google.com/secret-manager/docs/secret-manager-managed-csi-component).
+_VERSION = re.compile(r"projects/[^/]+/secrets/[^/]+/versions/[^/]+")
+
+
+def secret_provider_class_problems(manifest: dict) -> list[str]:
+    """What the API server (strict, as our other schemas) or GKE's provider would refuse in `manifest`."""
+    found = [f"{'.'.join(map(str, e.absolute_path))}: {e.message}"
+             for e in jsonschema.Draft7Validator(_SPC).iter_errors(manifest)]
+    shared = ROOT.parent / "shared" / "schemas" / SECRET_PROVIDER_CLASS_CRD
+    if shared.is_file():
+        found += [e.message for e in jsonschema.Draft7Validator(strict(json.loads(shared.read_text()))).iter_errors(manifest)]
+    spec = manifest.get("spec") or {}
+    if spec.get("provider") != "gke":
+        found.append(f"spec.provider: {spec.get('provider')!r} is not GKE's add-on (gke)")
+    try:
+        secrets = yaml.safe_load((spec.get("parameters") or {}).get("secrets", ""))
+    except yaml.YAMLError as err:
+        return [*found, f"spec.parameters.secrets: not YAML: {err}"]
+    if not isinstance(secrets, list) or not secrets:
+        return [*found, "spec.parameters.secrets: not a list of secrets"]
+    for i, item in enumerate(secrets):
+        item = item if isinstance(item, dict) else {}
+        if set(item) - {"resourceName", "path"}:
+            found.append(f"secrets[{i}]: unknown keys {sorted(set(item) - {'resourceName', 'path'})}")
+        if not _VERSION.fullmatch(str(item.get("resourceName", ""))):
+            found.append(f"secrets[{i}].resourceName: {item.get('resourceName')!r} is not a secret version")
+        path = str(item.get("path", ""))
+        if not path or path.startswith("/") or ".." in path.split("/"):
+            found.append(f"secrets[{i}].path: {path!r} is not a file inside the volume")
+    return found

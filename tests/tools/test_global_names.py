@@ -31,14 +31,22 @@ NAMED = {
 SCOPED_OR_AUTO_NAMED = ("gcp:container/nodePool:NodePool", "gcp:compute/router:Router",
                         "gcp:compute/routerNat:RouterNat")
 NAME_KEYS = ("name", "accountId", "repositoryId")
+FOLDER = "gcp:storage/folder:Folder"
 
 
 @pytest.mark.parametrize("stack", SHIPPED_STACKS)
 def test_every_name_the_program_gives_a_google_cloud_resource_is_a_claimed_one(stack):
     """A new resource type with a name of its own fails here until stack/global_names.py claims it."""
     claimed = {(n.kind, n.name) for n in claimed_names(load_files(stack, ROOT))}
+    prefixes = {name for kind, name in claimed if kind == "bucket prefix"}
     for resource in run_stack(stack).resources:
         named = resource.type.startswith("gcp:") and any(key in resource.inputs for key in NAME_KEYS)
+        if resource.type == FOLDER:
+            # The folder of a claimed prefix, or a parent of one: shared with the bucket's other stacks, adopted
+            # where it exists (components/bucket_folders.py), never deleted.
+            name = resource.inputs["name"]
+            assert name in prefixes or any(p.startswith(name) for p in prefixes), (stack, name)
+            continue
         if not named or resource.type in SCOPED_OR_AUTO_NAMED:
             continue
         assert resource.type in NAMED, f"{resource.type} is named but no claimed name covers it"
@@ -48,7 +56,7 @@ def test_every_name_the_program_gives_a_google_cloud_resource_is_a_claimed_one(s
 
 def test_the_shipped_stacks_claim_no_name_twice():
     for stack in (*SHIPPED_STACKS, *EXISTING_CLUSTER_STACKS):
-        collecting.collect(stack, secrets=("hfToken",))  # raises PlanError on a collision
+        collecting.collect(stack)  # raises PlanError on a collision
 
 
 def test_a_copied_stack_file_that_keeps_a_name_is_refused_naming_both_files(tmp_path):
@@ -63,9 +71,23 @@ def test_a_copied_stack_file_that_keeps_a_name_is_refused_naming_both_files(tmp_
     assert ("Pulumi.mine.yaml and Pulumi.dev.yaml both claim GKE cluster 'finetune-dev' (project my-project-id, "
             "location us-east5)") in "\n".join(problems)
     assert any("bucket 'my-project-id-dev-finetune' (global)" in p for p in problems)
-    assert any("bucket prefix 'checkpoints/gemma3-single-host/' (bucket my-project-id-dev-finetune)" in p
-               for p in problems)
+    # The same runs and datasets on the same bucket: each stack's prefixes carry its name.
+    assert not [p for p in problems if "bucket prefix" in p]
     assert not [p for p in problems if "Pulumi.a4.yaml" in p]
+
+
+def test_two_stacks_of_one_checkout_may_name_the_same_runs_and_datasets_on_one_bucket(tmp_path):
+    for name in ("Pulumi.yaml", "Pulumi.existing-dev.yaml"):
+        shutil.copy(ROOT / name, tmp_path / name)
+    copy = yaml.safe_load((ROOT / "Pulumi.existing-dev.yaml").read_text())
+    copy["config"]["gke-finetune:namespace"] = "ml-team-b"  # same bucket, same run and dataset names
+    (tmp_path / "Pulumi.team-b.yaml").write_text(yaml.safe_dump(copy))
+    assert collecting._collisions("team-b", load_files("team-b", tmp_path), tmp_path, reader) == []
+    mine, theirs = (claimed_names(load_files(s, tmp_path)) for s in ("team-b", "existing-dev"))
+    prefixes = {n.name for n in mine if n.kind == "bucket prefix"}
+    assert prefixes == {"checkpoints/team-b/gemma3-single-host/", "profiles/team-b/gemma3-single-host/",
+                        "datasets/team-b/tinystories/"}
+    assert not prefixes & {n.name for n in theirs}
 
 
 def test_two_stacks_in_one_namespace_of_one_cluster_are_refused(tmp_path):
@@ -81,4 +103,4 @@ def test_two_stacks_in_one_namespace_of_one_cluster_are_refused(tmp_path):
     assert problems == ["Pulumi.team-b.yaml and Pulumi.existing-dev.yaml both claim namespace 'ml-team' (cluster of "
                         "kubeconfig context gke_my-project-id_us-east5_team-cluster): one would fail or take over the "
                         "other's; allowed: a name of the stack's own (see the stack's keys clusterName, registryName, "
-                        "bucketName, namespace, runs and datasets)"]
+                        "bucketName and namespace)"]

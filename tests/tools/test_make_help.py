@@ -13,7 +13,7 @@ def test_make_help_lists_every_target_a_user_may_call_and_nothing_else():
 
 
 def test_the_run_commands_and_the_cloud_commands_are_user_targets():
-    assert {"plan", "plan-diff", "doctor", "up", "preview", "destroy", "status", "logs", "cancel", "resume",
+    assert {"plan", "plan-diff", "doctor", "handoff", "up", "preview", "destroy", "status", "logs", "cancel", "resume",
             "inspect", "test", "e2e", "help", "download", "generate"} <= user_targets(ROOT)
     assert not {"_stack", ".pulumi-state", ".venv/.installed"} & user_targets(ROOT)
 

@@ -50,7 +50,7 @@ def check_own_stack(stack: str) -> None:
         assert list(syntax.object_name_findings(job["metadata"], "metadata")) == [], name
     for name, obj in render.stack_kueue_manifests(stack).items():
         assert schemas.kueue_errors(obj) == [] and syntax.kueue_findings(obj) == [], name
-    planned = collect(stack, secrets=("hfToken",))
+    planned = collect(stack)
     assert planned["stack"] == stack and len(planned["manifests"]) == len(config.runs)
 
 

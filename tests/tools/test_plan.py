@@ -27,8 +27,8 @@ TREE = ("Pulumi.yaml", "__main__.py", "core", "stack", "manifests", "admission",
 
 @pytest.fixture(scope="module")
 def plans() -> dict[str, dict]:
-    # As deployed: with the Hugging Face token set (`make plan SECRETS=hfToken`).
-    return {stack: collect(stack, secrets=("hfToken",)) for stack in SHIPPED_STACKS}
+    # As deployed: the stacks hold no secret (the Hugging Face token is in Secret Manager).
+    return {stack: collect(stack) for stack in SHIPPED_STACKS}
 
 
 @pytest.mark.parametrize("stack", SHIPPED_STACKS)
@@ -79,31 +79,30 @@ def test_secrets_are_never_printed(plans):
     for result in plans.values():
         dumped = json.dumps(result) + render(result)
         assert collecting._SECRET_PLACEHOLDER not in dumped
-        for secret in [r for r in result["resources"] if r["type"] == "kubernetes:core/v1:Secret"]:
-            assert secret["inputs"]["stringData"] == SECRET
-    (a4_secret,) = [r for r in plans["a4"]["resources"] if r["type"] == "kubernetes:core/v1:Secret"]
-    assert a4_secret["inputs"]["metadata"]["name"] == "hf-token"
+        assert "kubernetes:core/v1:Secret" not in {r["type"] for r in result["resources"]}
+    # a4's run reads the Hub: the token is mounted from Secret Manager, by name, never a value.
+    (a4_token,) = [r for r in plans["a4"]["resources"] if r["type"].endswith(":SecretProviderClass")]
+    assert "projects/my-project-id/secrets/hf-token/versions/latest" in a4_token["inputs"]["spec"]["parameters"]["secrets"]
 
 
 @pytest.mark.parametrize("stack", [s for s in SHIPPED_STACKS if s != "a4"])
-def test_tpu_stacks_plan_without_a_token(stack):
+def test_tpu_stacks_plan_nothing_of_the_token(stack):
     result = collect(stack)
-    assert "kubernetes:core/v1:Secret" not in {r["type"] for r in result["resources"]}
+    assert not {r["type"] for r in result["resources"]} & {"kubernetes:core/v1:Secret",
+                                                           "kubernetes:secrets-store.csi.x-k8s.io/v1:SecretProviderClass"}
 
 
-def test_the_a4_plan_without_a_token_fails_naming_it_and_the_run():
-    with pytest.raises(PlanError) as err:
-        collect("a4")
-    assert any(p.startswith("hfToken: not set, and run 'gemma4-sql'") for p in err.value.problems), err.value.problems
-
-
-def test_a_stack_files_secure_value_is_planned_as_a_secret_and_masked(tmp_path):
+@pytest.mark.parametrize("stack", ["dev", "a4"])  # whether or not a run reads the Hub
+@pytest.mark.parametrize("value, state", [("hf_plainvalue", "[plain text]"), ({"secure": "AAABAHJvbmcK"}, "[secret]")])
+def test_the_plan_refuses_a_token_in_the_stack_file_in_any_form(tmp_path, stack, value, state):
     tree = _copy_tree(tmp_path / "tree")
-    text = (ROOT / "Pulumi.a4.yaml").read_text() + "  gke-finetune:hfToken:\n    secure: AAABAHJvbmcK\n"
-    (tree / "Pulumi.a4.yaml").write_text(text)
-    result = _plan_cli(tree, "show", "--stack", "a4", "--out", str(tmp_path / "m"))
-    assert result.returncode == 0, result.stderr
-    assert "runs-workspace-hf-token" in result.stdout and "stand-in" not in result.stdout
+    config = {"config": {"gke-finetune:hfToken": value}}
+    text = (ROOT / f"Pulumi.{stack}.yaml").read_text() + yaml.safe_dump(config).split("\n", 1)[1]
+    (tree / f"Pulumi.{stack}.yaml").write_text(text)
+    result = _plan_cli(tree, "show", "--stack", stack, "--out", str(tmp_path / "m"))
+    assert result.returncode == 1
+    assert f"hfToken: '{state}'" in result.stderr and "gcloud secrets create hf-token" in result.stderr
+    assert "hf_plainvalue" not in result.stdout + result.stderr
 
 
 def test_mask_handles_wire_secrets_embedded_values_and_numbers():
@@ -302,7 +301,9 @@ def test_the_plan_prints_each_run_s_requests_beside_the_node_s_allocatable(plans
     for row in plans[stack]["fit"]:
         line = next(l for l in text.splitlines() if l.strip().startswith(row["run"]) and f" {row['resource']} " in l)
         assert row["requested"] in line and row["allocatable"] in line and row["headroom"] in line
-    assert {r["run"] for r in plans[stack]["fit"]} == {r["name"] for r in plans[stack]["cost"]["runs"]}
+    served = plans[stack]["cost"].get("serve")
+    pods = {r["name"] for r in plans[stack]["cost"]["runs"]} | ({f"serve {served['run']}"} if served else set())
+    assert {r["run"] for r in plans[stack]["fit"]} == pods
 
 
 def test_plan_diff_of_one_trainers_change_leaves_the_other_trainers_runs_alone(tmp_path):
@@ -323,7 +324,7 @@ def test_plan_diff_of_one_trainers_change_leaves_the_other_trainers_runs_alone(t
     with (tree / "trainers/trl_gpu/__init__.py").open("a") as f:
         f.write("\n# a change to the GPU trainer\n")
 
-    result = _plan_cli(tree, "diff", "--base", "main", "--stack", "dev", "--secret", "hfToken")
+    result = _plan_cli(tree, "diff", "--base", "main", "--stack", "dev")
     assert result.returncode == 0, result.stderr
     changed = [line for line in result.stdout.splitlines() if line.startswith(("+ ", "- ", "~ ", "+- "))]
     assert changed == [
@@ -376,3 +377,15 @@ def test_the_plan_says_what_can_reach_the_control_plane_and_what_it_reaches(plan
     kueue = bool(plans[stack]["kueue"])
     ports = "tcp:8082, tcp:9443" if kueue else "tcp:9443"
     assert f"firewall finetune-{stack}-webhooks: the control plane to nodes tagged finetune-{stack}-nodes on {ports}" in access
+
+
+def test_the_plan_states_the_pod_security_level_each_stack_s_namespace_needs(plans):
+    """Each pod's least strict level and the namespace's (admission/namespace_needs.py), as `make plan` prints it."""
+    multislice = render(plans["tpu-multislice"])
+    assert "Pod Security: namespace finetune must allow level privileged (the stack declares it with that label)" \
+        in multislice
+    assert "  privileged  run 'gemma3-multislice': not stricter, for host namespaces (hostNetwork=true)" in multislice
+    assert "  restricted  dataset 'tinystories' (its staging Job)" in multislice
+    assert plans["a4"]["pod_security"]["level"] == "restricted"
+    namespace = next(r for r in plans["dev"]["resources"] if r["type"] == "kubernetes:core/v1:Namespace")
+    assert namespace["inputs"]["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "baseline"

@@ -14,7 +14,6 @@ import subprocess
 import sys
 import types
 from pathlib import Path
-from unittest import mock
 
 import pytest
 
@@ -39,10 +38,16 @@ def mutated_plan_problems(stack: str, module: str, old: str, new: str) -> list[s
         importlib.import_module(f"components.{component.stem}")
     changed = types.ModuleType(module)
     changed.__file__ = str(path)
-    with mock.patch.dict(sys.modules, {module: changed}):
+    # Only the changed module is swapped back afterwards: restoring the whole of sys.modules would drop the
+    # modules first imported meanwhile (pulumi-gcp loads its types lazily), whose classes later objects keep.
+    original = sys.modules[module]
+    sys.modules[module] = changed
+    try:
         exec(compile(source.replace(old, new), str(path), "exec"), changed.__dict__)  # noqa: S102 (the program, mutated)
         with pytest.raises(PlanError) as refused:
             collect(stack)
+    finally:
+        sys.modules[module] = original
     return refused.value.problems
 
 

@@ -170,6 +170,24 @@ def test_make_status_wait_keeps_the_tools_code_in_its_message(tmp_path):
     assert "for the code, run .venv/bin/python -m tools.runs wait --all --stack dev" in done.stderr
 
 
+def test_the_cluster_probe_computes_rows_from_the_clusters_jobsets():
+    """The rows `make status WAIT=1` waits on, from a snapshot with a JobSet, as `make status` makes them."""
+    from stack.reader import load_files
+    from tests.support.status_objects import jobset
+    from tools.runs.wait import ClusterProbe
+    from tools.status.row import run_facts
+    from tools.status.sources import empty
+
+    config = load_files("dev", ROOT)
+
+    class Cluster:
+        def snapshot(self):
+            return {**empty(), "jobsets": [jobset("gemma3-single-host")]}
+
+    [row] = ClusterProbe(Cluster(), run_facts(config), ["gemma3-single-host"], set(), {}).rows()
+    assert row.run == "gemma3-single-host" and row.phase != "not submitted"
+
+
 def test_a_failed_export_s_exit_code_is_explained():
     from tools.runs.explain import meaning
     from trainers.exit_codes import EXPORT_FAILED

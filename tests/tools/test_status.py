@@ -15,9 +15,10 @@ from stack.reader import load_files
 from tools.status.__main__ import EX_CONFIG, EX_NOINPUT, EX_UNAVAILABLE
 from tools.status.model import ProgressError, validate_progress
 from tools.status.row import run_facts, status_row
-from tools.status.sources import BucketProgress, LocalProgress
-from trainers.gemma_jax import progress as jax_progress
-from trainers.trl_gpu import progress as gpu_progress
+from manifests.run import build_runs, platform_facts
+from stack.images import offline_images
+from tools.status.sources import BucketProgress, LocalProgress, checkpoint_mount
+from trainers import progress
 
 from tests.support.status_objects import (NOW, ROOT, TPU_QUEUED_CONTEXT, ApiServer, at, cond, jobset,
                                           kubeconfig_with, pod, record, request, served_pod, workload)
@@ -171,9 +172,8 @@ def test_a_finished_run_stops_its_clock_and_a_reservation_costs_its_reserved_cap
 # --- the progress record ----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("module", [jax_progress, gpu_progress], ids=["gemma-jax", "trl-gpu"])
-def test_the_reader_accepts_what_each_trainer_writes(module, tmp_path):
-    p = module.Progress(str(tmp_path), "t", 10, started=NOW - 100, clock=lambda: NOW)
+def test_the_reader_accepts_what_the_trainers_write(tmp_path):
+    p = progress.Progress(str(tmp_path), "t", 10, started=NOW - 100, clock=lambda: NOW)
     p.resumed(0)
     p.first_step(1, 3.0)
     p.trained(5, 40.0, 2.0, 100.0)
@@ -188,15 +188,9 @@ def test_the_record_names_the_run_the_manifests_name():
     from core.names import RUN_ENV
     from manifests.pod import env
 
-    assert jax_progress.RUN_ENV == gpu_progress.RUN_ENV == RUN_ENV
+    assert progress.RUN_ENV == RUN_ENV
     config = load_files("tpu-queued", ROOT)
     assert {"name": RUN_ENV, "value": "gemma3-ladder"} in env(config.runs[0], config.runs[0].row)
-
-
-def test_both_trainers_write_the_same_format():
-    """Two copies of one writer (trainers import nothing of each other): the code is the same."""
-    code = [Path(m.__file__).read_text().split('"""', 2)[2] for m in (jax_progress, gpu_progress)]
-    assert code[0] == code[1]
 
 
 @pytest.mark.parametrize("change, key", [({"schema": 2}, "schema"), ({"step": "7"}, "step"),
@@ -209,17 +203,33 @@ def test_a_bad_record_names_its_key_and_what_is_allowed(change, key):
 
 
 def test_a_bad_record_in_the_bucket_layout_is_reported_not_fatal(tmp_path):
-    run_dir = tmp_path / "checkpoints" / "gemma3-ladder"
+    run_dir = tmp_path / "checkpoints" / "tpu-queued" / "gemma3-ladder"
     run_dir.mkdir(parents=True)
     (run_dir / "progress.json").write_text("{not json")
-    rec, problem = LocalProgress(str(tmp_path)).read("gemma3-ladder")
+    rec, problem = LocalProgress(str(tmp_path), "tpu-queued").read("gemma3-ladder")
     assert rec is None and "not JSON" in problem and str(run_dir / "progress.json") in problem
-    assert LocalProgress(str(tmp_path)).read("other") == (None, "")
+    assert LocalProgress(str(tmp_path), "tpu-queued").read("other") == (None, "")
+
+
+def test_the_record_is_read_where_the_deployed_run_mounts_its_checkpoints(tmp_path):
+    """A run deployed before the bucket's prefixes carried the stack keeps `checkpoints/<run>/`
+    (core/names.py): its JobSet's checkpoints volume says so, and the record is read there."""
+    config = load_files("tpu-queued", ROOT)
+    legacy = config.with_legacy_runs(["gemma3-ladder"])
+    for cfg, where in ((config, "checkpoints/tpu-queued/gemma3-ladder"), (legacy, "checkpoints/gemma3-ladder")):
+        deployed = build_runs(cfg.runs, cfg.contracts(), platform_facts(cfg, offline_images(cfg)))["gemma3-ladder"]
+        assert checkpoint_mount(deployed) == where
+    assert checkpoint_mount(jobset("gemma3-ladder")) is None  # no volumes: the stack's layout
+    (tmp_path / "checkpoints" / "gemma3-ladder").mkdir(parents=True)
+    (tmp_path / "checkpoints" / "gemma3-ladder" / "progress.json").write_text(json.dumps(record(step=7)))
+    progress = LocalProgress(str(tmp_path), "tpu-queued")
+    assert progress.read("gemma3-ladder", "checkpoints/gemma3-ladder")[0]["step"] == 7
+    assert progress.read("gemma3-ladder") == (None, "")
 
 
 def test_a_bucket_that_cannot_be_read_is_reported_per_run(monkeypatch):
     monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", "/nonexistent/key.json")
-    rec, problem = BucketProgress("my-bucket", "my-project-id").read("gemma3-ladder")
+    rec, problem = BucketProgress("my-bucket", "my-project-id", "tpu-queued").read("gemma3-ladder")
     assert rec is None and problem.startswith("gs://my-bucket cannot be read: ")
 
 
@@ -241,16 +251,16 @@ def test_the_command_prints_a_line_per_run_then_one_run_s_details(tmp_path):
     wl = workload("gemma3-ladder", [cond("QuotaReserved"), cond("Admitted")], flavor="spot-v6e-2x4")
     dump = _dump(tmp_path, jobset("gemma3-ladder", ready=1), wl, pod("gemma3-ladder", 0, True),
                  pod("gemma3-ladder", 1, True), jobset("gemma3-single-host"))
-    (tmp_path / "checkpoints" / "gemma3-ladder").mkdir(parents=True)
-    (tmp_path / "checkpoints" / "gemma3-ladder" / "progress.json").write_text(json.dumps(record()))
+    (tmp_path / "checkpoints" / "tpu-queued" / "gemma3-ladder").mkdir(parents=True)
+    (tmp_path / "checkpoints" / "tpu-queued" / "gemma3-ladder" / "progress.json").write_text(json.dumps(record()))
     # One's own container, admitted on its ladder's first rung, writing the progress record where its
-    # environment says (GKE_FINETUNE_PROGRESS: checkpoints/<run>/progress.json in the bucket).
+    # environment says (GKE_FINETUNE_PROGRESS: checkpoints/<stack>/<run>/progress.json in the bucket).
     own = workload("own-container", [cond("QuotaReserved"), cond("Admitted")], flavor="v6e-2x4")
     dump = _dump(tmp_path, jobset("gemma3-ladder", ready=1), wl, pod("gemma3-ladder", 0, True),
                  pod("gemma3-ladder", 1, True), jobset("gemma3-single-host"), jobset("own-container", ready=1), own,
                  pod("own-container", 0, True), pod("own-container", 1, True))
-    (tmp_path / "checkpoints" / "own-container").mkdir(parents=True)
-    (tmp_path / "checkpoints" / "own-container" / "progress.json").write_text(
+    (tmp_path / "checkpoints" / "tpu-queued" / "own-container").mkdir(parents=True)
+    (tmp_path / "checkpoints" / "tpu-queued" / "own-container" / "progress.json").write_text(
         json.dumps(record(step=250, total=1000, trainer="team-train")))
     res = _cli("--stack", "tpu-queued", "--from-json", dump, "--progress-dir", str(tmp_path))
     assert res.returncode == 0, res.stderr
@@ -333,7 +343,7 @@ def test_the_export_and_its_evaluation_are_shown_once_complete(tmp_path):
     trainers/eval_report.py): not yet, then complete with its figures beside the base model's."""
     from trainers import eval_report, export_dir
 
-    source = LocalProgress(str(tmp_path))
+    source = LocalProgress(str(tmp_path), "dev")
     line, evaluated = source.export("exports/a4/gemma4-sql")
     assert "not written yet" in line and evaluated == ""
     directory = tmp_path / "exports" / "a4" / "gemma4-sql"

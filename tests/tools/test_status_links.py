@@ -11,7 +11,7 @@ from tools.status.sources import empty
 
 
 class NoRecords:
-    def read(self, run):
+    def read(self, run, prefix=None):
         return None, ""
 
 

@@ -2,10 +2,13 @@
 
 A pull request's jobs run the pull request's code, so they must hold nothing
 that can change the project: not the deployer's identity, no secret but the
-previewer's (the state passphrase, in the `preview` environment), no Hugging
-Face token. The deployer runs only in a stack's environment on main; its
-Workload Identity pool refuses any other token, whatever a workflow file says
-(docs/ci.md, whose setup commands are checked here too).
+previewer's (the state passphrase, in the `preview` environment, which GitHub
+starts only once a reviewer approves, and which a job holding nothing checks is
+so protected first), no third party's token in any workflow (the Hugging Face
+token lives in Secret Manager). The deployer runs only in a stack's environment
+on main, from the team's gs:// state backend; its Workload Identity pool
+refuses any other token, whatever a workflow file says (docs/ci.md, whose
+setup commands are checked here too).
 """
 
 from __future__ import annotations
@@ -33,6 +36,11 @@ PREVIEWER_SECRETS = {"PULUMI_CONFIG_PASSPHRASE"}
 # https://cloud.google.com/iam/docs/roles-permissions for the others).
 READ_ONLY_ROLES = {"roles/viewer", "roles/container.viewer", "roles/iam.securityReviewer", "roles/storage.objectViewer"}
 PULL_REQUEST_EVENTS = ("pull_request", "pull_request_target")
+# The check a job runs, holding nothing, before the preview job asks for the environment's secret.
+PROTECTION_CHECK = f"python -m tools.ci environment {PREVIEW_ENVIRONMENT} --reviewers"
+BACKEND_CHECK = "python -m tools.backend check"
+# Tokens of third parties: none belongs in a workflow (the Hugging Face token is in Secret Manager).
+THIRD_PARTY = re.compile(r"HF_TOKEN|HUGGING_?FACE|hfToken|WANDB", re.IGNORECASE)
 
 
 def load(text: str) -> dict:
@@ -81,12 +89,38 @@ def pull_request_findings(workflow: dict) -> list[str]:
                 named = _named("vars", _expressions(step.get("with", {})))
                 if named != set(PREVIEW_IDENTITY) or set(step["with"]) & {"credentials_json", "access_token"}:
                     found.append(f"{job_id}: authenticates as {sorted(named)}, not as the previewer")
+        if environment == PREVIEW_ENVIRONMENT and not _guarded(workflow, job):
+            found.append(f"{job_id}: asks for the {PREVIEW_ENVIRONMENT!r} environment's secret with no job before it "
+                         f"that holds nothing and runs `{PROTECTION_CHECK}`")
     return found
+
+
+def _guarded(workflow: dict, job: dict) -> bool:
+    """A job this one needs runs the protection check and holds nothing (no secret, identity or environment)."""
+    needs = job.get("needs") or []
+    for name in [needs] if isinstance(needs, str) else needs:
+        guard = workflow["jobs"].get(name) or {}
+        text = _expressions(guard)
+        runs = " ".join(step.get("run", "") for step in guard.get("steps", []))
+        holds = _named("secrets", text) or (guard.get("permissions") or {}).get("id-token") or guard.get("environment")
+        if PROTECTION_CHECK in runs and not holds:
+            return True
+    return False
+
+
+def third_party_findings(workflow: dict) -> list[str]:
+    """A third party's token named anywhere in a workflow (a secret, an env variable, a config key)."""
+    return [f"names {m!r}" for m in sorted(set(THIRD_PARTY.findall(_expressions(workflow))))]
 
 
 def test_no_pull_request_job_holds_anything_that_can_change_the_project():
     for name, path in WORKFLOWS.items():
         assert pull_request_findings(load(path.read_text())) == [], name
+
+
+def test_no_workflow_names_a_third_party_token():
+    for name, path in WORKFLOWS.items():
+        assert third_party_findings(load(path.read_text())) == [], name
 
 
 @pytest.mark.parametrize("change, finding", [
@@ -99,6 +133,12 @@ def test_no_pull_request_job_holds_anything_that_can_change_the_project():
     (lambda w: w["jobs"]["preview"].update(environment="prod"), "environment 'prod'"),
     (lambda w: w["jobs"]["test"].update(permissions={"id-token": "write"}), "test: a secret or an identity outside"),
     (lambda w: w.update(permissions={"contents": "read", "id-token": "write"}), "workflow-level id-token"),
+    (lambda w: w["jobs"]["preview"].update(needs=["test", "stacks"]), "preview: asks for the 'preview' environment's"),
+    (lambda w: w["jobs"]["protection"]["steps"][2].update(run="python -m tools.ci environment preview"),
+     "preview: asks for the 'preview' environment's"),
+    (lambda w: w["jobs"]["protection"].update(environment="preview"), "preview: asks for the 'preview' environment's"),
+    (lambda w: w["jobs"]["protection"]["steps"][2]["env"].update(P="${{ secrets.PULUMI_CONFIG_PASSPHRASE }}"),
+     "protection: a secret or an identity outside"),
 ])  # fmt: skip
 def test_each_way_a_pull_request_job_could_hold_too_much_is_found(change, finding):
     workflow = load(WORKFLOWS["pull-request"].read_text())
@@ -121,7 +161,34 @@ def test_the_deploy_identity_runs_only_in_a_stacks_environment_on_main():
             on_main = workflow["on"].get("push", {}).get("branches") == ["main"] and _triggers(workflow) == {"push"}
             assert on_main or "github.ref == 'refs/heads/main'" in job.get("if", ""), (name, job_id)
             assert job["permissions"]["id-token"] == "write" and "id-token" not in workflow["permissions"]
+            assert deploy_findings(job) == [], (name, job_id)
     assert ("deploy", "up") in holders and ("destroy", "destroy") in holders
+
+
+def deploy_findings(job: dict) -> list[str]:
+    """A job with the deploy identity must check, before it authenticates, that the state backend is shared."""
+    steps = job.get("steps", [])
+    auth = next((i for i, s in enumerate(steps) if s.get("uses", "").startswith("google-github-actions/auth@")), None)
+    checked = [i for i, s in enumerate(steps) if BACKEND_CHECK in s.get("run", "")]
+    if auth is None or not checked or checked[0] > auth:
+        return [f"no `{BACKEND_CHECK}` before the deploy identity is used: a local backend's state dies with the runner"]
+    return []
+
+
+@pytest.mark.parametrize("workflow, change, finding", [
+    ("deploy", lambda w: w["jobs"]["up"]["steps"].pop(3), "no `python -m tools.backend check`"),
+    ("destroy", lambda w: w["jobs"]["destroy"]["steps"].pop(2), "no `python -m tools.backend check`"),
+    ("deploy", lambda w: w["jobs"]["up"].setdefault("env", {}).update(HF_TOKEN="${{ secrets.HF_TOKEN }}"),
+     "names 'HF_TOKEN'"),
+    ("deploy", lambda w: w["jobs"]["up"]["steps"].append({"run": "pulumi config set --secret hfToken x"}),
+     "names 'hfToken'"),
+])  # fmt: skip
+def test_each_way_a_deploy_workflow_could_go_wrong_is_found(workflow, change, finding):
+    changed = copy.deepcopy(load(WORKFLOWS[workflow].read_text()))
+    change(changed)
+    job = next(iter(changed["jobs"].values())) if workflow == "destroy" else changed["jobs"]["up"]
+    found = deploy_findings(job) + third_party_findings(changed)
+    assert any(finding in f for f in found), found
 
 
 # --- the one-time setup (docs/ci.md) ------------------------------------------------------
@@ -135,7 +202,12 @@ def _setup_commands() -> str:
 
 
 def _granted(commands: str, account: str) -> set[str]:
-    """The roles the commands grant to service account `account` (by its name before the @)."""
+    """The roles the commands, and `make backend`'s on the state bucket, grant to service account `account`
+    (by its name before the @)."""
+    from tools.backend import setup_commands  # pylint: disable=import-outside-toplevel
+
+    backend = "\n".join(" ".join(argv) for argv in setup_commands("my-project-id", "us-central1", "b", []))
+    commands = f"{commands}\n{backend}"
     roles = set()
     for line in commands.splitlines():
         if f"serviceAccount:{account}@" in line or (f"{account}@" in line and "add-iam-policy-binding" in line):
@@ -172,7 +244,7 @@ def test_the_ci_docs_name_the_variables_and_secrets_the_workflows_read():
     named = set()
     for path in WORKFLOWS.values():
         named |= _named("vars", path.read_text()) | _named("secrets", path.read_text())
-    assert named == {*DEPLOY_IDENTITY, *PREVIEW_IDENTITY, "PULUMI_BACKEND_URL", "PULUMI_CONFIG_PASSPHRASE", "HF_TOKEN"}
+    assert named == {*DEPLOY_IDENTITY, *PREVIEW_IDENTITY, "PULUMI_BACKEND_URL", "PULUMI_CONFIG_PASSPHRASE"}
     for name in named:
         assert f"`{name}`" in section, name
 

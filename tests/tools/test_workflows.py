@@ -138,18 +138,19 @@ def test_deploy_workflow_runs_up_for_the_deployed_stacks_on_main():
     assert pulumi["with"]["command"] == "up"
 
 
-def test_the_deploy_job_pins_the_cli_and_takes_the_token_from_its_environment():
+def test_the_deploy_job_pins_the_cli_checks_its_backend_and_environment_and_holds_no_token():
     job = _load(ROOT / ".github/workflows/deploy.yml")["jobs"]["up"]
     assert job["environment"] == "${{ matrix.stack }}"
-    assert job["env"]["HF_TOKEN"] == "${{ secrets.HF_TOKEN }}"  # the stack environment's secret
     steps = job["steps"]
     (install,) = [s for s in steps if s.get("uses", "").startswith("pulumi/actions@") and "command" not in s["with"]]
     assert install["with"]["pulumi-version"] == "^3.187.0"
-    (token,) = [s for s in steps if "config set --secret hfToken" in s.get("run", "")]
-    assert token["if"] == "env.HF_TOKEN != ''"
-    order = [s.get("name") for s in steps]
+    (guard,) = [s for s in steps if "tools.backend check" in s.get("run", "")]
+    assert '.venv/bin/python -m tools.ci environment "$STACK" --main-only' in guard["run"]
+    assert job["permissions"]["actions"] == "read"  # GET the environment (tools/ci.py)
+    order = [s.get("name") or s.get("uses") for s in steps]
     command = next(i for i, s in enumerate(steps) if "command" in s.get("with", {}))
-    assert order.index(install["name"]) < order.index(token["name"]) < command
+    assert order.index(guard["name"]) < command
+    assert "HF_TOKEN" not in json.dumps(job) and "hfToken" not in json.dumps(job)
 
 
 def test_the_preview_job_pins_the_cli_and_sets_no_token():

@@ -114,7 +114,7 @@ def test_entry_point_end_to_end(gemma4_dir, sql_file, tmp_path):
     rates = [h["tokens_per_second"] for h in history if "tokens_per_second" in h]
     assert rates and all(r > 0 for r in rates)
 
-    # The progress record world process zero wrote beside the checkpoints (trainers/trl_gpu/progress.py).
+    # The progress record world process zero wrote beside the checkpoints (trainers/progress.py).
     record = validate_progress(json.loads((out / "progress.json").read_text()))  # as `make status` reads it
     assert (record["schema"], record["trainer"], record["starts"], record["redone_steps"]) == (1, "trl-gpu", 1, 0)
     assert (record["step"], record["total_steps"], record["checkpoint_step"]) == (8, 8, 8)

@@ -42,7 +42,7 @@ def main(argv=None) -> int:
         print(f"doctor: stack {args.stack}: {err}", file=sys.stderr)
         return EX_CONFIG
     answers = Recorded(args.answers) if args.answers else Live()
-    found = all_findings(answers, config)
+    found = all_findings(answers, config, args.root)
     print("\n".join(report(args.stack, found)))
     if args.record:
         answers.record(args.record)

@@ -5,9 +5,7 @@ The APIs read (GET only), with the Application Default Credentials' access token
 use (`gcloud auth application-default print-access-token`):
 - Service Usage `projects/<p>/services?filter=state:ENABLED`
   (https://cloud.google.com/service-usage/docs/reference/rest/v1/services/list);
-- Cloud Quotas `projects/<p>/locations/global/services/compute.googleapis.com/quotaInfos/<quota id>`, a
-  QuotaInfo whose `dimensionsInfos[]` hold `dimensions`, `details.value` and `applicableLocations`
-  (https://cloud.google.com/docs/quotas/reference/rest/v1/projects.locations.services.quotaInfos);
+- Cloud Quotas, the accelerator quotas (quotas.py);
 - Compute Engine `projects/<p>/zones/<zone>/reservations/<name>`, its `specificReservation.count`,
   `inUseCount` and `instanceProperties.machineType`, and `status`
   (https://cloud.google.com/compute/docs/reference/rest/v1/reservations/get);
@@ -28,7 +26,6 @@ OK, MISS, SKIP, WARN = "ok", "MISS", "skip", "warn"
 # `Pulumi.yaml` types its structured keys as `object` and arrays of objects, which older CLIs refuse (README).
 MIN_PULUMI = (3, 187, 0)
 SERVICE_USAGE = "https://serviceusage.googleapis.com/v1"
-CLOUD_QUOTAS = "https://cloudquotas.googleapis.com/v1"
 COMPUTE = "https://compute.googleapis.com/compute/v1"
 HUB = "https://huggingface.co"
 
@@ -98,8 +95,13 @@ def auth_plugin(ran: Ran) -> Finding:
     return Finding(name, OK, (ran.stdout.strip().splitlines() or ["installed"])[0])
 
 
-def image_builder(builder: str, to_build: list[str], buildx: Ran, engine: Ran, enabled: set[str] | None) -> Finding:
+def image_builder(builder: str, to_build: list[str], buildx: Ran, engine: Ran, enabled: set[str] | None,
+                  existing: bool = False) -> Finding:
+    """Docker with buildx, or Cloud Build. An existing cluster's stack builds with Docker only (the plan refuses
+    `imageBuilder` there: stack/existing.py), so its way out is pinning the images, never Cloud Build."""
     name = "image builder"
+    other = ("pin the images by digest (`gke-finetune:images`)" if existing
+             else "set `gke-finetune:imageBuilder: cloudbuild`")
     if not to_build:
         return Finding(name, SKIP, "every trainer image is pinned: nothing is built")
     if builder == "cloudbuild":
@@ -109,10 +111,10 @@ def image_builder(builder: str, to_build: list[str], buildx: Ran, engine: Ran, e
         return Finding(name, OK, f"Cloud Build ({state}) builds {', '.join(to_build)}")
     if buildx.code != 0:
         return Finding(name, MISS, f"docker buildx: {_first_line(buildx)}",
-                       "install Docker with the buildx plugin, or set `gke-finetune:imageBuilder: cloudbuild`")
+                       f"install Docker with the buildx plugin, or {other}")
     if engine.code != 0:
         return Finding(name, MISS, f"the Docker engine does not answer: {_first_line(engine)}",
-                       "start the Docker engine (`docker info` must work), or `imageBuilder: cloudbuild`")
+                       f"start the Docker engine (`docker info` must work), or {other}")
     return Finding(name, OK, f"Docker {engine.stdout.strip()} with buildx builds {', '.join(to_build)}")
 
 
@@ -143,33 +145,6 @@ def project_apis(project: str, required: tuple[str, ...], got: Got) -> Finding:
     return Finding(name, OK, f"all {len(required)} enabled")
 
 
-def quota_limit(got: Got, region: str, dimensions: dict[str, str]) -> int | None:
-    """The quota's value for the region and dimensions (-1: unlimited); None where none applies."""
-    if got.status != 200 or not isinstance(got.body, dict):
-        return None
-    for info in got.body.get("dimensionsInfos", []):
-        dims = info.get("dimensions", {})
-        places = info.get("applicableLocations") or ([dims["region"]] if "region" in dims else [])
-        if region in places and all(dims.get(k) == v for k, v in dimensions.items()):
-            return int((info.get("details") or {}).get("value", 0))
-    return 0 if got.body.get("quotaId") else None
-
-
-def quota(what: str, needed: int, region: str, got: Got, quota_id: str, dimensions: dict[str, str]) -> Finding:
-    name = f"quota {what}"
-    fix = (f"request {needed} in {region}: Console, IAM & Admin > Quotas, filter `{quota_id}`"
-           + "".join(f" {k}={v}" for k, v in dimensions.items()))
-    if got.status != 200:
-        status = WARN if got.status == 404 else MISS
-        return Finding(name, status, _http_problem(got, quota_id), fix if status == MISS else
-                       "the quota id may have changed: check the Console's Quotas page")
-    limit = quota_limit(got, region, dimensions)
-    if limit is None or (limit != -1 and limit < needed):
-        return Finding(name, MISS, f"{quota_id}: {0 if limit is None else limit} in {region}, the pools can scale to "
-                       f"{needed}", fix)
-    return Finding(name, OK, f"{quota_id}: {'unlimited' if limit == -1 else limit} in {region} for {needed}")
-
-
 def reservation(pool: str, name_: str, zone: str, machine_type: str, vms: int, got: Got) -> Finding:
     name = f"reservation {name_}"
     if got.status == 404:
@@ -195,7 +170,8 @@ def reservation(pool: str, name_: str, zone: str, machine_type: str, vms: int, g
 def hf_token(model: str, whoami: Got | None, access: Got | None, where: str) -> Finding:
     """The token reads `model` (or, with model '', is valid: a gated dataset's token)."""
     name = f"Hugging Face {model or 'token'}"
-    set_it = "`pulumi config set --secret hfToken <token>` (a read token: https://huggingface.co/settings/tokens)"
+    set_it = ("the token in the stack's Secret Manager secret (hfTokenSecret): `printf %s \"$HF_TOKEN\" | gcloud secrets "
+              "create hf-token --data-file=-` (a read token: https://huggingface.co/settings/tokens)")
     if whoami is None:
         return Finding(name, MISS, f"no token ({where})", set_it)
     if whoami.status == 401:

@@ -12,17 +12,23 @@ when it was made: its check is the reservation's own (exists, in the pool's zone
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
+from pathlib import Path
 from urllib.parse import quote
 
-from core.names import PROJECT
 from stack.apis import required_apis
 from stack.config import StackConfig
 from stack.images import trainers_to_build
 from stack.rules import PLACEHOLDER_PROJECT
-from stack.secrets import needs_hf_token
-from tools.doctor import checks
-from tools.doctor.checks import CLOUD_QUOTAS, COMPUTE, HUB, SERVICE_USAGE, Finding
+from admission.google_api import permissions as requests_table
+from tools.doctor import checks, quotas, token_secret
+from tools.doctor.bucket import bucket_findings
+from tools.doctor.cluster_checks import cluster_findings
+from tools.doctor.permissions import member, permission_findings
+from tools.doctor.checks import COMPUTE, HUB, SERVICE_USAGE, Finding
 
+PROGRAM = Path(__file__).resolve().parents[2]
 PREEMPTIBLE = ("spot", "flex-start", "queued")
 QUOTAS: dict[tuple[str, bool], tuple[str, dict[str, str]]] = {
     ("tpu-v6e", False): ("TPUS-PER-TPU-FAMILY-per-project-region", {"tpu_family": "CT6E"}),
@@ -61,7 +67,7 @@ def api_findings(answers, config: StackConfig, token: str) -> list[Finding]:
     enabled = checks.enabled_services(services) if services is not None else None
     if config.image_builder == "docker" and to_build:
         builder = checks.image_builder("docker", to_build, answers.run(COMMANDS["buildx"]), answers.run(COMMANDS["engine"]),
-                                       enabled)
+                                       enabled, existing=config.existing is not None)
     else:
         builder = checks.image_builder(config.image_builder, to_build, checks.Ran(0), checks.Ran(0), enabled)
     if not token:
@@ -92,11 +98,9 @@ def quota_findings(answers, config: StackConfig, token: str) -> list[Finding]:
         return [Finding("quota", checks.SKIP, "an existing cluster's node pools are the platform team's")]
     if not token:
         return [Finding("quota", checks.SKIP, "no access token (Application Default Credentials, above)")]
-    out = []
-    for (quota_id, dims), (what, chips) in sorted(needed_quota(config).items()):
-        url = f"{CLOUD_QUOTAS}/projects/{config.project}/locations/global/services/compute.googleapis.com/quotaInfos/{quota_id}"
-        out.append(checks.quota(what, chips, config.region, answers.get(url, token), quota_id, dict(dims)))
-    return out
+    needs = [quotas.Need(what, quota_id, dims, chips)
+             for (quota_id, dims), (what, chips) in sorted(needed_quota(config).items())]
+    return quotas.quota_findings(answers, config.project, config.region, needs, token)
 
 
 def reservation_findings(answers, config: StackConfig, token: str) -> list[Finding]:
@@ -133,25 +137,57 @@ def hub_models(config: StackConfig) -> list[str]:
     return models
 
 
-def hub_findings(answers, config: StackConfig) -> list[Finding]:
-    if not needs_hf_token(config.runs, config.datasets):
+def hub_findings(answers, config: StackConfig, token: str = "") -> list[Finding]:
+    """The token: $HF_TOKEN, else the stack's Secret Manager secret; valid, and allowed to read the gated models."""
+    if not config.reads_hub:
         return [Finding("Hugging Face token", checks.SKIP, "no run or dataset reads the Hub with it")]
-    token, where = os.environ.get("HF_TOKEN", ""), "HF_TOKEN"
-    if not token:
-        ran = answers.run(["pulumi", "config", "get", f"{PROJECT}:hfToken", "--stack", config.stack])
-        token, where = (ran.stdout.strip() if ran.code == 0 else ""), "the stack's hfToken"
+    name = f"Hugging Face {(hub_models(config) or [''])[0] or 'token'}"
+    hf, where = os.environ.get("HF_TOKEN", ""), "HF_TOKEN"
+    if not hf:
+        if not token:
+            return [checks.hf_token(model, None, None, f"HF_TOKEN unset; {config.hf_token_version} not read without "
+                                    "credentials") for model in hub_models(config) or [""]]
+        got = answers.get(token_secret.access_url(config.hf_token_version), token)
+        token_secret.hide_payload(answers, got)
+        hf, problem = token_secret.token_from(got, config.hf_token_version, name)
+        if problem is not None:
+            return [problem]
+        where = config.hf_token_version
     if hasattr(answers, "hide"):
-        answers.hide(token)
-    whoami = answers.get(f"{HUB}/api/whoami-v2", token) if token else None
-    readable = whoami is not None and whoami.status == 200
-    return [checks.hf_token(model, whoami, answers.get(f"{HUB}/{quote(model)}/resolve/main/config.json", token)
+        answers.hide(hf)
+    whoami = answers.get(f"{HUB}/api/whoami-v2", hf)
+    readable = whoami.status == 200
+    return [checks.hf_token(model, whoami, answers.get(f"{HUB}/{quote(model)}/resolve/main/config.json", hf)
                             if readable and model else None, where) for model in hub_models(config) or [""]]
 
 
-def all_findings(answers, config: StackConfig) -> list[Finding]:
+def stack_requests(config: StackConfig, root: Path | None) -> list[str] | None:
+    """The Google API requests the stack's `pulumi up` makes, from what the program declares offline."""
+    from tools.offline import run_stack  # pylint: disable=import-outside-toplevel (the program, under mocks)
+
+    if root is None:
+        return None
+    with tempfile.TemporaryDirectory(prefix="doctor-plan-") as where:
+        # The program beside this stack's files, wherever they are (--root).
+        (Path(where) / "__main__.py").symlink_to(PROGRAM / "__main__.py")
+        for name in ("Pulumi.yaml", f"Pulumi.{config.stack}.yaml"):
+            shutil.copy(root / name, Path(where) / name)
+        try:
+            resources = run_stack(config.stack, root=Path(where)).resources
+        except Exception:  # noqa: BLE001 (an invalid stack: `make plan` says why; this check is skipped)
+            return None
+    return requests_table.requests([(r.type, r.name, r.inputs) for r in resources])
+
+
+def all_findings(answers, config: StackConfig, root: Path | None = None) -> list[Finding]:
     found, token = tool_findings(answers, config)
     found += api_findings(answers, config, token)
+    if token:
+        who = member(answers.run(COMMANDS["gcloud"]).stdout)
+        found += permission_findings(answers, config.project, stack_requests(config, root), token, who)
     found += quota_findings(answers, config, token)
     found += reservation_findings(answers, config, token)
-    found += hub_findings(answers, config)
+    found += bucket_findings(answers, config, token)
+    found += hub_findings(answers, config, token)
+    found += cluster_findings(answers, config, root or PROGRAM)
     return found

@@ -6,6 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from core.names import CHECKPOINT_PREFIX, legacy_prefix
+
 ROOT = Path(__file__).resolve().parents[2]
 EX_NOINPUT, EX_UNAVAILABLE, EX_CONFIG = 66, 69, 78
 
@@ -75,7 +77,8 @@ def download_command(args) -> int:
             prefix = config.export_prefixes()[run]
             marker, files = dl.export_plan(bucket, prefix)
         else:
-            marker, (prefix, files) = None, dl.checkpoint_plan(bucket, run, args.checkpoint)
+            bases = (config.bucket_layout.run(run).checkpoints, legacy_prefix(CHECKPOINT_PREFIX, run))
+            marker, (prefix, files) = None, dl.checkpoint_plan(bucket, bases, args.checkpoint)
         dl.check_target(target, marker, files, args.force)
         fetched, kept = dl.download(bucket, prefix, files, target, args.quiet)
     except dl.DownloadError as err:

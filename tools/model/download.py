@@ -24,7 +24,6 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.names import CHECKPOINT_PREFIX
 from trainers import export_dir
 
 CHUNK = 8 * 1024 * 1024
@@ -92,9 +91,20 @@ def export_plan(bucket, prefix: str) -> tuple[dict, list[Remote]]:
     return marker, files + [found[export_dir.MARKER]]
 
 
-def checkpoint_plan(bucket, run: str, step: int) -> tuple[str, list[Remote]]:
-    """(the checkpoint's prefix, its files) of a complete checkpoint of `run` at `step`."""
-    base = f"{CHECKPOINT_PREFIX}/{run}"
+def checkpoint_plan(bucket, bases: tuple[str, ...], step: int) -> tuple[str, list[Remote]]:
+    """(the checkpoint's prefix, its files) of a complete checkpoint at `step` below the first of `bases`
+    (the run's checkpoint prefixes: the stack's layout, then the one before prefixes carried the stack)
+    that holds one."""
+    for base in bases:
+        try:
+            return _checkpoint_below(bucket, base, step)
+        except DownloadError:
+            if base == bases[-1]:
+                raise
+    raise DownloadError("no checkpoint prefix to look in", EX_NOINPUT)
+
+
+def _checkpoint_below(bucket, base: str, step: int) -> tuple[str, list[Remote]]:
     for prefix, complete in ((f"{base}/checkpoint-{step}", TRL_COMPLETE), (f"{base}/{step}", None)):
         found = _objects(bucket, prefix)
         if found and (complete is None or complete in found):

@@ -1,19 +1,20 @@
-"""python -m tools.plan {show,json,diff} --stack <stack> [--secret KEY] ... (tools/plan/__init__.py)."""
+"""python -m tools.plan {show,json,diff,handoff} --stack <stack> [--secret KEY] ... (tools/plan/__init__.py)."""
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import os
 import sys
 from pathlib import Path
 
+from tools.backend import deployed_from_local
 from tools.plan.collect import ROOT, PlanError, collect
 from tools.plan.diff import diff, render_diff
 from tools.plan.ref import plan_json, plan_ref
 from tools.plan.show import render, write_manifests
 
+EX_CONFIG = 78  # an invalid stack file, or one that is not for an existing cluster
 DESCRIPTION = "The offline plan: what `pulumi up` would declare for a stack, with no CLI and no credentials."
 
 
@@ -29,7 +30,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m tools.plan", description=DESCRIPTION)
     sub = parser.add_subparsers(dest="command", required=True)
     secret = {"action": "append", "default": [], "metavar": "KEY",
-              "help": "plan as if this secret key were set (e.g. hfToken); repeatable"}
+              "help": "plan as if this secret key of the project were set; repeatable"}
     show = sub.add_parser("show", help="print the plan of a stack and write its run manifests")
     show.add_argument("--stack", required=True)
     show.add_argument("--secret", **secret)
@@ -43,6 +44,13 @@ def _parser() -> argparse.ArgumentParser:
     df.add_argument("--stack", required=True)
     df.add_argument("--base", required=True, help="git ref to compare with, e.g. origin/main")
     df.add_argument("--secret", **secret)
+    ho = sub.add_parser("handoff", help="what a platform team applies for an existing-cluster stack: RBAC, IAM, "
+                                         "firewall rule")
+    ho.add_argument("--stack", required=True)
+    ho.add_argument("--user", action="append", default=[], help="a Google account that deploys it; repeatable")
+    ho.add_argument("--group", action="append", default=[], help="a Google group that deploys it; repeatable")
+    ho.add_argument("--service-account", action="append", default=[], help="a service account that deploys it")
+    ho.add_argument("--out", type=Path, help="also write rbac.yaml and gcloud.sh here")
     return parser
 
 
@@ -59,33 +67,17 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "show":
         return _show(args)
+    if args.command == "handoff":
+        return _handoff(args)
     return _diff(args)
 
 
-def unset_secrets(stack: str, root: Path, given: tuple[str, ...]) -> tuple[str, ...]:
-    """The secret keys the stack needs but neither holds (`secure:` in its file) nor was given (--secret):
-    planned as set, as `pulumi preview` plans them (stack/reader.py `hf_token_planned_only`)."""
-    reader = importlib.import_module("stack.reader")
-    secrets = importlib.import_module("stack.secrets")
-    try:
-        config = reader.load_files(stack, root)
-        project = importlib.import_module("core.names").PROJECT
-        held = reader.file_values(stack, root).get(f"{project}:{secrets.HF_TOKEN_KEY}")
-    except Exception:  # noqa: BLE001 (an invalid stack: collect says what is wrong with it)
-        return ()
-    needed = secrets.needs_hf_token(config.runs, config.datasets)
-    if not needed or secrets.HF_TOKEN_KEY in given or (isinstance(held, dict) and "secure" in held):
-        return ()
-    return (secrets.HF_TOKEN_KEY,)
-
-
 def _show(args: argparse.Namespace) -> int:
-    planned_as_set = unset_secrets(args.stack, ROOT, tuple(args.secret))
-    for key in planned_as_set:
-        print(f"{key}: not set; planned as set, as `pulumi preview` plans it (`pulumi up` needs it: "
-              f"pulumi config set --secret {key} <value>)\n")
+    warning = deployed_from_local(args.stack, ROOT)
+    if warning:
+        print(f"{warning}\n")
     try:
-        plan = collect(args.stack, ROOT, tuple(args.secret) + planned_as_set)
+        plan = collect(args.stack, ROOT, tuple(args.secret))
     except PlanError as err:
         if err.unreadable:
             print(f"{err.problems[0]} (stack {args.stack}: nothing planned)", file=sys.stderr)
@@ -101,6 +93,23 @@ def _show(args: argparse.Namespace) -> int:
     print(f"\nRun manifests ({len(written)}) written to {shown}/")
     if args.json:
         args.json.write_text(json.dumps(plan, indent=2, sort_keys=True))
+    return 0
+
+
+def _handoff(args: argparse.Namespace) -> int:
+    from stack.problems import ConfigError  # noqa: PLC0415 (after _use_root, the tree's own)
+    from tools.plan.handoff import PLACEHOLDER, Subjects, handoff, write  # noqa: PLC0415
+
+    given = Subjects(tuple(args.user), tuple(args.group), tuple(args.service_account))
+    try:
+        found = handoff(args.stack, ROOT, given if given != Subjects() else PLACEHOLDER)
+    except (ConfigError, FileNotFoundError) as err:
+        print(f"handoff: stack {args.stack}: {err}", file=sys.stderr)
+        return EX_CONFIG
+    print(found.text())
+    if args.out:
+        for path in write(found, args.out):
+            print(f"# written: {path}", file=sys.stderr)
     return 0
 
 

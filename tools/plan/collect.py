@@ -123,6 +123,7 @@ def collect(stack: str, root: Path = ROOT, secrets: tuple[str, ...] = ()) -> dic
         "serve": _serve_objects(config),
         "access": _access(config, deployment),
         "google": google,
+        "pod_security": _pod_security(config),
     }
 
 
@@ -167,6 +168,18 @@ def _access(config, deployment) -> list[str]:
         lines.append(f"firewall {rule.inputs.get('name')}: the control plane to nodes tagged "
                      f"{', '.join(rule.inputs.get('targetTags', []))} on {ports} (the controllers' webhooks)")
     return lines
+
+
+def _pod_security(config) -> dict[str, Any]:
+    """The Pod Security level each of the stack's pods needs, and so its namespace (none in an older tree)."""
+    try:
+        needs = importlib.import_module("admission.namespace_needs")
+    except ImportError:
+        return {}
+    rows = [{"what": n.pods.what, "level": n.level, "why": n.why() if n.refused else ""}
+            for n in needs.level_needs(needs.stack_pod_sets(config))]
+    return {"namespace": config.runs_namespace, "level": needs.needed_level(config),
+            "declared": bool(getattr(config, "creates_namespace", False)), "pods": rows}
 
 
 def _kueue_objects(config) -> dict[str, dict]:

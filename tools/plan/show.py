@@ -13,6 +13,8 @@ from tools.plan.memory import render_memory
 from tools.plan.tree import render_tree, short
 from tools.render import write_manifests as render_files
 
+ENFORCE = "pod-security.kubernetes.io/enforce"
+
 
 def render(plan: Mapping) -> str:
     n = len(plan["resources"])
@@ -24,6 +26,7 @@ def render(plan: Mapping) -> str:
     lines += render_google(plan.get("google", []))
     lines += ["", "Accelerators ($/hour at each pool's capacity)"]
     lines += render_cost(plan["cost"])
+    lines += render_pod_security(plan.get("pod_security") or {})
     lines += ["", "Fit: each run's pod (FUSE sidecar and memory-backed volumes included) on one node"]
     lines += render_fit(plan.get("fit", []))
     lines += ["", "Accelerator memory: each TPU run's train step on its slice, per chip"]
@@ -35,6 +38,19 @@ def render(plan: Mapping) -> str:
         for k, v in plan["outputs"].items():
             lines.append(f"  {k}: {short(v) if not isinstance(v, str) else v}")
     return "\n".join(lines)
+
+
+def render_pod_security(found: Mapping) -> list[str]:
+    """The Pod Security level the stack's namespace must allow, and each pod's with what a stricter one refuses."""
+    if not found:
+        return []
+    namespace, level = found["namespace"], found["level"]
+    how = ("the stack declares it with that label" if found["declared"] else
+           f"its `{ENFORCE}` label must be {level} or less strict, or `pulumi preview` refuses the stack")
+    lines = ["", f"Pod Security: namespace {namespace} must allow level {level} ({how})"]
+    for row in found["pods"]:
+        lines.append(f"  {row['level']:<10}  {row['what']}" + (f": not stricter, for {row['why']}" if row["why"] else ""))
+    return lines
 
 
 def write_manifests(plan: Mapping, out_dir: Path) -> list[Path]:

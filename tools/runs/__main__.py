@@ -89,19 +89,24 @@ def suspend(args) -> int:
 def inspect(args) -> int:
     from tools import render  # pylint: disable=import-outside-toplevel
     from tools.runs.inspect import folder_name, gather  # pylint: disable=import-outside-toplevel
-    from tools.status.sources import BucketProgress, LocalProgress  # pylint: disable=import-outside-toplevel
+    from tools.status.sources import (  # pylint: disable=import-outside-toplevel
+        BucketProgress, LocalProgress, checkpoint_mount)
 
     config = cmd.stack_config(args.stack, args.root, "inspect")
     run = cmd.the_run(config, args.run, "inspect")
     cluster = cmd.connect(config, args.context, "inspect")
-    progress = LocalProgress(args.progress_dir) if args.progress_dir else BucketProgress(config.data_bucket, config.project)
+    progress = (LocalProgress(args.progress_dir, config.stack) if args.progress_dir
+                else BucketProgress(config.data_bucket, config.project, config.stack))
     declared = render.stack_manifests(args.stack, args.root).get(run.name)
     links = cmd.stack_run_links(config)[run.name]
     status = _status_lines(args, run.name)
 
     def body() -> int:
+        # The record is where the deployed run's checkpoints are (a run deployed before prefixes carried the
+        # stack keeps its old ones).
+        record = progress.read(run.name, checkpoint_mount(cluster.jobset(run.name)))
         folder = gather(cluster, args.stack, run.name, args.out / folder_name(args.stack, run.name), status, links,
-                        progress.read(run.name), None if run.name in cmd.withdrawn_runs(config) else declared)
+                        record, None if run.name in cmd.withdrawn_runs(config) else declared)
         print(f"inspect: run {run.name} of stack {args.stack} written to {folder}/ (README.txt says what each file is)")
         return 0
 

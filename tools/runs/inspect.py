@@ -7,7 +7,7 @@
       events.yaml              the namespace's events about any of those objects, oldest first
       nodes.yaml               the nodes the run's pods are on: conditions, taints, labels, allocatable
       logs/<pod>.<container>.log   the last LOG_LINES lines of each container of each pod
-      progress.json            the run's progress record (checkpoints/<run>/progress.json), or progress.txt: why none
+      progress.json            the run's progress record (checkpoints/<stack>/<run>/progress.json), or progress.txt: why none
       declared.yaml            the JobSet the stack file declares (tools/render.py; images as the offline plan has them)
 
 Secrets are taken out of every object and log line first (tools/runs/redact.py). Nothing is changed

@@ -142,5 +142,8 @@ class ClusterProbe:
 class _NoRecords:
     """Waiting needs the phase only: no progress record is read."""
 
-    def read(self, run: str) -> tuple[None, str]:
+    def read(self, run: str, prefix: str | None = None) -> tuple[None, str]:
         return None, ""
+
+    def export(self, prefix: str) -> tuple[str, str]:
+        return "", ""

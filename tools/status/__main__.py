@@ -64,7 +64,8 @@ def snapshot(args, config, facts) -> tuple[int, str, str]:
                 f"(run `make up STACK={args.stack}`)", "")
     if not objects["jobsets"]:
         return EX_NOINPUT, f"status: stack {args.stack} has no runs submitted in namespace {namespace!r}", source
-    progress = LocalProgress(args.progress_dir) if args.progress_dir else BucketProgress(config.data_bucket, config.project)
+    progress = (LocalProgress(args.progress_dir, config.stack) if args.progress_dir
+                else BucketProgress(config.data_bucket, config.project, config.stack))
     found = rows(facts, objects, progress, time.time())
     if args.run:
         found = [r for r in found if r.run == args.run and r.phase != "not submitted"]

@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 
 PROGRESS_SCHEMA = 1
-# The progress record's keys and their types (trainers/gemma_jax/progress.py documents the format).
+# The progress record's keys and their types (trainers/progress.py documents the format).
 _NUM = (int, float)
 PROGRESS_KEYS: dict[str, tuple] = {
     "schema": (int,), "trainer": (str,), "step": (int,), "total_steps": (int,),

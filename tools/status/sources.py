@@ -13,7 +13,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from core.names import CHECKPOINT_PREFIX, RUN_LABEL
+from core.names import RUN_LABEL, checkpoint_prefix
 from tools.status.model import ProgressError, validate_progress
 from trainers import eval_report, export_dir
 
@@ -134,6 +134,22 @@ def _record(text: str | None, where: str) -> tuple[dict | None, str]:
         return None, f"{where}: {err if isinstance(err, ProgressError) else f'not JSON ({err})'}"
 
 
+def checkpoint_mount(jobset: Mapping | None) -> str | None:
+    """The bucket prefix a deployed run's checkpoints volume mounts (its gcsfuse `only-dir`,
+    manifests/storage.py), which is where its progress record is: a run deployed before prefixes
+    carried the stack keeps `checkpoints/<run>` (core/names.py). None: no such volume."""
+    for replicated in ((jobset or {}).get("spec") or {}).get("replicatedJobs") or ():
+        pod = (((replicated.get("template") or {}).get("spec") or {}).get("template") or {}).get("spec") or {}
+        for volume in pod.get("volumes") or ():
+            if volume.get("name") != "checkpoints":
+                continue
+            options = ((volume.get("csi") or {}).get("volumeAttributes") or {}).get("mountOptions", "")
+            for option in options.split(","):
+                if option.startswith("only-dir="):
+                    return option.removeprefix("only-dir=")
+    return None
+
+
 def export_state(marker_text: str | None, eval_text: str | None, where: str) -> tuple[str, str]:
     """(the export's line, eval.json's line) for `make status`, from the marker's and eval.json's text."""
     if marker_text is None:
@@ -155,10 +171,10 @@ def export_state(marker_text: str | None, eval_text: str | None, where: str) -> 
 
 
 class LocalProgress:
-    """Records from a directory laid out as the bucket: <root>/checkpoints/<run>/progress.json."""
+    """Records from a directory laid out as the bucket: <root>/checkpoints/<stack>/<run>/progress.json."""
 
-    def __init__(self, root: str):
-        self.root = Path(root)
+    def __init__(self, root: str, stack: str):
+        self.root, self.stack = Path(root), stack
 
     def export(self, prefix: str) -> tuple[str, str]:
         """The export at `prefix` (exports/<stack>/<run>) and its evaluation, as `make status` shows them."""
@@ -169,16 +185,17 @@ class LocalProgress:
 
         return export_state(text(export_dir.MARKER), text(eval_report.FILE), str(base))
 
-    def read(self, run: str) -> tuple[dict | None, str]:
-        path = self.root / CHECKPOINT_PREFIX / run / PROGRESS_FILE
+    def read(self, run: str, prefix: str | None = None) -> tuple[dict | None, str]:
+        """`prefix`: where the run's checkpoints are (`checkpoint_mount`); default the stack's layout."""
+        path = self.root / (prefix or checkpoint_prefix(self.stack, run)) / PROGRESS_FILE
         return _record(path.read_text() if path.is_file() else None, str(path))
 
 
 class BucketProgress:
-    """Records from the stack's bucket: gs://<bucket>/checkpoints/<run>/progress.json."""
+    """Records from the stack's bucket: gs://<bucket>/checkpoints/<stack>/<run>/progress.json."""
 
-    def __init__(self, bucket: str, project: str):
-        self.name, self.bucket, self.problem = bucket, None, ""
+    def __init__(self, bucket: str, project: str, stack: str):
+        self.name, self.bucket, self.problem, self.stack = bucket, None, "", stack
         try:
             from google.cloud import storage  # pylint: disable=import-outside-toplevel
 
@@ -203,12 +220,12 @@ class BucketProgress:
         except exceptions.GoogleAPIError as err:
             return f"{where}: {err}", ""
 
-    def read(self, run: str) -> tuple[dict | None, str]:
+    def read(self, run: str, prefix: str | None = None) -> tuple[dict | None, str]:
         if self.bucket is None:
             return None, self.problem
         from google.api_core import exceptions  # pylint: disable=import-outside-toplevel
 
-        path = f"{CHECKPOINT_PREFIX}/{run}/{PROGRESS_FILE}"
+        path = f"{prefix or checkpoint_prefix(self.stack, run)}/{PROGRESS_FILE}"
         try:
             text = self.bucket.blob(path).download_as_text(timeout=TIMEOUT_S)
         except exceptions.NotFound:

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from core.names import RUN_LABEL
 from tools.status.model import RunStatus
 from tools.status.row import RunFacts, status_row
-from tools.status.sources import owned_by
+from tools.status.sources import checkpoint_mount, owned_by
 
 
 def rows(facts: Mapping[str, RunFacts], objects: Mapping[str, list], progress, now: float) -> list[RunStatus]:
@@ -26,7 +26,7 @@ def rows(facts: Mapping[str, RunFacts], objects: Mapping[str, list], progress, n
         pods = [p for p in objects["pods"] if (p["metadata"].get("labels") or {}).get(RUN_LABEL) == name]
         on = {(p.get("spec") or {}).get("nodeName") for p in pods}
         nodes = [n for n in objects.get("nodes", ()) if n["metadata"]["name"] in on]
-        record, problem = progress.read(name)
+        record, problem = progress.read(name, checkpoint_mount(jobset))
         row = status_row(fact, jobset, workload, requests, pods, record, now, nodes)
         row.progress_problem = problem
         row.links = dict(fact.links)

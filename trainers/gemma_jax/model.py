@@ -42,8 +42,18 @@ MODELS: dict[str, ModelSpec] = {  # keys: flags.MODEL_NAMES
     "gemma4-31b": ModelSpec("Gemma4_31B", "GEMMA4_31B_PT", "Gemma4Tokenizer", True),
     "gemma4-26b-a4b": ModelSpec("Gemma4_26B_A4B", "GEMMA4_26B_A4B_PT", "Gemma4Tokenizer", True),
     "tiny": ModelSpec("Gemma3_270M", None, "Gemma3Tokenizer"),
-    "tiny-gemma4": ModelSpec("Gemma4_E2B", None, "Gemma3Tokenizer", True),
+    "tiny-gemma4": ModelSpec("Gemma4_E2B", None, "SmallVocabTokenizer", True),
 }
+
+
+@dataclasses.dataclass(frozen=True)
+class SmallVocabTokenizer(gm.text.Gemma3Tokenizer):
+    """The tiny Gemma 4 layout on a test's own small SentencePiece vocabulary, with Gemma 3's
+    special tokens. gemma's Sampler refuses a tokenizer whose VERSION differs from the model's
+    (gm/text/_sampler.py, "Incompatible model and tokenizer"), and Gemma4Tokenizer needs the
+    real 262k vocabulary: VERSION 0 says "no particular Gemma version", which it accepts."""
+
+    VERSION = 0
 
 
 def resolve_pretrained(model: str, pretrained: str | None) -> str | None:
@@ -58,48 +68,38 @@ def resolve_pretrained(model: str, pretrained: str | None) -> str | None:
 
 def load_tokenizer(model: str, path: str | None) -> gm.text.Tokenizer:
     """The model's gemma tokenizer class, optionally on a local vocab file."""
-    cls = getattr(gm.text, MODELS[model].tokenizer_cls)
+    name = MODELS[model].tokenizer_cls
+    cls = SmallVocabTokenizer if name == SmallVocabTokenizer.__name__ else getattr(gm.text, name)
     return cls(path) if path else cls()
+
+
+# The dimensions both tiny test models share: two layers (one sliding-window, one global) small
+# enough to train in seconds on a CPU.
+TINY_DIMENSIONS = dict(embed_dim=64, hidden_dim=128, num_heads=2, head_dim=32, num_kv_heads=1, sliding_window_size=32)
 
 
 def tiny_config(vocab_size: int) -> gm.nn.config.TransformerConfig:
     """Two layers (one sliding-window, one global) of the Gemma 3 layout."""
-    base = gm.nn.Gemma3_270M.config
     local, global_ = (gm.nn.AttentionType.LOCAL_SLIDING, gm.nn.AttentionType.GLOBAL)
-    return dataclasses.replace(
-        base,
-        num_embed=vocab_size,
-        embed_dim=64,
-        hidden_dim=128,
-        num_heads=2,
-        head_dim=32,
-        num_kv_heads=1,
-        attention_types=(local, global_),
-        sliding_window_size=32,
-    )
+    return dataclasses.replace(gm.nn.Gemma3_270M.config, num_embed=vocab_size, attention_types=(local, global_),
+                               **TINY_DIMENSIONS)
 
 
 def tiny_gemma4_config(vocab_size: int):
     """Two layers of the Gemma 4 E2B layout (sliding + global with its own
     key size, per-layer input embeddings), no KV sharing, text only."""
-    base = gm.nn.Gemma4_E2B.config
     local, global_ = gemma4_modules.AttentionType.LOCAL_SLIDING, gemma4_modules.AttentionType.GLOBAL
     return dataclasses.replace(
-        base,
+        gm.nn.Gemma4_E2B.config,
         num_embed=vocab_size,
-        embed_dim=64,
-        hidden_dim=128,
-        num_heads=2,
-        head_dim=32,
-        num_kv_heads=1,
-        global_key_size=48,
         attention_types=(local, global_),
-        sliding_window_size=32,
+        global_key_size=48,
         per_layer_input_dim=8,
         kv_cache_sharing_config=None,
         override_kv_shared_ffw_hidden=None,
         vision_encoder=None,
         audio_encoder=None,
+        **TINY_DIMENSIONS,
     )
 
 

@@ -17,8 +17,8 @@ from jax.experimental import multihost_utils
 import numpy as np
 
 from trainers import exit_codes
-from trainers.gemma_jax import model_eval
-from trainers.gemma_jax import checkpointing, progress as progress_lib
+from trainers import progress as progress_lib
+from trainers.gemma_jax import checkpointing, model_eval
 from trainers.gemma_jax import cli
 from trainers.gemma_jax import components as comp
 from trainers.gemma_jax import data

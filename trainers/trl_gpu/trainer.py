@@ -15,7 +15,7 @@ from transformers import TrainerCallback
 from transformers.trainer import TRAINING_ARGS_NAME
 from trl import SFTTrainer
 
-from . import progress as progress_lib
+from trainers import progress as progress_lib
 from .checkpoints import CompleteMarker, GracefulStop
 from .errors import ConfigError
 from .model import lora_config
@@ -57,7 +57,7 @@ class Throughput(TrainerCallback):
 
 
 class ProgressCallback(TrainerCallback):
-    """progress.json beside the checkpoints (trainers/trl_gpu/progress.py), from world process zero:
+    """progress.json beside the checkpoints (trainers/progress.py), from world process zero:
     at each training log, each evaluation and each complete checkpoint."""
 
     def __init__(self, throughput: Throughput, started: float):

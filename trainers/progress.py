@@ -1,13 +1,12 @@
 """The run's progress record: `progress.json` next to the checkpoints, rewritten at each log step.
 
-Written by the process that owns it (world process zero, through the Trainer callback
-ProgressCallback of trainers/trl_gpu/trainer.py) only, whole each time: to a temporary file in the
-same directory, then renamed over `progress.json` (os.replace, atomic on POSIX: a reader sees the
-previous record or the new one, never part of one). On GKE the checkpoint directory is the run's
-Cloud Storage FUSE mount (--output_dir), so the record is the object
-`checkpoints/<run>/progress.json` of the bucket, which `make status` reads. Standard library only;
-the TPU trainer writes the same format (trainers/gemma_jax/progress.py), and the reader
-(tools/status/model.py) validates it.
+Both trainers write it through this one module (the TPU trainer from process 0, the GPU trainer from
+world process zero through its Trainer callback, trainers/trl_gpu/trainer.py), whole each time: to a
+temporary file in the same directory, then renamed over `progress.json` (os.replace, atomic on POSIX:
+a reader sees the previous record or the new one, never part of one). On GKE the checkpoint directory
+is the run's Cloud Storage FUSE mount, so the record is the object `checkpoints/<stack>/<run>/progress.json`
+of the bucket, which `make status` reads. Standard library only; the reader (tools/status/model.py)
+validates it.
 
 Format, schema 1 (times are UTC ISO 8601, seconds are wall-clock):
   schema            1

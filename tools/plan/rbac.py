@@ -1,0 +1,181 @@
+"""The Kubernetes rights an existing-cluster stack's `pulumi preview`, `up` and `destroy` need: exactly the
+verbs the Kubernetes provider uses on exactly the objects the stack declares.
+
+The provider (pulumi-kubernetes v4.25.0 provider/pkg, read 2026-12; the stacks
+enable server-side apply, components/kube.py) makes these requests:
+
+- create and update: a server-side apply PATCH (`await.Creation`, `await.Update`:
+  `client.Patch(..., types.ApplyPatchType, ...)`), a dry run of it in
+  preview; an apply that creates the object is also authorized as `create`
+  on that name (k8s.io/apiserver pkg/endpoints/handlers/patch.go,
+  `createAuthorizerAttributes`), so `create` is named too, and both can be
+  held to the objects' names;
+- read, refresh and the diff's live object: GET (`readLiveObject`, `await.Read`);
+- delete: DELETE, then it waits for the object to go with an informer (LIST
+  and WATCH of the object's kind in its namespace, or cluster-wide for a
+  cluster-scoped kind) and a GET (`await.Deletion`, await/condition/deleted.go);
+- an awaited Job (dataset staging, await/job.go): informers on its Jobs and
+  Pods (LIST, WATCH), the pods listed;
+- every create and delete: an informer on the namespace's Events, whose
+  messages it shows (await/watchers.go `NewEventAggregator`).
+
+Cluster-scoped objects (the Kueue objects named after the namespace, the
+namespace itself where the stack declares it) get `get`, `create`, `patch` and
+`delete` on their names only; LIST and WATCH cannot be held to names (the
+informers select none) and are granted on their kinds. Namespaced kinds get
+their verbs in the stack's namespace. The preview's own reads of the cluster
+(components/preflight.py, components/namespace_policy.py) are added: the
+stack's namespace, the webhook configurations that show the controllers, the
+namespace's ResourceQuotas and LimitRanges. A Helm release (`controllers:
+install`) installs CRDs, cluster roles and webhooks: no list of rights short
+of cluster-admin covers it, so it is named, not granted.
+https://kubernetes.io/docs/reference/access-authn-authz/rbac/#referring-to-resources
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+WRITE = ("get", "create", "patch", "delete")
+WATCH = ("list", "watch")
+HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
+# Kinds whose plural is not the kind's lowercase name plus "s".
+_PLURALS = {"WorkloadPriorityClass": "workloadpriorityclasses", "ComputeClass": "computeclasses"}
+
+
+@dataclass(frozen=True)
+class Declared:
+    """A Kubernetes object the stack declares."""
+
+    api_version: str
+    kind: str
+    name: str
+    namespace: str  # "" for a cluster-scoped object
+
+    @property
+    def group(self) -> str:
+        return self.api_version.rpartition("/")[0] if "/" in self.api_version else ""
+
+    @property
+    def resource(self) -> str:
+        return _PLURALS.get(self.kind, self.kind.lower() + "s")
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One RBAC rule: verbs on a group's resources, by name where `names` is set."""
+
+    group: str
+    resources: tuple[str, ...]
+    verbs: tuple[str, ...]
+    names: tuple[str, ...] = ()
+    why: str = ""
+
+    def manifest(self) -> dict:
+        rule = {"apiGroups": [self.group], "resources": list(self.resources), "verbs": list(self.verbs)}
+        if self.names:
+            rule["resourceNames"] = list(self.names)
+        return rule
+
+
+@dataclass(frozen=True)
+class Rights:
+    namespace: str
+    namespaced: tuple[Rule, ...]
+    cluster: tuple[Rule, ...]
+    not_covered: tuple[str, ...]  # what the stack declares that no rule here covers (Helm releases)
+
+
+def declared(resources: Iterable[Mapping]) -> tuple[list[Declared], list[str]]:
+    """The Kubernetes objects among a plan's resources (type, name and inputs), and its Helm releases' names."""
+    objects, releases = [], []
+    for r in resources:
+        if r["type"] == HELM_RELEASE:
+            releases.append(r["inputs"].get("name") or r["name"])
+        elif r["type"].startswith("kubernetes:") and "apiVersion" in r["inputs"]:
+            meta = r["inputs"].get("metadata") or {}
+            objects.append(Declared(r["inputs"]["apiVersion"], r["inputs"]["kind"], meta["name"],
+                                    meta.get("namespace", "")))
+    return objects, releases
+
+
+def _by_kind(objects: Iterable[Declared]) -> dict[tuple[str, str], list[str]]:
+    kinds: dict[tuple[str, str], list[str]] = {}
+    for o in objects:
+        kinds.setdefault((o.group, o.resource), []).append(o.name)
+    return kinds
+
+
+def preview_reads(namespace: str) -> tuple[tuple[Rule, ...], tuple[Rule, ...]]:
+    """(namespaced, cluster) reads of the preview's own checks of the cluster."""
+    namespaced = (Rule("", ("resourcequotas", "limitranges"), WATCH[:1],
+                       why="the namespace's quotas (components/namespace_policy.py)"),)
+    cluster = (Rule("", ("namespaces",), ("get",), (namespace,), "the stack's namespace: it exists, its labels"),
+               Rule("admissionregistration.k8s.io", ("validatingwebhookconfigurations",
+                                                     "mutatingwebhookconfigurations"), WATCH[:1],
+                    why="which controllers are installed (components/preflight.py)"))
+    return namespaced, cluster
+
+
+def rights(objects: Iterable[Declared], namespace: str, releases: Iterable[str] = ()) -> Rights:
+    """The namespaced and cluster rules the objects need, with the preview's reads."""
+    objects = list(objects)
+    namespaced_objects = [o for o in objects if o.namespace]
+    if any(o.namespace != namespace for o in namespaced_objects):
+        raise ValueError(f"objects outside namespace {namespace!r}: "
+                         f"{sorted({o.namespace for o in namespaced_objects} - {namespace})}")
+    namespaced = [Rule(group, (resource,), (*WRITE, *WATCH), why=f"the stack's {resource}: {', '.join(sorted(names))}")
+                  for (group, resource), names in sorted(_by_kind(namespaced_objects).items())]
+    if any(o.kind == "Job" and o.group == "batch" for o in namespaced_objects):
+        namespaced.append(Rule("", ("pods",), WATCH, why="the awaited staging Jobs' pods"))
+    namespaced.append(Rule("", ("events",), WATCH, why="the provider shows the objects' events"))
+    cluster = []
+    for (group, resource), names in sorted(_by_kind(o for o in objects if not o.namespace).items()):
+        cluster.append(Rule(group, (resource,), WRITE, tuple(sorted(names)), f"the stack's {resource}, by name"))
+        cluster.append(Rule(group, (resource,), WATCH, why=f"waiting for a deleted {resource[:-1]} to go"))
+    reads_namespaced, reads_cluster = preview_reads(namespace)
+    not_covered = tuple(f"Helm release {name!r} (controllers: install): CRDs, cluster roles and webhooks, which "
+                        "take cluster-admin; the platform team installs the controllers (controllers: existing)"
+                        for name in releases)
+    return Rights(namespace, (*namespaced, *reads_namespaced), (*cluster, *reads_cluster), not_covered)
+
+
+def rbac_documents(found: Rights, role: str, subjects: list[dict]) -> list[dict]:
+    """The Role, ClusterRole and their bindings, as `kubectl apply` takes them."""
+    label = {"app.kubernetes.io/managed-by": "gke-finetune-handoff"}
+    role_ref = {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role}
+    docs = [
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+         "metadata": {"name": role, "namespace": found.namespace, "labels": label},
+         "rules": [r.manifest() for r in found.namespaced]},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+         "metadata": {"name": role, "namespace": found.namespace, "labels": label},
+         "roleRef": role_ref, "subjects": subjects},
+    ]
+    if found.cluster:
+        cluster_role = f"{role}:{found.namespace}"
+        docs += [
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+             "metadata": {"name": cluster_role, "labels": label}, "rules": [r.manifest() for r in found.cluster]},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+             "metadata": {"name": cluster_role, "labels": label},
+             "roleRef": {**role_ref, "kind": "ClusterRole", "name": cluster_role}, "subjects": subjects},
+        ]
+    return docs
+
+
+def access_reviews(found: Rights) -> list[dict]:
+    """Each (verb, resource, name, namespace) the rules grant, as a SelfSubjectAccessReview's resourceAttributes
+    (what `make doctor` asks the cluster)."""
+    reviews = []
+    for rules, namespace in ((found.namespaced, found.namespace), (found.cluster, "")):
+        for rule in rules:
+            for resource in rule.resources:
+                for verb in rule.verbs:
+                    for name in rule.names or ("",):
+                        attributes = {"group": rule.group, "resource": resource, "verb": verb}
+                        attributes.update({"namespace": namespace} if namespace else {})
+                        attributes.update({"name": name} if name else {})
+                        reviews.append(attributes)
+    return reviews
