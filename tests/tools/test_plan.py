@@ -389,3 +389,14 @@ def test_the_plan_states_the_pod_security_level_each_stack_s_namespace_needs(pla
     assert plans["a4"]["pod_security"]["level"] == "restricted"
     namespace = next(r for r in plans["dev"]["resources"] if r["type"] == "kubernetes:core/v1:Namespace")
     assert namespace["inputs"]["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "baseline"
+
+
+def test_the_plan_shows_the_model_server_s_objects_and_cost(plans):
+    served = plans["a4"]
+    assert served["cost"]["serve"] == {"run": "gemma4-sql", "pool": "a4", "replicas": 1, "capacity": "reservation",
+                                       "chips": 8, "usd_per_hour": 90.22, "usd_per_hour_low": 90.22}
+    text = render(served)
+    assert "serving run gemma4-sql's export, 1 server(s) of a VM each, while it runs (on the reservation" in text
+    assert sorted(served["serve"]) == ["deployment-serve-gemma4-sql", "priorityclass-finetune-serving",
+                                       "service-serve-gemma4-sql"]
+    assert plans["dev"]["cost"]["serve"] is None and plans["dev"]["serve"] == {}
