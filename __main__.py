@@ -49,7 +49,8 @@ else:
 
     identity = Identity("identity", IdentityArgs(
         project=cfg.project, stack=cfg.stack, namespace=cfg.runs_namespace, trainer_account=cfg.trainer_account,
-        stager_account=cfg.stager_account, project_number=cfg.project_number), after_apis)
+        stager_account=cfg.stager_account, project_number=cfg.project_number,
+        server_account=cfg.server_account if cfg.serve else ""), after_apis)
     registry = Registry(
         "registry",
         RegistryArgs(
@@ -126,6 +127,8 @@ else:
     pulumi.export("registryUrl", registry.url)
     pulumi.export("nodeServiceAccount", identity.node_account.email)
     pulumi.export("trainerPrincipal", identity.trainer_member)
+    if identity.server_member is not None:
+        pulumi.export("serverPrincipal", identity.server_member)
     # Trainer images: pinned by digest in the stack file, or built from this
     # repository, pushed to the stack's registry (or imageBuild.registry) and referenced by digest.
     images = trainer_images(cfg, registry.url, after_apis)
@@ -134,7 +137,7 @@ else:
         trainer_member=identity.trainer_member,
         controller_nodes=system_nodes, cluster=[cluster.cluster],
         bucket=[storage.bucket, *storage.grants, *storage.folders],
-        opts=after_apis,
+        server_member=identity.server_member, opts=after_apis,
     )
 
 in_cluster(cfg, footing)

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from core import compiled_hbm, quantity
 from core.catalog import Family
 from core.contract import SchedulingContract
-from core.models import by_hub_id
+from core.models import MODELS, by_hub_id
 
 GIB = 2**30
 GPU_RUNTIME_GIB = 3.0
@@ -77,6 +77,21 @@ class ChipMemory:
     @property
     def fits(self) -> bool:
         return self.chip_fits and self.host_fits
+
+
+def run_model(run, args: list[str]) -> str | None:
+    """The model a trainer's run fine-tunes, by its name (core/models.py), from its container's `args`
+    (the platform's model flags included); None for a model the platform does not know."""
+    if run.trainer is None or run.row.model_flags is None:
+        return None
+    if run.model is not None:
+        return run.model
+    flags = importlib.import_module(run.row.flags_module)
+    if run.row.model_flags.by_hub_id:  # the GPU trainer: a Hub id
+        found = by_hub_id(str(flags.flag_values(args).get(run.row.model_flags.model.lstrip("-")) or ""))
+        return found.name if found else None
+    name = flags.parse(args).model  # the JAX trainer: its own model names, test models among them
+    return name if name in MODELS else None
 
 
 def _tpu(run, contract: SchedulingContract, args: list[str], chips: int) -> ChipMemory | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
-from admission import accelerator_memory, autopilot, fit, local_data, syntax
+from admission import accelerator_memory, autopilot, fit, local_data, serving, syntax
 from admission.findings import Finding
 from core.contract import SchedulingContract
 from manifests.kueue import kueue_manifests
@@ -105,28 +105,31 @@ def staging_problems(config: StackConfig) -> list[Problem]:
 
 def admit(config: StackConfig) -> StackConfig:
     """The config, once every run passes every rule; else a ConfigError listing each failure."""
-    problems = admission_problems(config) + staging_problems(config) + local_data.first_rows_problems(config)
+    problems = (admission_problems(config) + staging_problems(config) + local_data.first_rows_problems(config)
+                + serving.serving_problems(config))
     if problems:
         raise ConfigError(problems)
     return config
 
 
 def fit_table(config: StackConfig) -> list[dict]:
-    """Per run and resource: the pod's request, the node's allocatable and the headroom."""
+    """Per run (and the server, `serve <run>`) and resource: the pod's request, the node's allocatable and the
+    headroom."""
     manifests, contracts, rows = stack_manifests(config), config.contracts(), []
-    for run in config.runs:
-        contract = contracts[run.pool]
-        for _, pod in pods(manifests[run.name]):
-            for line in fit.fit_lines(pod, contract.allocatable):
-                rows.append({
-                    "run": run.name,
-                    "node": f"{contract.shape.machine_type}" + (" (Autopilot)" if contract.autopilot else ""),
-                    "resource": line.resource,
-                    "requested": line.shown(line.requested),
-                    "allocatable": line.shown(line.allocatable),
-                    "headroom": line.shown(line.allocatable - line.requested),
-                    "margin": line.shown(line.margin) if line.margin else "",
-                    "fits": line.fits,
-                })
-            break  # every replicated job of a run has the same pod
+    pods_by_name = [(run.name, contracts[run.pool], next(pods(manifests[run.name]))[1]) for run in config.runs]
+    for manifest in serving.serve_manifests(config).values():
+        if manifest["kind"] == "Deployment":
+            pods_by_name.append((f"serve {config.serve.run}", contracts[config.serve.pool], manifest["spec"]["template"]))
+    for name, contract, pod in pods_by_name:  # every replicated job of a run has the same pod
+        for line in fit.fit_lines(pod, contract.allocatable):
+            rows.append({
+                "run": name,
+                "node": f"{contract.shape.machine_type}" + (" (Autopilot)" if contract.autopilot else ""),
+                "resource": line.resource,
+                "requested": line.shown(line.requested),
+                "allocatable": line.shown(line.allocatable),
+                "headroom": line.shown(line.allocatable - line.requested),
+                "margin": line.shown(line.margin) if line.margin else "",
+                "fits": line.fits,
+            })
     return rows

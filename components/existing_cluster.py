@@ -37,7 +37,7 @@ def existing_cluster(cfg: StackConfig, bucket: BucketFacts) -> Footing:
                 cfg, preflight.checked_kubeconfig(cfg, kubeconfig)))
         pulumi.export("clusterName", existing.name)
         pulumi.export("clusterLocation", existing.location)
-    grants, stager, trainer = [], None, None
+    grants, stager, trainer, server = [], None, None, None
     if cfg.project_number:
         # The principals the bucket grants name, declared here or by the platform team.
         trainer = kubernetes_service_account_principal(cfg.project_number, cfg.project, cfg.runs_namespace,
@@ -46,6 +46,10 @@ def existing_cluster(cfg: StackConfig, bucket: BucketFacts) -> Footing:
                                                       cfg.stager_account)
         pulumi.export("trainerPrincipal", trainer)
         pulumi.export("stagerPrincipal", stager)
+        if cfg.serve is not None:
+            server = kubernetes_service_account_principal(cfg.project_number, cfg.project, cfg.runs_namespace,
+                                                          cfg.server_account)
+            pulumi.export("serverPrincipal", server)
     if existing.bucket_grants:  # projectNumber is set (stack/config.py)
         declared = BucketGrants("data", BucketGrantsArgs(
             bucket=cfg.data_bucket, trainer_member=trainer, runs=[run.name for run in cfg.runs],
@@ -56,4 +60,5 @@ def existing_cluster(cfg: StackConfig, bucket: BucketFacts) -> Footing:
     return Footing(provider=access.provider, images=trainer_images(cfg, None), contracts=cfg.contracts(),
                    stager_member=stager, trainer_member=trainer, bucket=grants,
                    install_controllers=existing.controllers == "install",
-                   staging_grants=existing.bucket_grants)
+                   staging_grants=existing.bucket_grants,
+                   server_member=server if existing.bucket_grants else None)

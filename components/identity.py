@@ -42,6 +42,7 @@ class IdentityArgs:
     namespace: str  # the runs' namespace
     trainer_account: str  # the Kubernetes service accounts whose principals the grants name
     stager_account: str
+    server_account: str = ""  # the model server's (`serve:`); empty: none
     project_number: str = ""  # empty: read from the Resource Manager API
 
 
@@ -59,6 +60,7 @@ class Identity(pulumi.ComponentResource):
     node_account: gcp.serviceaccount.Account
     trainer_member: pulumi.Output[str]  # the trainer KSA's principal, for IAM bindings
     stager_member: pulumi.Output[str]  # the dataset staging KSA's principal
+    server_member: pulumi.Output[str] | None  # the model server KSA's principal (`serve:`), else None
 
     def __init__(self, name: str, args: IdentityArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gke-finetune:platform:Identity", name, None, opts)
@@ -88,4 +90,8 @@ class Identity(pulumi.ComponentResource):
             lambda number: kubernetes_service_account_principal(number, args.project, args.namespace,
                                                                 args.stager_account)
         )
+        self.server_member = number.apply(
+            lambda number: kubernetes_service_account_principal(number, args.project, args.namespace,
+                                                                args.server_account)
+        ) if args.server_account else None
         self.register_outputs({"node_email": self.node_account.email, "trainer_member": self.trainer_member})

@@ -18,6 +18,7 @@ from components.datasets import DatasetStaging, DatasetStagingArgs
 from components.jobset import JobSetController, JobSetControllerArgs
 from components.kueue import Kueue, KueueArgs
 from components.runs import RUNS_NAME, Runs, RunsArgs
+from components.serving import ModelServer, ModelServerArgs
 from components.token_access import TokenAccess, TokenAccessArgs
 from components.uploads import DatasetUploads, DatasetUploadsArgs
 from components.workspace import RunsWorkspace, RunsWorkspaceArgs
@@ -44,6 +45,8 @@ class Footing:
     opts: pulumi.ResourceOptions | None = None  # after the APIs, on the stack's own cluster
     install_controllers: bool = True
     staging_grants: bool = True  # the stack declares its Google Cloud grants (an existing cluster's: bucketGrants)
+    # The model server's principal, for its read grant on the export; None: no grant declared (the platform team's).
+    server_member: pulumi.Input[str] | None = None
 
 
 def in_cluster(cfg: StackConfig, at: Footing) -> None:
@@ -107,6 +110,14 @@ def in_cluster(cfg: StackConfig, at: Footing) -> None:
     pulumi.export("exports", {run: f"gs://{cfg.data_bucket}/{prefix}/" for run, prefix in cfg.export_prefixes().items()})
     pulumi.export("datasets", {name: f"gs://{cfg.data_bucket}/{cfg.bucket_layout.dataset(name)}/"
                                for name in [*staging.jobs, *(d.name for d in local)]})
+
+    # `serve:`: a vLLM server of one run's export, after the runs (`make chat` talks to it).
+    if cfg.serve is not None:
+        server = ModelServer("serve", ModelServerArgs(
+            config=cfg, provider=at.provider, server_member=at.server_member,
+            depends_on=[*at.cluster, *at.bucket, *workspace.namespaced], runs=list(runs.jobsets.values())), at.opts)
+        pulumi.export("serve", {"service": f"{cfg.runs_namespace}/{server.service_name}", "model": cfg.serve.run,
+                                "pool": cfg.serve.pool})
 
 
 def token_access(cfg: StackConfig, at: Footing) -> list[pulumi.Resource]:

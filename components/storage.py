@@ -62,6 +62,20 @@ def prefix_condition(bucket: str, prefixes: Sequence[str]) -> str:
     return " || ".join(clauses)
 
 
+def export_read_condition(bucket: str, prefix: str) -> str:
+    """CEL expression of a model server's read grant: the export's objects and folders, and the bucket itself.
+
+    The bucket clause is for listing, which IAM checks against the bucket, not an object: the Cloud Storage
+    FUSE CSI driver's node check and its sidecar's both call GetStorageLayout with no prefix before mounting,
+    and that call needs `storage.objects.list` on the bucket (gcs-fuse-csi-driver
+    pkg/cloud_provider/storage/storage.go `CheckBucketExists`; storage v1 discovery document,
+    `buckets.getStorageLayout`: "requires storage.objects.list permission", its `prefix` narrows the check only
+    when given). So the server may list the bucket's object names, and read only the export's objects
+    (`storage.objects.get` is checked against each object's name).
+    https://cloud.google.com/storage/docs/access-control/iam#conditions
+    """
+    return f'resource.type == "storage.googleapis.com/Bucket" || {prefix_condition(bucket, [prefix])}'
+
 
 class DataBucket(pulumi.ComponentResource):
     """The bucket (protected, kept on destroy) and the trainer's grants on it."""

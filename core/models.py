@@ -18,6 +18,7 @@ class GemmaModel:
     name: str
     hub_id: str  # the instruction-tuned checkpoint on the Hugging Face Hub
     decoder_layer: str  # the transformers class FSDP wraps, one unit per decoder layer
+    context_tokens: int  # the longest sequence the model takes (a server's --max-model-len at most)
 
 
 def _family(name: str) -> str:
@@ -35,7 +36,15 @@ _HUB = {
     "gemma4-31b": "google/gemma-4-31B-it",
     "gemma4-26b-a4b": "google/gemma-4-26B-A4B-it",
 }
-MODELS: dict[str, GemmaModel] = {n: GemmaModel(n, hub, _family(n)) for n, hub in _HUB.items()}
+# Context windows: Gemma 3 270M and 1B take 32K tokens, 4B and larger 128K
+# (https://ai.google.dev/gemma/docs/core/model_card_3, "Inputs and outputs"); Gemma 4's small models
+# (E2B, E4B) 128K, its medium ones (26B A4B, 31B) 256K (https://ai.google.dev/gemma/docs/core,
+# "Capabilities", read 2026-12-05).
+_K = 1024
+_CONTEXT = {"gemma3-270m": 32 * _K, "gemma3-1b": 32 * _K, "gemma3-4b": 128 * _K, "gemma3-12b": 128 * _K,
+            "gemma3-27b": 128 * _K, "gemma4-e2b": 128 * _K, "gemma4-e4b": 128 * _K, "gemma4-31b": 256 * _K,
+            "gemma4-26b-a4b": 256 * _K}
+MODELS: dict[str, GemmaModel] = {n: GemmaModel(n, hub, _family(n), _CONTEXT[n]) for n, hub in _HUB.items()}
 
 
 def by_hub_id(model_id: str) -> GemmaModel | None:

@@ -200,6 +200,23 @@ SCOPED_NAME_MAX = 63
 SCOPE_HASH_CHARS = 6
 
 
+def server_service_account(stack: str) -> str:
+    """The Kubernetes service account a stack's model server (`serve:`) runs as; its principal may read the
+    served run's export and nothing else it could write (components/serving.py). Named after the stack for the
+    reason `trainer_service_account` gives."""
+    return f"{slug(stack)}-server"
+
+
+def server_name(run: str) -> str:
+    """The Deployment and Service of the server of `run`'s export (a DNS-1035 label, as a Service's name must
+    be: https://kubernetes.io/docs/concepts/services-networking/service/#defining-a-service)."""
+    return bounded(f"serve-{run}", 63)
+
+
+# The label of a model server's Deployment, pods and Service selector: the run whose export it serves.
+SERVE_LABEL = "gke-finetune/serve"
+
+
 def cluster_scoped(namespace: str, name: str = "") -> str:
     """The name of a cluster-scoped object a stack declares (ResourceFlavor, AdmissionCheck,
     ProvisioningRequestConfig, ComputeClass): `<namespace>-<name>-<hash>`, the hash of the namespace and the

@@ -206,7 +206,14 @@ def resource_requests(row: Trainer, contract: SchedulingContract) -> dict[str, s
     cgroup that writes a tmpfs page owns it), so it is within this request.
     Ephemeral storage is `scratch_storage`.
     """
-    node, sidecar = contract.allocatable, storage.sidecar_resources(contract)
+    return node_requests(contract, storage.sidecar_resources(contract), scratch_storage(row))
+
+
+def node_requests(contract: SchedulingContract, sidecar: dict[str, str], ephemeral: str) -> dict[str, str]:
+    """The requests of a pod that owns its VM: the node's allocatable less its FUSE sidecar's `sidecar`
+    requests, room for the node's DaemonSets and the memory model's margin; on Autopilot, capped at what it
+    admits for the accelerator. The pod's own memory-backed volumes are within it (charged to its cgroup)."""
+    node = contract.allocatable
     cpu = node.cpu - float(quantity.parse(sidecar["cpu"])) - SYSTEM_HEADROOM_CPU
     # The capacity model's margin stays free too (core/allocatable.py, admission/fit.py).
     memory = (node.memory / quantity.GIB * (1 - MEMORY_MODEL_MARGIN) - quantity.gib(sidecar["memory"])
@@ -214,7 +221,7 @@ def resource_requests(row: Trainer, contract: SchedulingContract) -> dict[str, s
     requests = {
         "cpu": str(max(1, math.floor(cpu))),
         "memory": f"{max(1, math.floor(memory))}Gi",
-        "ephemeral-storage": scratch_storage(row),
+        "ephemeral-storage": ephemeral,
     }
     if contract.autopilot:
         for resource, cap in contract.shape.accelerator.autopilot_request_caps:

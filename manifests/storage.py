@@ -86,7 +86,7 @@ def cache_plan(contract: SchedulingContract) -> CachePlan:
     return TPU_CACHE if contract.family is Family.TPU else LOCAL_SSD_CACHE
 
 
-def sidecar_resources(contract: SchedulingContract) -> dict[str, str]:
+def sidecar_resources(contract: SchedulingContract, file_cache: bool = True) -> dict[str, str]:
     """The FUSE sidecar's requests, which are also its limits: its own, and the file cache it fills.
 
     The cache's pages are charged to the container that writes them (the
@@ -95,8 +95,9 @@ def sidecar_resources(contract: SchedulingContract) -> dict[str, str]:
     memory cgroup that first touched it ("Memory Ownership",
     https://docs.kernel.org/admin-guide/cgroup-v2.html#memory-ownership). With
     a memory limit equal to its request, the request holds the cache.
+    `file_cache=False`: a pod whose mounts keep no file cache (a model server reads its weights once).
     """
-    cache = cache_plan(contract)
+    cache = cache_plan(contract) if file_cache else CachePlan(gib=0, in_memory=False)
     return {"cpu": SIDECAR_CPU,
             "memory": f"{quantity.gib(SIDECAR_MEMORY) + (cache.gib if cache.in_memory else 0):g}Gi",
             "ephemeral-storage": f"{SIDECAR_EPHEMERAL_GIB + (0 if cache.in_memory else cache.gib)}Gi"}
@@ -177,11 +178,14 @@ def run_mounts(prefixes: RunPrefixes, export_prefix: str | None = None) -> tuple
 
 
 def volume(mount: Mount, bucket: str, host_network: bool, owner: Owner | None = None,
-           cache: CachePlan = LOCAL_SSD_CACHE) -> dict:  # fmt: skip
-    """The CSI ephemeral volume of `mount`; `owner` for a trainer that does not run as root."""
+           cache: CachePlan = LOCAL_SSD_CACHE, options: tuple[str, ...] | None = None) -> dict:  # fmt: skip
+    """The CSI ephemeral volume of `mount`; `owner` for a trainer that does not run as root; `options`
+    instead of the data's (read) or the checkpoints' (written) mount options."""
     reads = (*DATA_OPTIONS, f"file-cache:max-size-mb:{cache.max_size_mb}")
+    if options is None:
+        options = WRITE_OPTIONS if mount.writable else reads
     options = (
-        *(WRITE_OPTIONS if mount.writable else reads),
+        *options,
         *(owner.mount_options if owner else ()),
         f"only-dir={mount.prefix}",
     )

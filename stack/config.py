@@ -19,7 +19,8 @@ from pydantic import Field, PrivateAttr, ValidationError, ValidationInfo, field_
 from core.contract import SchedulingContract
 from core.dockerfile import IMAGE_BUILDERS, ImageBuilder
 from core.ids import default_bucket_name, default_cluster_name, default_registry_id
-from core.names import HF_TOKEN_SECRET, RUNS_NAMESPACE, BucketLayout, export_prefix, stager_service_account, trainer_service_account
+from core.names import (HF_TOKEN_SECRET, RUNS_NAMESPACE, BucketLayout, export_prefix, server_service_account,
+                        stager_service_account, trainer_service_account)
 from core.syntax import DNS_1035_LABEL, or_empty, PROJECT_ID, REGION, STACK_SEGMENT
 from core.trainers import TRAINERS
 from stack.contracts import derive_contracts
@@ -34,6 +35,7 @@ from stack.rules import (bucket_problems, dataset_stack_problems, mode_problems,
                          offering_problems, unique_name_problems, zone_problems)
 from stack.runs import RunConfig, run_problems
 from stack.sharing import KueueSettings, sharing_problems
+from stack.serving import ServeConfig, serve_problems
 from stack.secrets import needs_hf_token, secret_name, secret_problems, secret_version
 
 
@@ -80,6 +82,8 @@ class StackConfig(StackModel):
     )
     datasets: tuple[DatasetConfig, ...] = ()
     runs: tuple[RunConfig, ...] = ()
+    # An OpenAI-compatible vLLM server of one run's export (stack/serving.py); None: no server.
+    serve: ServeConfig | None = None
     # The Secret Manager secret holding the Hugging Face token (stack/secrets.py), mounted into the pods
     # that read the Hub by GKE's Secret Manager add-on; never a Pulumi value.
     hf_token_secret: str = Field(default=HF_TOKEN_SECRET, description="a Secret Manager secret")
@@ -162,6 +166,12 @@ class StackConfig(StackModel):
         # Pulumi.yaml's default, {}: the stack declares its own cluster.
         return None if value == {} else value
 
+    @field_validator("serve", mode="before")
+    @classmethod
+    def _no_server(cls, value: Any) -> Any:
+        # Pulumi.yaml's default, {}: no server.
+        return None if value == {} else value
+
     @field_validator("pools")
     @classmethod
     def _pools(cls, pools: tuple[PoolConfig, ...], info: ValidationInfo) -> tuple[PoolConfig, ...]:
@@ -193,6 +203,8 @@ class StackConfig(StackModel):
         problems += dataset_stack_problems(self.datasets, self.runs)
         problems += queueing_problems(self.runs, self.contracts(), self.autopilot)
         problems += sharing_problems(self)
+        problems += serve_problems(self.serve, self.runs, self.contracts(), {c.pool for c in self.kueue_flavors()},
+                                   self.autopilot)
         problems += self._existing_problems()
         problems += self._offering_problems()
         raise_problems(problems)
@@ -274,6 +286,10 @@ class StackConfig(StackModel):
     @property
     def trainer_account(self) -> str:
         return trainer_service_account(self.stack)
+
+    @property
+    def server_account(self) -> str:
+        return server_service_account(self.stack)
 
     @property
     def stager_account(self) -> str:

@@ -27,12 +27,13 @@ from core.names import PROJECT
 from stack.config import StackConfig
 from stack.problems import ConfigError, Problem, from_validation_error
 from stack.rules import placeholder_problems
+from stack.serving import placeholder_problems as serve_placeholder
 from stack.secrets import HF_TOKEN_KEY, TokenState, file_token_state, hf_token_problems
 from stack.yaml_loader import StackFileError, YamlDocument, load_yaml
 
 # Keys whose stack value is structured; Pulumi hands them to the program as JSON.
 _STRUCTURED = ("pools", "shapes", "images", "runs", "zones", "network", "datasets", "existingCluster", "charts",
-               "imageBuild", "kueue")
+               "imageBuild", "kueue", "serve")
 _NOT_MODEL_KEYS = (HF_TOKEN_KEY,)
 _GCP_KEYS = {"gcp:project": "project", "gcp:region": "region"}
 
@@ -222,7 +223,7 @@ def load(project_dir: Path | None = None) -> StackConfig:
     values = model_values(merged, stack)
     problems = hf_token_problems(_hf_token_state())
     if applying():
-        problems += placeholder_problems(str(values.get("project", "")))
+        problems += placeholder_problems(str(values.get("project", ""))) + serve_placeholder(values.get("serve"))
     return validate(values, problems, project_dir)
 
 

@@ -14,7 +14,8 @@ its replicated jobs (`child_jobs`), for `make scan`: checkov does not know the
 JobSet kind and would check nothing inside its pod template. `--kueue` writes
 the stack's Kueue objects instead (manifests/kueue.py), one `<kind>-<name>.yaml`
 each; none for a stack without Kueue. `--compute-classes` writes an Autopilot
-stack's ComputeClasses, one per capacity ladder (manifests/compute_class.py).
+stack's ComputeClasses, one per capacity ladder (manifests/compute_class.py). `--serve` writes the
+model server's Deployment, Service and PriorityClass (`serve:`, manifests/serving.py).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+from admission.serving import serve_manifests
 from core.contract import SchedulingContract
 from manifests.staging import stack_staging_jobs
 from manifests.jobset import child_jobs
@@ -40,8 +42,9 @@ from tools.cli import guarded, stack_name
 from tools.files import WriteRefused
 from tools.yaml_files import to_yaml, write_manifests
 
-__all__ = ["compute_class_objects", "config_inputs", "explode_jobs", "kueue_objects", "run_manifests", "stack_compute_class_manifests",
-           "stack_inputs", "stack_kueue_manifests", "stack_manifests", "staging_jobs", "to_yaml", "write_manifests"]
+__all__ = ["compute_class_objects", "config_inputs", "explode_jobs", "kueue_objects", "run_manifests", "serve_objects",
+           "stack_compute_class_manifests", "stack_inputs", "stack_kueue_manifests", "stack_manifests",
+           "stack_serve_manifests", "staging_jobs", "to_yaml", "write_manifests"]
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -69,6 +72,12 @@ def staging_jobs(config: StackConfig) -> dict[str, dict]:
 def kueue_objects(config: StackConfig) -> dict[str, dict]:
     """The stack's Kueue objects by `<kind>-<name>`; empty when the stack installs no Kueue."""
     return kueue_manifests(config.kueue_flavors())
+
+
+def serve_objects(config: StackConfig) -> dict[str, dict]:
+    """The model server's objects by `<kind>-<name>` (admission/serving.py, the builders components/serving.py
+    applies); empty without `serve:`."""
+    return serve_manifests(config)
 
 
 def compute_class_objects(config: StackConfig) -> dict[str, dict]:
@@ -101,6 +110,10 @@ def stack_compute_class_manifests(stack: str, root: Path = ROOT) -> dict[str, di
     return compute_class_objects(reader.load_files(stack, root))
 
 
+def stack_serve_manifests(stack: str, root: Path = ROOT) -> dict[str, dict]:
+    return serve_objects(reader.load_files(stack, root))
+
+
 def shipped_stacks(root: Path = ROOT) -> list[str]:
     """Every shipped stack (tools/stacks.py `SHIPPED`), existing-cluster ones included: the goldens' stacks."""
     return stacks.shipped(root)
@@ -120,13 +133,16 @@ def _main(argv: list[str] | None) -> int:
     parser.add_argument("--kueue", action="store_true", help="write the stack's Kueue objects instead")
     parser.add_argument("--compute-classes", action="store_true",
                         help="write the stack's ComputeClasses (Autopilot ladders) instead")
+    parser.add_argument("--serve", action="store_true", help="write the stack's model server objects (serve:) instead")
     args = parser.parse_args(argv)
     try:
         config = reader.load_files(args.stack, ROOT)
     except ConfigError as err:
         print(err, file=sys.stderr)
         return 1
-    if args.compute_classes:
+    if args.serve:
+        manifests = serve_objects(config)
+    elif args.compute_classes:
         manifests = compute_class_objects(config)
     else:
         manifests = kueue_objects(config) if args.kueue else run_manifests(config)

@@ -128,3 +128,13 @@ def test_the_namespace_check_judges_what_it_read_and_says_what_it_could_not_read
     created = cfg.model_copy(update={"create_namespace": True})
     assert namespace_problems(created, facts)[0] == []  # a namespace the stack declares, it labels itself
     assert namespace_needs.enforced_level({}) == PRIVILEGED
+
+
+def test_the_model_server_s_pods_are_judged_with_the_runs():
+    sets = stack_pod_sets(config("a4"))
+    [served] = [s for s in sets if s.key == "serve"]
+    assert (served.name, served.count, served.jobs) == ("gemma4-sql", 1, 0)
+    assert served.pod["spec"]["containers"][0]["name"] == "vllm"
+    # vLLM on a GPU runs as uid 1000 with every capability dropped: the server asks no more than the run does.
+    needs = {s.key: n for s, n in zip(sets, level_needs(sets))}
+    assert needs["serve"].level == "restricted" and needs["serve"].refused == ()

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import dataclasses
 
-from core.names import RUNS_NAMESPACE, BucketLayout, trainer_service_account
+from core.names import RUNS_NAMESPACE, BucketLayout, export_prefix, trainer_service_account
 from manifests.run import PlatformFacts
+from manifests.serving import ServeFacts, server_manifests
 from stack.contracts import contract_for
 from stack.models import PoolConfig
 from stack.own_container import RunAs
 from stack.runs import RunConfig
+from stack.serving import ServeConfig
 
 _DIGEST = "sha256:" + "0" * 64
 FACTS = PlatformFacts(
@@ -64,3 +66,22 @@ RUNS = (
               command=("torchrun", "--nproc-per-node", "8", "train.py"), hf_token=True,
               run_as=RunAs(user=1000, group=1000)),
 )  # fmt: skip
+
+
+# A model server of each family (`serve:`): vLLM's TPU image on the single-host v6e, its GPU image on A4.
+SERVERS = (
+    (ServeConfig(run="gemma3-single-host", pool="v6e-1x1", image=f"vllm/vllm-tpu@{_DIGEST}"), "gemma3-270m"),
+    (ServeConfig(run="gemma4-sql-a4", pool="a4", image=f"vllm/vllm-openai@{_DIGEST}", max_model_len=16384),
+     "gemma4-31b"),
+)
+
+
+def serve_manifests() -> dict[str, dict]:
+    from trainers.gemma_jax.memory import shapes  # pylint: disable=import-outside-toplevel
+
+    found = {}
+    for serve, model in SERVERS:
+        facts = ServeFacts(bucket=FACTS.bucket, namespace=FACTS.namespace, service_account="example-server",
+                           export_prefix=export_prefix("example", serve.run), weights_bytes=shapes()[model].params * 2)
+        found.update(server_manifests(serve, CONTRACTS[serve.pool], facts))
+    return found

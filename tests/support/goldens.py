@@ -6,7 +6,8 @@ tests/golden/<stack>/<run>.yaml is what tools/render.py renders for
 Pulumi.<stack>.yaml, tests/golden/<stack>/kueue/<kind>-<name>.yaml its
 Kueue objects (none for a stack without Kueue), and
 tests/golden/<stack>/compute-classes/<kind>-<name>.yaml its ComputeClasses
-(Autopilot ladders only); tests/golden/examples/
+(Autopilot ladders only), tests/golden/<stack>/serve/<kind>-<name>.yaml its model
+server's objects (`serve:` only); tests/golden/examples/
 renders tests/support/examples.py, one run of every manifest shape the
 platform builds.
 """
@@ -18,13 +19,15 @@ from pathlib import Path
 
 from manifests.run import build_runs
 from tests.support import examples
-from tools.render import ROOT, shipped_stacks, stack_compute_class_manifests, stack_kueue_manifests, stack_manifests, staging_manifests, write_manifests
+from tools.render import (ROOT, shipped_stacks, stack_compute_class_manifests, stack_kueue_manifests, stack_manifests,
+                          stack_serve_manifests, staging_manifests, write_manifests)
 
 GOLDEN_DIR = ROOT / "tests" / "golden"
 EXAMPLES = "examples"
 DATASETS = "datasets"
 KUEUE = "kueue"
 COMPUTE_CLASSES = "compute-classes"
+SERVE = "serve"
 
 
 def example_manifests() -> dict[str, dict]:
@@ -48,12 +51,18 @@ def compute_class_manifests_for(stack: str) -> dict[str, dict]:
     return {} if stack == EXAMPLES else stack_compute_class_manifests(stack)
 
 
+def serve_manifests_for(stack: str) -> dict[str, dict]:
+    """The model server's objects: the stack's (`serve:`), or the examples' GPU and TPU servers."""
+    return examples.serve_manifests() if stack == EXAMPLES else stack_serve_manifests(stack)
+
+
 def update_goldens() -> list[Path]:
     paths = []
     for stack in [EXAMPLES, *shipped_stacks()]:
         paths += write_manifests(manifests_for(stack), GOLDEN_DIR / stack, whole_folder=True)
         paths += write_manifests(staging_for(stack), GOLDEN_DIR / stack / DATASETS, whole_folder=True)
-        for sub, objects in ((KUEUE, kueue_manifests_for(stack)), (COMPUTE_CLASSES, compute_class_manifests_for(stack))):
+        for sub, objects in ((KUEUE, kueue_manifests_for(stack)), (COMPUTE_CLASSES, compute_class_manifests_for(stack)),
+                             (SERVE, serve_manifests_for(stack))):
             sub_dir = GOLDEN_DIR / stack / sub
             if objects or sub_dir.is_dir():
                 paths += write_manifests(objects, sub_dir, whole_folder=True)

@@ -301,7 +301,9 @@ def test_the_plan_prints_each_run_s_requests_beside_the_node_s_allocatable(plans
     for row in plans[stack]["fit"]:
         line = next(l for l in text.splitlines() if l.strip().startswith(row["run"]) and f" {row['resource']} " in l)
         assert row["requested"] in line and row["allocatable"] in line and row["headroom"] in line
-    assert {r["run"] for r in plans[stack]["fit"]} == {r["name"] for r in plans[stack]["cost"]["runs"]}
+    served = plans[stack]["cost"].get("serve")
+    pods = {r["name"] for r in plans[stack]["cost"]["runs"]} | ({f"serve {served['run']}"} if served else set())
+    assert {r["run"] for r in plans[stack]["fit"]} == pods
 
 
 def test_plan_diff_of_one_trainers_change_leaves_the_other_trainers_runs_alone(tmp_path):
@@ -397,3 +399,14 @@ def test_the_plan_says_which_cluster_scoped_objects_a_deployed_stack_sees_rename
     assert "  workloadpriorityclass" not in text  # a run's label names it: its name stays
     assert "ladder-gemma3-single-host -> finetune-ladder-gemma3-single-host-" in render(plans["autopilot"])
     assert "Cluster-scoped names" not in render(plans["dev"])  # no Kueue, nothing renamed
+
+
+def test_the_plan_shows_the_model_server_s_objects_and_cost(plans):
+    served = plans["a4"]
+    assert served["cost"]["serve"] == {"run": "gemma4-sql", "pool": "a4", "replicas": 1, "capacity": "reservation",
+                                       "chips": 8, "usd_per_hour": 90.22, "usd_per_hour_low": 90.22}
+    text = render(served)
+    assert "serving run gemma4-sql's export, 1 server(s) of a VM each, while it runs (on the reservation" in text
+    assert sorted(served["serve"]) == ["deployment-serve-gemma4-sql", "priorityclass-finetune-serving",
+                                       "service-serve-gemma4-sql"]
+    assert plans["dev"]["cost"]["serve"] is None and plans["dev"]["serve"] == {}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -105,3 +106,67 @@ def test_a_failed_export_exits_with_its_own_code_and_the_launcher_keeps_it(gemma
         export_lib.export(script, training, 4, None)
     assert sorted(p.name for p in exported["out"].iterdir()) == checkpoints  # the checkpoints untouched
     assert launch.pick_exit_code(1, [exit_codes.EXPORT_FAILED, 0], False) == exit_codes.EXPORT_FAILED
+
+
+@pytest.fixture(scope="module")
+def served(exported):
+    """The export behind transformers' own OpenAI-compatible server (`transformers serve`) on the CPU, as vLLM
+    serves it on the cluster (manifests/serving.py): the exported directory, nothing else."""
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    from .conftest import _free_port, trainer_env
+
+    port = _free_port()
+    command = [str(Path(sys.executable).parent / "transformers"), "serve", str(exported["export"]),
+               "--host", "127.0.0.1", "--port", str(port), "--device", "cpu"]
+    server = subprocess.Popen(command, env=trainer_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    url = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            assert server.poll() is None, server.stdout.read()[-4000:]
+            try:
+                urllib.request.urlopen(f"{url}/models", timeout=2).read()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "transformers serve did not answer in 120 s"
+                time.sleep(0.5)
+        yield url
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def test_make_chat_s_client_talks_to_an_openai_compatible_server_of_the_export(served):
+    """What `make chat` sends (tools/model/chat.py: the OpenAI client's streamed chat completions, to the
+    model the server lists) is answered by a real OpenAI-compatible server of the trainer's export."""
+    from tools.model import chat
+
+    api = chat.client(served)
+    model = chat.served_model(api, "sql")  # transformers lists the directory; vLLM lists the run's name
+    out = io.StringIO()
+    messages = chat.conversation(api, model, ["List every order.", "And the customers?"], "You write SQL.", 8, out)
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "user", "assistant"]
+    assert all(m["content"] for m in messages)  # each answer streamed in, and kept for the next turn
+    assert out.getvalue() == "".join(f"{m['content']}\n" for m in messages if m["role"] == "assistant")
+
+
+def test_make_chat_answers_a_prompt_and_says_an_unreachable_server_in_one_line(served):
+    import subprocess
+    import sys
+
+    from .conftest import _free_port, trainer_env
+
+    answered = subprocess.run([sys.executable, "-m", "tools.model", "chat", "--url", served, "--prompt", "List every order.",
+                               "--max-tokens", "8"], env=trainer_env(), capture_output=True, text=True, timeout=120)
+    # An answer streamed, then the line's end (the tiny model's words may be whitespace).
+    assert answered.returncode == 0 and len(answered.stdout) > 1 and answered.stdout.endswith("\n"), answered.stderr
+    assert f"[{served}: model " in answered.stderr
+    closed = f"http://127.0.0.1:{_free_port()}/v1"
+    refused = subprocess.run([sys.executable, "-m", "tools.model", "chat", "--url", closed, "--prompt", "hi"],
+                             env=trainer_env(), capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 69 and "Traceback" not in refused.stderr
+    assert refused.stderr.startswith(f"model: {closed}: APIConnectionError")

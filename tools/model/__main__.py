@@ -1,4 +1,4 @@
-"""python -m tools.model download|generate ... (tools/model/__init__.py says what each does)."""
+"""python -m tools.model download|generate|chat ... (tools/model/__init__.py says what each does)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import re
 import sys
 from pathlib import Path
 
-from core.names import CHECKPOINT_PREFIX, legacy_prefix
+from core.names import CHECKPOINT_PREFIX, legacy_prefix, server_name
 from tools.cli import count, guarded, positive, stack_name
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,6 +44,14 @@ def _parse(argv):
     gen.add_argument("--max-new-tokens", type=positive, default=256)
     gen.add_argument("--device", default="auto", type=_device,
                      help="cpu, cuda, cuda:<n>, or auto (a GPU where there is one)")
+    talk = sub.add_parser("chat", help="talk to the stack's model server (`serve:`) with the OpenAI client")
+    talk.add_argument("--stack", type=stack_name)
+    talk.add_argument("--url", help="the server's base URL (.../v1) instead of a port-forward of its Service")
+    talk.add_argument("--prompt", help="one prompt, answered; default: a conversation typed here")
+    talk.add_argument("--system")
+    talk.add_argument("--max-tokens", type=positive, default=512)
+    talk.add_argument("--context", help="the kubeconfig context of the stack's cluster (default: the current one)")
+    talk.add_argument("--root", type=Path, default=ROOT, help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
 
@@ -116,6 +124,27 @@ def generate_command(args) -> int:
     return 0
 
 
+def chat_command(args) -> int:
+    from tools.model import chat  # pylint: disable=import-outside-toplevel
+
+    try:
+        if args.url:
+            return chat.chat(args.url, None, args.prompt, args.system, args.max_tokens)
+        if not args.stack:
+            return _fail("chat: set STACK=<stack> (or --url of a server)", 2)
+        config = _stack(args.stack, args.root)
+        if config.serve is None:
+            return _fail(f"stack {args.stack} declares no model server: add `serve: {{run: <a run with export:>, "
+                         "pool: <pool>, image: vllm/vllm-openai@sha256:...}`, and `make up`", EX_CONFIG)
+        with chat.port_forward(config.runs_namespace, server_name(config.serve.run), args.context) as url:
+            return chat.chat(url, config.serve.run, args.prompt, args.system, args.max_tokens)
+    except chat.ChatError as err:
+        return _fail(str(err), err.code)
+
+
+COMMANDS = {"download": download_command, "generate": generate_command, "chat": chat_command}
+
+
 def main(argv=None) -> int:
     args = _parse(argv)
     return guarded(f"model {args.command}", lambda: _main(args))
@@ -123,9 +152,7 @@ def main(argv=None) -> int:
 
 def _main(args) -> int:
     try:
-        if args.command == "download":
-            return download_command(args)
-        return generate_command(args)
+        return COMMANDS[args.command](args)
     except SystemExit as done:
         return int(done.code or 0)
     except KeyboardInterrupt:

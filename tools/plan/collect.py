@@ -122,10 +122,20 @@ def collect(stack: str, root: Path = ROOT, secrets: tuple[str, ...] = ()) -> dic
         "manifests": mask(declared),
         "kueue": _kueue_objects(config),
         "renamed": _renamed(config),
+        "serve": _serve_objects(config),
         "access": _access(config, deployment),
         "google": google,
         "pod_security": _pod_security(config),
     }
+
+
+def _serve_objects(config) -> dict:
+    """The model server's objects (`serve:`), as the program declares them; none in a tree from before it."""
+    try:
+        serving = importlib.import_module("admission.serving")
+    except ImportError:
+        return {}
+    return mask(serving.serve_manifests(config))
 
 
 def _collisions(stack: str, config, root: Path, reader) -> list[str]:

@@ -73,10 +73,24 @@ def cost(config) -> dict[str, Any]:
     return {
         "pools": pools,
         "runs": runs,
+        "serve": serve_row(config, by_pool),
         "ladders": ladders(config, by_pool),
         "total_usd_per_hour": round(sum(p["usd_per_hour"] for p in pools), 2),
         "total_usd_per_hour_low": round(sum(p["usd_per_hour_low"] for p in pools), 2),
     }
+
+
+def serve_row(config, by_pool: Mapping[str, Mapping]) -> dict[str, Any] | None:
+    """The model server's $/hour: a VM of its pool per server (single-host pools: a VM is a slice), at the pool's
+    capacity; None without `serve:`."""
+    serve = getattr(config, "serve", None)
+    if serve is None or serve.pool not in by_pool:
+        return None
+    pool = by_pool[serve.pool]
+    per_vm = (pool["usd_per_hour_low"] / pool["vms"], pool["usd_per_hour"] / pool["vms"])
+    return {"run": serve.run, "pool": serve.pool, "replicas": serve.replicas, "capacity": pool["capacity"],
+            "chips": pool["chips"] // pool["vms"] * serve.replicas,
+            "usd_per_hour": round(per_vm[1] * serve.replicas, 2), "usd_per_hour_low": round(per_vm[0] * serve.replicas, 2)}
 
 
 def ladders(config, by_pool: Mapping[str, Mapping]) -> list[dict[str, Any]]:
@@ -163,6 +177,13 @@ def render_cost(cost_data: Mapping) -> list[str]:
                 f"  {r['name']:<24} {r['trainer']:<10} {r['pool']:<20} {r['slices']:>6} {r['vms']:>4} "
                 f"{r['chips']:>5} {money(r.get('usd_per_hour_low', r['usd_per_hour']), r['usd_per_hour']):>13}{note}"
             )
+    serve = cost_data.get("serve")
+    if serve:
+        price = money(serve["usd_per_hour_low"], serve["usd_per_hour"])
+        lines += ["", f"  {'server (serve:)':<24} {'vLLM':<10} {serve['pool']:<20} {'':>6} {serve['replicas']:>4} "
+                  f"{serve['chips']:>5} {price:>13}",
+                  f"  serving run {serve['run']}'s export, {serve['replicas']} server(s) of a VM each, while it runs"
+                  + (" (on the reservation, paid anyway)" if serve["capacity"] == "reservation" else "")]
     if cost_data.get("ladders"):
         lines += ["", "  Capacity ladders ($/hour of each rung's pool at full size, at its capacity's price)"]
         lines += render_ladders(cost_data["ladders"])

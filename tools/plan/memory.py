@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from admission import accelerator_memory
+from admission import accelerator_memory, serving
 from stack.config import StackConfig
 
 
@@ -22,11 +22,19 @@ def memory_rows(config: StackConfig, manifests: Mapping[str, Mapping]) -> list[d
         if found is None:
             rows.append({"run": run.name, "state": "own container" if run.trainer is None else "not estimated"})
             continue
-        rows.append({"run": run.name, "state": "known", "model": found.model, "pool": found.pool,
-                     "needed_gib": found.needed_gib, "offered_gib": found.offered_gib, "margin_gib": found.margin_gib,
-                     "how": found.how, "host_needed_gib": found.host_needed_gib,
-                     "host_offered_gib": found.host_offered_gib, "fits": found.fits, "tight": found.tight})
+        rows.append(_row(run.name, found))
+    if getattr(config, "serve", None) is not None:  # the model server (admission/serving.py)
+        rows.append(_row(f"serve {config.serve.run}", serving.chip_memory(config)))
     return rows
+
+
+def _row(name: str, found) -> dict[str, Any]:
+    if found is None:
+        return {"run": name, "state": "not estimated"}
+    return {"run": name, "state": "known", "model": found.model, "pool": found.pool, "needed_gib": found.needed_gib,
+            "offered_gib": found.offered_gib, "margin_gib": found.margin_gib, "how": found.how,
+            "host_needed_gib": found.host_needed_gib, "host_offered_gib": found.host_offered_gib, "fits": found.fits,
+            "tight": found.tight}
 
 
 def render_memory(rows: list[Mapping]) -> list[str]:

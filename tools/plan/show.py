@@ -61,17 +61,18 @@ def render_pod_security(found: Mapping) -> list[str]:
 
 
 def write_manifests(plan: Mapping, out_dir: Path, adopt: bool = False) -> list[Path]:
-    """The run manifests in `out_dir`, and the Kueue objects in `out_dir`/kueue/ (removed when none): only
-    files the plan wrote there before are removed or written over (tools/files.py; `adopt`: the plan's own
-    default folder)."""
-    kueue_dir = out_dir / "kueue"
+    """The run manifests in `out_dir`, the Kueue objects in `out_dir`/kueue/ and the model server's in
+    `out_dir`/serve/ (each folder removed when it has none): only files the plan wrote there before are
+    removed or written over (tools/files.py; `adopt`: the plan's own default folder)."""
     written = render_files(plan["manifests"], out_dir, adopt)
-    if plan.get("kueue") or kueue_dir.is_dir():
-        written += render_files(plan.get("kueue", {}), kueue_dir, adopt)
-    if not plan.get("kueue") and only_manifest_left(kueue_dir):
-        for leftover in kueue_dir.iterdir():
-            leftover.unlink()
-        kueue_dir.rmdir()
+    for sub in ("kueue", "serve"):
+        sub_dir = out_dir / sub
+        if plan.get(sub) or sub_dir.is_dir():
+            written += render_files(plan.get(sub, {}), sub_dir, adopt)
+        if not plan.get(sub) and only_manifest_left(sub_dir):
+            for leftover in sub_dir.iterdir():
+                leftover.unlink()
+            sub_dir.rmdir()
     return written
 
 
