@@ -53,16 +53,19 @@ def run_spec(run) -> formats.Spec | None:
         return None
 
 
-def local_data(config: StackConfig, run) -> LocalData | None:
-    """What `run` reads from a `path:` dataset of the stack; None for data from elsewhere."""
+def local_data(config: StackConfig, run, root: Path | None = None) -> LocalData | None:
+    """What `run` reads from a `path:` dataset of the stack; None for data from elsewhere. A `path:` is
+    relative to the project's directory, `root` (default: the current directory, where the CLI runs the
+    program)."""
     if run.trainer is None or not run.data:
         return None
     name, _, rest = posixpath.normpath(run.data).partition("/")
     dataset = next((d for d in config.datasets if d.name == name and d.path), None)
     spec = run_spec(run)
-    if dataset is None or spec is None or not Path(dataset.path).exists():
+    root = root or Path.cwd()
+    if dataset is None or spec is None or not (root / dataset.path).exists():
         return None
-    files = [(f"{name}/{below}", path) for below, path in dataset.local_files()
+    files = [(f"{name}/{below}", path) for below, path in dataset.local_files(root)
              if path.suffix.lower() in records.SUFFIXES
              and (not rest or rest in (".", below) or below.startswith(rest.rstrip("/") + "/"))]
     return LocalData(name, tuple(files), spec)

@@ -10,6 +10,7 @@ import pytest
 from admission import local_data
 from stack.problems import ConfigError
 from stack.reader import load_files
+from tests.support.checkout import linked_checkout
 from tests.support.pulumi_harness import ROOT, declared_before_error, run_stack
 
 JOBSET = "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"
@@ -22,8 +23,15 @@ def _write(path, rows):
     return path
 
 
+@pytest.fixture
+def tree(tmp_path):
+    """A checkout of its own: a `path:` dataset lies inside the project (data/), where the program runs."""
+    return linked_checkout(tmp_path)
+
+
 def _overrides(path, data="tickets", **run):
-    return {"gke-finetune:datasets": [{"name": "tickets", "path": str(path)}],
+    """The dev stack's run reading dataset `tickets` at `path`, a folder data/<name> of a checkout."""
+    return {"gke-finetune:datasets": [{"name": "tickets", "path": path.relative_to(path.parents[1]).as_posix()}],
             "gke-finetune:runs": [{"name": "chat", "trainer": "gemma-jax", "pool": "v6e-1x1", "data": data,
                                    "format": "conversational", "args": ["--batch_size", "32"], **run}]}
 
@@ -36,9 +44,9 @@ def _overrides(path, data="tickets", **run):
     ({"messages": [{"role": "user", "content": "Hi"}]}, "tickets/train.jsonl:2: column 'messages' ends with a "
                                                         "user message"),
 ])  # fmt: skip
-def test_a_bad_row_in_the_first_rows_is_refused_before_the_upload_is_declared(tmp_path, row, expected):
-    path = _write(tmp_path / "tickets" / "train.jsonl", [GOOD, row, GOOD])
-    declared, err = declared_before_error("dev", overrides=_overrides(tmp_path / "tickets"))
+def test_a_bad_row_in_the_first_rows_is_refused_before_the_upload_is_declared(tree, row, expected):
+    path = _write(tree / "data" / "tickets" / "train.jsonl", [GOOD, row, GOOD])
+    declared, err = declared_before_error("dev", overrides=_overrides(tree / "data" / "tickets"), root=tree)
     assert isinstance(err, ConfigError) and declared.resources == []
     [problem] = [p for p in err.problems if p.startswith("runs[0].data")]
     assert problem.startswith(f"runs[0].data: 'tickets' on run 'chat' (format conversational): {expected}"), problem
@@ -46,35 +54,36 @@ def test_a_bad_row_in_the_first_rows_is_refused_before_the_upload_is_declared(tm
     assert path.exists()
 
 
-def test_only_the_files_the_run_reads_are_checked_and_a_column_mapping_applies(tmp_path):
-    folder = tmp_path / "tickets"
+def test_only_the_files_the_run_reads_are_checked_and_a_column_mapping_applies(tree):
+    folder = tree / "data" / "tickets"
     _write(folder / "train.jsonl", [{"chat": GOOD["messages"]}])
     _write(folder / "other" / "notes.jsonl", [{"unrelated": 1}])  # in the dataset, not read by the run
-    deployed = run_stack("dev", overrides=_overrides(folder, data="tickets/train.jsonl", columns={"messages": "chat"}))
+    deployed = run_stack("dev", root=tree,
+                         overrides=_overrides(folder, data="tickets/train.jsonl", columns={"messages": "chat"}))
     assert deployed.of_type(JOBSET)
-    declared, err = declared_before_error("dev", overrides=_overrides(folder, data="tickets"))
+    declared, err = declared_before_error("dev", overrides=_overrides(folder, data="tickets"), root=tree)
     assert isinstance(err, ConfigError)
     bad = [p for p in err.problems if p.startswith("runs[0].data")]
     assert any("tickets/other/notes.jsonl:1: column 'messages' is missing" in p for p in bad), bad
     assert any("tickets/train.jsonl:1: column 'messages' is missing" in p for p in bad), bad
 
 
-def test_a_file_that_is_not_json_lines_and_a_path_naming_no_data_file_are_refused(tmp_path):
-    folder = tmp_path / "tickets"
+def test_a_file_that_is_not_json_lines_and_a_path_naming_no_data_file_are_refused(tree):
+    folder = tree / "data" / "tickets"
     _write(folder / "train.jsonl", [GOOD])
     (folder / "train.jsonl").write_text(json.dumps(GOOD) + "\n{not json\n")
-    _, err = declared_before_error("dev", overrides=_overrides(folder))
+    _, err = declared_before_error("dev", overrides=_overrides(folder), root=tree)
     assert any("tickets/train.jsonl: can't be read as records after row 1: " in p and "line 2 is not JSON" in p
                for p in err.problems), err.problems
-    _, err = declared_before_error("dev", overrides=_overrides(folder, data="tickets/valid.jsonl"))
+    _, err = declared_before_error("dev", overrides=_overrides(folder, data="tickets/valid.jsonl"), root=tree)
     assert any(p.startswith("runs[0].data: 'tickets/valid.jsonl' on run 'chat' names no data file of dataset "
                             "'tickets'") for p in err.problems), err.problems
 
 
-def test_only_the_first_rows_are_read_by_the_plan(tmp_path):
+def test_only_the_first_rows_are_read_by_the_plan(tree):
     rows = [GOOD] * 100 + [{"text": "row 101 is read by make check-data, not by the plan"}]
-    _write(tmp_path / "tickets" / "train.jsonl", rows)
-    assert run_stack("dev", overrides=_overrides(tmp_path / "tickets")).of_type(JOBSET)
+    _write(tree / "data" / "tickets" / "train.jsonl", rows)
+    assert run_stack("dev", overrides=_overrides(tree / "data" / "tickets"), root=tree).of_type(JOBSET)
     config = load_files("dev", ROOT)
     run = config.runs[0]
     assert local_data.local_data(config, run) is None  # the shipped stack's data is staged in the cluster

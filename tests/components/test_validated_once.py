@@ -29,7 +29,9 @@ LAYERS = ("core", "stack", "manifests", "admission", "components", "tools")
 NOT_IN_THE_PROGRAM = {
     "stack.global_names.collision_problems": "make plan's, across the checkout's stack files (tools/plan/collect.py)",
     "stack.rules.placeholder_problems": "only when `pulumi up` applies (stack/reader.py `applying`)",
-    "stack.datasets._path_problems": "only for a `path:` dataset, which no shipped stack has (a case below)",
+    "stack.serving.placeholder_problems": "only when `pulumi up` applies (stack/reader.py `applying`)",
+    "stack.sharing._quota_problems": "only for a pool's `quota:` share, which no shipped stack sets",
+    "stack.run_env._ref_problems": "only for an `env:` value from a Secret, which no shipped stack has",
 }
 
 
@@ -96,9 +98,9 @@ def test_make_plan_validates_the_stack_once(monkeypatch):
     validated: Counter = Counter()
     validate = reader.validate
 
-    def counting(values, extra=None):
+    def counting(values, *args, **kwargs):
         validated[values.get("stack")] += 1
-        return validate(values, extra)
+        return validate(values, *args, **kwargs)
 
     monkeypatch.setattr(reader, "validate", counting)
     collect("tpu-queued")

@@ -23,10 +23,11 @@ def _stack(tmp_path, rows, run=None, dataset=None, base="dev"):
     data.parent.mkdir()
     data.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows))
     doc = yaml.safe_load((ROOT / f"Pulumi.{base}.yaml").read_text())
-    doc["config"]["gke-finetune:datasets"] = [dataset or {"name": "tickets", "path": str(data.parent)}]
+    doc["config"]["gke-finetune:datasets"] = [dataset or {"name": "tickets", "path": "tickets"}]  # inside the project, as paths must be
     doc["config"]["gke-finetune:runs"] = [{"name": "chat", "trainer": "gemma-jax", "pool": "v6e-1x1",
                                            "data": "tickets", "format": "conversational",
                                            "args": ["--batch_size", "8", "--eval_stories", "4"], **(run or {})}]
+    doc["config"].pop("gke-finetune:serve", None)  # it names a run of the copied stack, replaced here
     (tmp_path / "Pulumi.t.yaml").write_text(yaml.safe_dump(doc))
     return tmp_path
 

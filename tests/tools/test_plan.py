@@ -407,6 +407,7 @@ def test_the_plan_shows_the_model_server_s_objects_and_cost(plans):
                                        "chips": 8, "usd_per_hour": 90.22, "usd_per_hour_low": 90.22}
     text = render(served)
     assert "serving run gemma4-sql's export, 1 server(s) of a VM each, while it runs (on the reservation" in text
-    assert sorted(served["serve"]) == ["deployment-serve-gemma4-sql", "priorityclass-finetune-serving",
+    from core.names import cluster_scoped
+    assert sorted(served["serve"]) == ["deployment-serve-gemma4-sql", f"priorityclass-{cluster_scoped('finetune', 'serving')}",
                                        "service-serve-gemma4-sql"]
     assert plans["dev"]["cost"]["serve"] is None and plans["dev"]["serve"] == {}

@@ -36,6 +36,8 @@ def _load(stack: str, root: Path):
     from stack.problems import ConfigError  # pylint: disable=import-outside-toplevel
     from stack.reader import load_files  # pylint: disable=import-outside-toplevel
 
+    if not (root / f"Pulumi.{stack}.yaml").is_file():
+        return f"stack {stack}: no stack file Pulumi.{stack}.yaml in {root}", EX_NOINPUT
     try:
         return load_files(stack, root), 0
     except FileNotFoundError as err:
@@ -53,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     from tqdm import tqdm  # pylint: disable=import-outside-toplevel
 
     with tqdm(unit=" rows", disable=args.quiet or not sys.stderr.isatty(), desc=args.run) as bar:
-        code, report = check(config, args.run, args.limit, args.examples, progress=bar.update)
+        code, report = check(config, args.run, args.limit, args.examples, progress=bar.update, root=args.root)
     if args.json:
         print(json.dumps(report, indent=2))
     elif "error" in report:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from admission import local_data
@@ -58,13 +59,14 @@ def marked(spec: formats.Spec, read: formats.Record) -> list[tuple[str, bool]]:
 
 
 def check(config, run_name: str, limit: int = 20, examples: int = 3,
-          progress: Callable[[int], None] | None = None) -> tuple[int, dict[str, Any]]:
-    """(exit code, report) for one run of a loaded stack."""
+          progress: Callable[[int], None] | None = None, root: Path | None = None) -> tuple[int, dict[str, Any]]:
+    """(exit code, report) for one run of a loaded stack whose project directory is `root` (default: the
+    current one)."""
     run = next((r for r in config.runs if r.name == run_name), None)
     if run is None:
         return EX_NOINPUT, {"error": f"run {run_name!r} is not one of stack {config.stack}'s runs: "
                                      f"{', '.join(r.name for r in config.runs) or '(none)'}"}
-    data = local_data.local_data(config, run)
+    data = local_data.local_data(config, run, root)
     if data is None:
         why = ("runs its own container, which reads its own data" if run.trainer is None else
                f"reads {_source_of(config, run)}, staged in the cluster and not read on this machine: "
