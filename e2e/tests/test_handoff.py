@@ -68,6 +68,11 @@ def _platform_namespace(kube, gpus: str) -> None:
                 "spec": {"limits": [{"type": "Container", "max": {"memory": "6Ti", "cpu": "300"}}]}})
 
 
+# The a4 stack's run through Kueue; its model server (`serve:`) is left out, since a server may not take a
+# pool whose capacity Kueue's quota counts (stack/serving.py).
+NO_SERVER = {"gke-finetune:serve": None}
+
+
 def _queued_runs() -> list[dict]:
     """The a4 stack's run, through Kueue (a priority)."""
     runs = yaml.safe_load((ROOT / f"Pulumi.{BASE}.yaml").read_text())["config"]["gke-finetune:runs"]
@@ -85,7 +90,7 @@ def _platform(objects: StackObjects) -> StackObjects:
 
 @pytest.fixture(scope="module")
 def handed(state_root):
-    shipped = stack_objects(BASE, overrides_json=json.dumps({"gke-finetune:runs": _queued_runs()}))
+    shipped = stack_objects(BASE, overrides_json=json.dumps({"gke-finetune:runs": _queued_runs(), **NO_SERVER}))
     with control_plane(state_root / "handoff", LIFETIME) as cp:
         kube = cp.client()
         install_stack(cp, kube, _platform(shipped), platform_only=True)
@@ -93,6 +98,7 @@ def handed(state_root):
         deployer = cp.user_kubeconfig(cp.state / "deployer.kubeconfig", DEPLOYER)
         made = engine(cp.tools, state_root / "handoff" / "pulumi", STACK, deployer)
         config = existing_cluster_config(BASE, str(deployer), namespace=NAMESPACE, create_namespace=False)
+        config.pop("gke-finetune:serve", None)
         made.write_stack({**config, "gke-finetune:runs": _queued_runs()})
         yield cp, kube, made
 
