@@ -113,3 +113,10 @@ def run(cmd: list[str], timeout: int = 300, **env) -> subprocess.CompletedProces
 
 def tail(proc, n: int = 4000) -> str:
     return proc.output[-n:]
+
+
+def pytest_collection_modifyitems(config, items):
+    """The real-weight tests (Gemma 3 270M, minutes each) first: `make test`'s xdist workers take whole files in
+    collection order (--dist loadfile), so the longest file starts at once on one worker while the other
+    takes the rest, instead of running last while the other waits."""
+    items.sort(key=lambda item: item.path.name != "test_real_weights.py")  # stable: the rest keep their order
