@@ -56,14 +56,27 @@ def matching_pool(pools: list[dict], selector: dict[str, str]) -> dict | None:
     return None
 
 
+def resize_request_name(pr_name: str) -> str:
+    """The name GKE gives the request's resize request, which nodes carry as a label and the pods select
+    (`ResizeRequestName`, copied into a node selector by the stacks' ProvisioningRequestConfig): a label
+    value, at most 63 characters, while Kueue names a ProvisioningRequest `<workload>-<check>-<attempt>`
+    up to an object name's length (kueue v0.19.2 pkg/controller/admissionchecks/provisioning,
+    ProvisioningRequestName). A longer name is cut and given a hash of the whole, as a Compute Engine
+    resource name is bounded."""
+    if len(pr_name) <= 63:
+        return pr_name
+    return f"{pr_name[:54].rstrip('-')}-{zlib.crc32(pr_name.encode()):08x}"
+
+
 def provision(kube: Kube, pr: dict, pool: dict) -> list[str]:
     name = pr["metadata"]["name"]
+    resize = resize_request_name(name)
     created = []
     for index, template in enumerate(pool["nodes"]):
         node = copy.deepcopy(template)
         node_name = f"{template['metadata']['name'][:40]}-{zlib.crc32(name.encode()):08x}-{index}"
         node["metadata"]["name"] = node_name
-        node["metadata"]["labels"].update({PROVISIONING_REQUEST_LABEL: name, "kubernetes.io/hostname": node_name})
+        node["metadata"]["labels"].update({PROVISIONING_REQUEST_LABEL: resize, "kubernetes.io/hostname": node_name})
         if kube.find("v1", "Node", node_name) is None:
             kube.create(node)
         created.append(node_name)
@@ -75,7 +88,7 @@ def provision(kube: Kube, pr: dict, pool: dict) -> list[str]:
             for t, r, m in (("Accepted", "Accepted", "request accepted"),
                             ("Provisioned", "Provisioned", f"nodes {', '.join(created)} provisioned"))
         ],
-        "provisioningClassDetails": {RESIZE_DETAIL: name},
+        "provisioningClassDetails": {RESIZE_DETAIL: resize},
     }
     kube.patch_status(PR_API, "ProvisioningRequest", name, pr["metadata"]["namespace"], status)
     return created

@@ -23,6 +23,7 @@ from admission import pod_security, quota
 from admission.namespace_needs import level_needs, stack_pod_sets
 from admission.pod_security import ENFORCE_LABEL, LEVELS
 from core import quantity
+from core.names import server_service_account
 from e2e.harness import fuse_sidecar
 from e2e.harness.kube import ApiError, wait_for
 from e2e.harness.session import control_plane
@@ -34,8 +35,9 @@ from tools.offline import SHIPPED_STACKS
 
 POLICY_REPORT = Report("namespace policy")
 TOOLS = ("etcd", "kubernetes", "kwok")
-# The service accounts the stacks' pods name: the ServiceAccount admission plugin wants them to exist.
-ACCOUNTS = ("trainer", "stager")
+# The service accounts the stacks' pods name (the trainer's, the stager's, the model server's): the
+# ServiceAccount admission plugin wants them to exist.
+ACCOUNTS = ("trainer", "stager", "server")
 
 
 def _pod(template: dict, name: str, namespace: str) -> dict:
@@ -52,7 +54,7 @@ def _create(kube, pod: dict, dry_run: bool = True) -> None:
 def _namespace(kube, name: str, labels: dict, stacks: list) -> None:
     kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}})
     for config in stacks:
-        for account in (config.trainer_account, config.stager_account):
+        for account in (config.trainer_account, config.stager_account, server_service_account(config.stack)):
             kube.apply({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": account, "namespace": name}})
 
 
