@@ -30,6 +30,7 @@ from e2e.harness.session import control_plane
 from e2e.harness.tools import ROOT
 from e2e.tests.reports import Report
 from e2e.tests.settings import LIFETIME
+from manifests.serving import priority_class
 from stack import reader
 from tools.offline import SHIPPED_STACKS
 
@@ -56,6 +57,8 @@ def _namespace(kube, name: str, labels: dict, stacks: list) -> None:
     for config in stacks:
         for account in (config.trainer_account, config.stager_account, server_service_account(config.stack)):
             kube.apply({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": account, "namespace": name}})
+        if config.serve is not None:  # the server's pods name the stack's PriorityClass (the Priority plugin)
+            kube.apply(priority_class(config.runs_namespace))
 
 
 @pytest.fixture(scope="module")
