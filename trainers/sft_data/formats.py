@@ -269,6 +269,12 @@ def read_record(spec: Spec, record: Mapping, row: int) -> Record:
     return read
 
 
+def read_prompt_record(spec: Spec, record: Mapping, row: int) -> Record:
+    """The record for inference (a generation check, a prompt whose answer is to come): read as
+    `read_record` reads it, without the rules about what training would learn from its answer."""
+    return _read_record(spec, record, row)
+
+
 def _trl_divergence(spec: Spec, read: Record, row: int) -> None:
     if read.chat:
         trained = [(i, m) for i, m in enumerate(read.messages) if i >= read.trained_from]

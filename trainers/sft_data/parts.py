@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from trainers.sft_data.formats import TRAINED_ROLE, FormatError, Render, Spec, TemplateProblem, read_record
+from trainers.sft_data.formats import (TRAINED_ROLE, FormatError, Render, Spec, TemplateProblem, read_prompt_record,
+                                       read_record)
 
 # An answer no template prints by itself, whose rendering shows what a template puts around an answer.
 _PROBE = "ANSWERPROBE7193"
@@ -135,8 +136,9 @@ def example(spec: Spec, record: Mapping, render: Render | None, row: int = 0) ->
 
 def prompt_and_answer(spec: Spec, record: Mapping, row: int = 0) -> tuple[list[dict] | str, str]:
     """What inference is given (the messages before the last assistant turn, or the plain prompt) and the
-    reference answer, for a generation check on held-out records."""
-    read = read_record(spec, record, row)
+    reference answer, for a generation check on held-out records (or a prompt whose answer is to come:
+    an empty answer is no training here)."""
+    read = read_prompt_record(spec, record, row)
     if read.chat:
         return list(read.messages[:-1]), read.messages[-1]["content"]
     if len(read.plain) != 2:
