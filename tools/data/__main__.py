@@ -40,8 +40,6 @@ def _load(stack: str, root: Path):
         return f"stack {stack}: no stack file Pulumi.{stack}.yaml in {root}", EX_NOINPUT
     try:
         return load_files(stack, root), 0
-    except FileNotFoundError as err:
-        return f"stack {stack}: {err}", EX_NOINPUT
     except ConfigError as err:
         return f"stack {stack}: {err}", EX_CONFIG
 
