@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 import real_weights
-from gemma_jax_helpers import REPO, base_args, cpu_env, make_story, run_train, write_tinystories
+from gemma_jax_helpers import REPO, base_args, cpu_env, load_params, make_story, max_abs_diff, run_train, write_tinystories
 from tests.support.own_data_rows import conversation, prompt_completion
 from trainers.gemma_jax import hf
 
@@ -57,6 +57,8 @@ def _args(real, ckpt, **overrides):
         "steps": 1,
         "learning_rate": 1e-5,
         "save_every": 1,
+        # One step kept: a float32 step of the 270M with its optimizer state is over 3 GB on disk.
+        "keep_checkpoints": 1,
         "param_dtype": "float32",
     }
     kw.update(overrides)
@@ -100,39 +102,6 @@ def test_hf_to_gemma_and_back_is_exact(real):
     assert all(np.array_equal(back[k], tensors[k]) for k in tensors)
 
 
-def test_init_from_hf_first_loss_matches_transformers_and_export_loads(real):
-    d = real["dir"]
-    inspect = run_train(_args(real, d / "inspect", inspect_batches=1, inspect_out=d / "b.npz"))
-    assert inspect.returncode == 0, inspect.stdout + inspect.stderr
-    res = run_train(_args(real, d / "ckpt", export_hf=d / "export"), timeout=1500)
-    assert res.returncode == 0, res.stdout + res.stderr
-    first = float(re.search(r"\[train\] step 1 loss=([0-9.]+)", res.stdout).group(1))
-    assert re.search(r"\[eval\] step 0 loss=", res.stdout)
-    print(res.stdout)
-    # Pretrained weights on simple English: far below a uniform guess.
-    assert first < 0.5 * math.log(262144), first
-    reference = real_weights.transformers_loss(real["hf"], str(d / "b.npz"))
-    print(f"trainer {first:.6f} transformers {reference['loss']:.6f} on {reference['targets']} targets")
-    assert abs(first - reference["loss"]) <= TOLERANCE
-
-    # The export of step 1: the trained weights, exactly, in float32 ...
-    _, exported = hf.read_dir(str(d / "export"))
-    from gemma_jax_helpers import load_params  # pylint: disable=g-import-not-at-top
-
-    params = load_params(str(d / "ckpt"), 1)
-    from trainers.gemma_jax import model as model_lib  # pylint: disable=g-import-not-at-top
-
-    cfg = model_lib.build_model("gemma3-270m", 0, "float32", 0).config
-    expected = hf.from_gemma(params, cfg)
-    assert all(np.array_equal(exported[k], expected[k]) for k in expected)
-    # ... which transformers loads and scores as the trainer does.
-    trained = _jax_loss(str(d / "ckpt"), 1, str(d / "b.npz"))
-    loaded = real_weights.transformers_loss(str(d / "export"), str(d / "b.npz"))
-    print(f"after one step: trainer {trained:.6f} transformers on the export {loaded['loss']:.6f}")
-    assert abs(trained - loaded["loss"]) <= TOLERANCE
-    assert trained != pytest.approx(first, abs=1e-7)  # the step did change the weights
-
-
 # --- your own data on the real weights: a conversational set and a prompt-completion set --------------
 
 OWN_DATA = {
@@ -141,7 +110,7 @@ OWN_DATA = {
                                                "prompt_template": "{question}"}),
 }
 
-RESUMED_KIND = "conversational"  # the set the exact resume is shown on
+RESUMED_KIND = "conversational"  # the set the exact resume and the export are shown on
 
 # The GPU trainer's tokenization of the same records (transformers' tokenizer, TRL's Gemma 3 template).
 _GPU_TOKENS = """
@@ -193,30 +162,39 @@ def test_own_data_masks_loss_resume_and_export_on_real_weights(real, kind, tmp_p
     kw = {"datacount": 180, "eval_stories": 8, "maxlen": 160, "learning_rate": 1e-4, "save_every": 3, **flags}
     inspect = run_train(_args(real, d / "inspect", inspect_batches=1, inspect_out=d / "b.npz", data_path=data, **kw))
     assert inspect.returncode == 0, inspect.stdout + inspect.stderr
-    whole = run_train(_args(real, d / "whole", steps=6, export_hf=d / "export", data_path=data, **kw), timeout=2400)
+    # Resume and export are the same code for every format (a format only changes how a record becomes ids and
+    # a loss mask, checked above token by token): they are shown once, on the multi-turn chats.
+    shown_once = kind == RESUMED_KIND
+    export = {"export_hf": d / "export"} if shown_once else {}
+    whole = run_train(_args(real, d / "whole", steps=6, data_path=data, **export, **kw), timeout=2400)
     assert whole.returncode == 0, whole.stdout + whole.stderr
     assert "[train] done: 6 steps" in whole.stdout, whole.stdout
     first = float(re.search(r"\[train\] step 1 loss=([0-9.]+)", whole.stdout).group(1))
+    assert re.search(r"\[eval\] step 0 loss=", whole.stdout)  # the base model's held-out loss, before training
     evals = [float(x) for x in re.findall(r"\[eval\] step \d+ loss=([0-9.]+)", whole.stdout)]
     print(f"{kind}: first step loss {first:.4f}; held-out loss {evals[0]:.4f} -> {evals[-1]:.4f}")
+    # Pretrained weights on simple English: far below a uniform guess over the vocabulary.
+    assert first < 0.5 * math.log(262144), first
     assert evals[-1] < 0.7 * evals[0], evals
     # The first step's loss is transformers' on the same batch, the loss mask applied.
     reference = real_weights.transformers_loss(real["hf"], str(d / "b.npz"))
     assert abs(first - reference["loss"]) <= TOLERANCE, (first, reference)
 
-    if kind == RESUMED_KIND:
-        # A format only changes how a record becomes ids and a loss mask (checked above, token by token);
-        # the packed examples, their iterator's checkpointed position and the restored state are the same
-        # code for every format, so the exact resume is shown once, on the multi-turn chats.
-        half = run_train(_args(real, d / "resumed", steps=3, data_path=data, **kw), timeout=2400)
-        assert half.returncode == 0, half.stdout + half.stderr
-        rest = run_train(_args(real, d / "resumed", steps=6, data_path=data, **kw), timeout=2400)
-        assert rest.returncode == 0 and "resumed from step 3" in rest.stdout, rest.stdout + rest.stderr
-        from gemma_jax_helpers import load_params, max_abs_diff  # pylint: disable=g-import-not-at-top
+    if not shown_once:
+        return  # the prompt-completion set: its ids, mask, first loss and learning are shown above
+    half = run_train(_args(real, d / "resumed", steps=3, data_path=data, **kw), timeout=2400)
+    assert half.returncode == 0, half.stdout + half.stderr
+    rest = run_train(_args(real, d / "resumed", steps=6, data_path=data, **kw), timeout=2400)
+    assert rest.returncode == 0 and "resumed from step 3" in rest.stdout, rest.stdout + rest.stderr
+    assert max_abs_diff(load_params(str(d / "whole"), 6), load_params(str(d / "resumed"), 6)) == 0
 
-        assert max_abs_diff(load_params(str(d / "whole"), 6), load_params(str(d / "resumed"), 6)) == 0
-
-    # The export: transformers loads it and finds the trainer's own (masked) loss of the trained weights.
+    # The export of step 6: the trained weights, exactly, in float32 ...
+    _, exported = hf.read_dir(str(d / "export"))
+    expected = hf.from_gemma(load_params(str(d / "whole"), 6), model_lib.build_model("gemma3-270m", 0, "float32", 0).config)
+    assert set(exported) == set(expected) and all(np.array_equal(exported[k], expected[k]) for k in expected)
+    del exported, expected
+    # ... which transformers loads, finding the trainer's own (masked) loss of the trained weights.
     trained = _jax_loss(str(d / "whole"), 6, str(d / "b.npz"))
     loaded = real_weights.transformers_loss(str(d / "export"), str(d / "b.npz"))
     assert abs(trained - loaded["loss"]) <= TOLERANCE, (trained, loaded)
+    assert trained != pytest.approx(first, abs=1e-7)  # the steps did change the weights
