@@ -98,6 +98,7 @@ class ChatTemplate:
         except (OSError, UnicodeDecodeError) as err:
             raise TemplateError(f"{value}: cannot read it ({err})") from None
 
-    def render(self, messages: list[dict], add_generation_prompt: bool) -> str:
-        return self._template.render(messages=messages, add_generation_prompt=add_generation_prompt,
+    def render(self, messages: list[dict], add_generation_prompt: bool, tools: list[dict] | None = None) -> str:
+        # transformers passes `tools` to every template, None when there are none (apply_chat_template)
+        return self._template.render(messages=messages, add_generation_prompt=add_generation_prompt, tools=tools,
                                      **self.variables)

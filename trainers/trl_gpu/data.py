@@ -107,8 +107,9 @@ def _ids(tokenizer, text: str) -> list[int]:
 def renderer(tokenizer) -> formats.Render:
     """The tokenizer's own chat template (transformers' rendering)."""
 
-    def render(messages: list[dict], generation_prompt: bool) -> str:
-        return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=generation_prompt)
+    def render(messages: list[dict], generation_prompt: bool, tools: list[dict] | None = None) -> str:
+        return tokenizer.apply_chat_template(messages, tools=tools, tokenize=False,
+                                             add_generation_prompt=generation_prompt)
 
     return render
 
