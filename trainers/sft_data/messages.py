@@ -156,3 +156,10 @@ def uses_tools(chat: Sequence[dict]) -> bool:
 def has_answer(m: dict) -> bool:
     """An assistant message says something: text, or a tool call."""
     return bool(m["content"]) or bool(m.get("tool_calls"))
+
+
+def shown(m: dict) -> str:
+    """A message's text for a reader: its content, then each tool call as name(arguments)."""
+    calls = [f"{c['function']['name']}({json.dumps(c['function']['arguments'], ensure_ascii=False)})"
+             for c in m.get("tool_calls", ())]
+    return " ".join(filter(None, [m["content"], *calls]))

@@ -180,6 +180,10 @@ def with_tools(render: Render, tools: Sequence[dict]) -> Render:
     return lambda messages, generation_prompt: render(messages, generation_prompt, tools=list(tools))
 
 
+TOOLS_EXPECTED = ("a model whose chat template renders tool calls and tools, e.g. Gemma 4's own (docs/own-data.md, "
+                  "Tool calls), or records without them")
+
+
 def tools_problem(render: Render, read: Record, row: int) -> str | None:
     """Why the template can't train the record's tools, or None: a template that prints no tool call
     (Gemma 3's reads only `content`, so a call would be trained as an empty turn) or no tool schema
@@ -197,6 +201,15 @@ def tools_problem(render: Render, read: Record, row: int) -> str | None:
     return None
 
 
+def tools_refusal(spec: Spec, render: Render, read: Record, row: int, template: str = "the chat template") -> str | None:
+    """Why a record of tool calls or tools is refused with this template (column, reason, what is allowed)."""
+    problem = tools_problem(render, read, row) if read.uses_tools else None
+    if problem is None:
+        return None
+    column = spec.column(STANDARD_COLUMNS[spec.format][-1])
+    return f"column {column!r} {problem.replace('the chat template', template)}; expected {TOOLS_EXPECTED}"
+
+
 def example(spec: Spec, record: Mapping, render: Render | None, row: int = 0) -> Example:
     """The record's training text, as parts."""
     read = read_record(spec, record, row)
@@ -206,11 +219,9 @@ def example(spec: Spec, record: Mapping, render: Render | None, row: int = 0) ->
     if render is None:
         raise FormatError(f"row {row}: a chat needs the model's chat template, and this run has none")
     if read.uses_tools:
-        problem = tools_problem(render, read, row)
-        if problem:
-            column = spec.column(STANDARD_COLUMNS[spec.format][-1])
-            raise FormatError(f"row {row}: column {column!r} {problem}; expected a model whose chat template "
-                              "renders tool calls and tools (docs/own-data.md, Tool calls), or records without them")
+        refusal = tools_refusal(spec, render, read, row)
+        if refusal:
+            raise FormatError(f"row {row}: {refusal}")
         render = with_tools(render, read.tools) if read.tools else render
         return Example(tool_chat_parts(render, read.messages, read.trained_from, spec.loss_on, row), chat=True)
     return Example(chat_parts(render, read.messages, read.trained_from, spec.loss_on, row), chat=True)
