@@ -101,3 +101,9 @@ def test_a_run_needs_data_or_a_mix():
     found = problems(mix=[])
     assert "runs[0].data: not set, on run 'mixed': trainer gemma-jax needs `data`; allowed: a file below the " \
            "bucket's datasets/<stack>/, or a `mix` of datasets" in found, found
+
+
+def test_a_mix_longer_than_one_argument_is_refused():
+    long = [{**MIX[0], "promptTemplate": None, "systemPrompt": "x" * 140_000}, MIX[1]]
+    found = problems(mix=long)
+    assert any(p.startswith("runs[0].mix: '[") and "longer than one argument" in p for p in found), found
