@@ -100,3 +100,10 @@ def test_a_tool_call_is_shown_by_name_and_arguments_and_trained_a_tool_result_no
     parts = check.marked(spec, formats.read_record(spec, TOOLS, 1))
     assert [(text, trained) for text, trained in parts if text.strip() and not text.startswith("<")] == [
         ("Weather in Paris?", False), ('get_weather({"city": "Paris"})', True), ("18C", False), ("It is 18C.", True)]
+
+
+def test_a_mix_of_data_staged_in_the_cluster_only_is_named_and_not_read(tmp_path, capsys):
+    mix = [{"data": "hub", "weight": 1, "format": "conversational"}, {"data": "hub/b.jsonl", "weight": 1}]
+    code, out, err = _check(capsys, _stack(tmp_path, {"chats.jsonl": [CHAT]}, mix))
+    assert code == 69 and "reads URL https://example.com/more.jsonl; URL https://example.com/more.jsonl, staged in " \
+                          "the cluster" in out + err, out + err

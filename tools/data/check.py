@@ -30,6 +30,8 @@ def _container_args(manifest) -> list[str]:
 
 
 def _source_of(config, run) -> str:
+    if getattr(run, "mix", ()):  # a run's, or (a source of it) none
+        return "; ".join(_source_of(config, source) for source in run.mix)
     name = (run.data or "").split("/", 1)[0]
     dataset = next((d for d in config.datasets if d.name == name), None)
     if dataset is None:
