@@ -94,3 +94,19 @@ def test_a_bad_mix_exits_78_naming_the_source_and_key(gemma3_dir, tmp_path, caps
                                   "--output_dir", tmp_path / "o", "--data_format", "conversational")])
     err = capsys.readouterr().err
     assert code == exit_codes.CONFIG_ERROR and "--data_mix: --data_format set beside it" in err, err
+
+
+def test_tool_calls_under_gemma_3_s_template_exit_78_with_the_reason(gemma3_dir, tmp_path, capsys):
+    from trainers.trl_gpu.sft import main
+
+    call = {"role": "assistant", "tool_calls": [{"type": "function", "function": {"name": "get_weather",
+                                                                                  "arguments": {"city": "Paris"}}}]}
+    rows = [{"messages": support_chat(i)} for i in range(6)]
+    rows[0] = {"messages": [{"role": "user", "content": "Weather in Paris?"}, call]}
+    chats = _write(tmp_path / "tools.jsonl", rows)
+    code = main([str(a) for a in (*_without_sql_flags(FAST), "--model_id", gemma3_dir, "--dataset_name", chats,
+                                  "--output_dir", tmp_path / "o", "--data_format", "conversational")])
+    err = capsys.readouterr().err
+    assert code == exit_codes.CONFIG_ERROR, err
+    assert "column 'messages' holds tool calls, and the chat template prints no tool call (it would train an " \
+           "empty turn)" in err, err
