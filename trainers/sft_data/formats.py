@@ -46,8 +46,9 @@ LOSS_ON = ("completion", "all")
 # Rows a trainer checks against the format before it reads the rest.
 FIRST_ROWS = 100
 
-# Renders a conversation with the model's chat template: (messages, add_generation_prompt) -> text.
-Render = Callable[[list[dict], bool], str]
+# Renders a conversation with the model's chat template: (messages, add_generation_prompt) -> text; a record's
+# tool schemas go as the keyword `tools` (parts.with_tools).
+Render = Callable[..., str]
 
 
 class FormatError(Exception):
