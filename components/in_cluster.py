@@ -100,7 +100,7 @@ def in_cluster(cfg: StackConfig, at: Footing) -> None:
     runs = Runs(RUNS_NAME, RunsArgs(
         runs=cfg.runs, contracts=at.contracts, bucket=cfg.data_bucket, images=at.images, provider=at.provider,
         namespace=cfg.runs_namespace, service_account=cfg.trainer_account, data_paths=cfg.data_paths(),
-        layout=cfg.bucket_layout, exports=cfg.export_prefixes(),
+        mix_paths=cfg.mix_paths(), layout=cfg.bucket_layout, exports=cfg.export_prefixes(),
         depends_on=[*controllers, *at.bucket, *workspace.pod_dependencies, *token_grants, *staging.jobs.values(),
                     *queue_ready, *uploads]))
     pulumi.export("runs", sorted(runs.jobsets))

@@ -58,6 +58,7 @@ class RunsArgs:
     depends_on: list[pulumi.Resource] = field(default_factory=list)
     # run -> the path below the stack's datasets/<stack>/ it reads (StackConfig.data_paths).
     data_paths: Mapping[str, str] = field(default_factory=dict)
+    mix_paths: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # StackConfig.mix_paths
     # Where each run's prefixes are in the bucket (StackConfig.bucket_layout).
     layout: BucketLayout | None = None
     # run -> its export prefix (StackConfig.export_prefixes).
@@ -139,7 +140,8 @@ def run_spec(run: RunConfig, contract: SchedulingContract, args: RunsArgs) -> di
     image = run.image or args.images[run.trainer]  # one's own container: its image, by digest
     known = image if isinstance(image, str) else IMAGE_STAND_IN
     facts = PlatformFacts(args.bucket, {run.trainer or "": known}, args.namespace, args.service_account,
-                          data_paths=args.data_paths, layout=args.layout, exports=args.exports)
+                          data_paths=args.data_paths, mix_paths=args.mix_paths, layout=args.layout,
+                          exports=args.exports)
     spec = build_run(run, contract, facts)["spec"]
     return spec if isinstance(image, str) else _with_image(spec, image)
 

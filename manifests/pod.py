@@ -21,6 +21,7 @@ from manifests import storage
 from manifests.storage import CHECKPOINT_DIR, DATA_DIR, EXPORT_DIR, PROFILE_DIR, Owner
 from manifests.token import HF_TOKEN_FILE, token_mount, token_volume
 from stack.run_env import env_entry
+from stack.run_mix import mix_flag
 from stack.runs import RunConfig
 
 __all__ = ["CONTAINER", "WORKDIR"]
@@ -113,7 +114,8 @@ def container_security_context() -> dict:
     return {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
 
 
-def platform_args(run: RunConfig, row: Trainer, contract: SchedulingContract, data_path: str | None = None) -> list[str]:
+def platform_args(run: RunConfig, row: Trainer, contract: SchedulingContract, data_path: str | None = None,
+                  mix_paths: tuple[str, ...] = ()) -> list[str]:
     """The flags that tell the trainer where its data, checkpoints and logs are, and its data settings.
 
     The log directory is always the run's profiles mount, so TensorBoard
@@ -134,7 +136,8 @@ def platform_args(run: RunConfig, row: Trainer, contract: SchedulingContract, da
         args += list(row.profile_args)
     if row.peak_flops_flag:
         args += [row.peak_flops_flag, f"{contract.shape.accelerator.peak_bf16_flops_per_chip:.6g}"]
-    return args + run.model_args(DATA_DIR) + run.data_flags() + run.export_args(EXPORT_DIR)
+    mix = mix_flag(run, list(mix_paths or [s.data for s in run.mix]), DATA_DIR)
+    return args + run.model_args(DATA_DIR) + run.data_flags() + mix + run.export_args(EXPORT_DIR)
 
 
 def mount_env(data_path: str | None) -> list[dict]:

@@ -38,6 +38,8 @@ class PlatformFacts:
     # run -> the path below the stack's datasets/<stack>/ its trainer reads (stack/datasets.py); a run
     # not listed reads its `data` as a path.
     data_paths: Mapping[str, str] = field(default_factory=dict)
+    # run -> the paths below datasets/<stack>/ of its `mix` sources, in order (StackConfig.mix_paths).
+    mix_paths: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     # Where in the bucket each run's prefixes are (core/names.py); the stack's name is in them.
     layout: BucketLayout | None = None
 
@@ -53,7 +55,7 @@ def platform_facts(config: StackConfig, images: Mapping[str, str]) -> PlatformFa
     """What the platform of `config`'s stack provides its runs, with these trainer images."""
     return PlatformFacts(bucket=config.data_bucket, images=images, namespace=config.runs_namespace,
                          service_account=config.trainer_account, data_paths=config.data_paths(),
-                         layout=config.bucket_layout, exports=config.export_prefixes())
+                         mix_paths=config.mix_paths(), layout=config.bucket_layout, exports=config.export_prefixes())
 
 
 def build_runs(
@@ -204,7 +206,7 @@ def container(run: RunConfig, contract: SchedulingContract, facts: PlatformFacts
         # One's own container works where its image says.
         **({"workingDir": pod.WORKDIR} if run.trainer is not None else {}),
         "command": pod.command(run, row, chips),
-        "args": pod.platform_args(run, row, contract, data_path) + list(run.args),
+        "args": pod.platform_args(run, row, contract, data_path, facts.mix_paths.get(run.name, ())) + list(run.args),
         "env": env,
         "resources": pod.resources(row, contract, chips),
         "volumeMounts": mounts,

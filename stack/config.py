@@ -33,6 +33,7 @@ from stack.queueing import compute_class_renames, compute_classes, kueue_flavors
 from stack.problems import MISSING, ConfigError, Problem, from_validation_error, raise_problems
 from stack.rules import (bucket_problems, dataset_stack_problems, mode_problems, namespace_problems,
                          offering_problems, unique_name_problems, zone_problems)
+from stack.run_mix import run_datas
 from stack.runs import RunConfig, run_problems
 from stack.sharing import KueueSettings, sharing_problems
 from stack.serving import ServeConfig, serve_problems
@@ -328,21 +329,25 @@ class StackConfig(StackModel):
         if dataset.tokenize:
             return next(name for name, row in TRAINERS.items() if row.token_shards_module)
         readers = [run.trainer for run in self.runs
-                   if run.trainer and (run.data or "").partition("/")[0] == dataset.name]
+                   if run.trainer and dataset.name in [d.partition("/")[0] for d in run_datas(run)]]
         return readers[0] if readers else next(iter(TRAINERS))
+
+    def _path_of(self, run, data: str) -> str | None:
+        head, _, rest = data.partition("/")
+        dataset = self.dataset(head)
+        if dataset is None:
+            return None
+        reads_tokens = run.trainer is not None and run.row.token_shards_module is not None
+        return data if rest else dataset.path_for(reads_tokens and not run.mix)
 
     def data_paths(self) -> dict[str, str]:
         """Each run's data, below datasets/<stack>/: the named dataset's file, directory or token shards."""
-        paths = {}
-        for run in self.runs:
-            if not run.data:
-                continue
-            head, _, rest = run.data.partition("/")
-            dataset = self.dataset(head)
-            if dataset is not None:
-                reads_tokens = run.trainer is not None and run.row.token_shards_module is not None
-                paths[run.name] = run.data if rest else dataset.path_for(reads_tokens)
-        return paths
+        paths = {run.name: self._path_of(run, run.data) for run in self.runs if run.data}
+        return {name: path for name, path in paths.items() if path is not None}
+
+    def mix_paths(self) -> dict[str, tuple[str, ...]]:
+        """Each mixing run's sources, below datasets/<stack>/ (records: a mix is never token shards)."""
+        return {run.name: tuple(self._path_of(run, s.data) or s.data for s in run.mix) for run in self.runs if run.mix}
 
     def export_prefixes(self) -> dict[str, str]:
         """Each run with `export:`, and where its model goes in the bucket (`exports/<stack>/<run>`)."""
@@ -378,3 +383,4 @@ class StackConfig(StackModel):
             return cls.model_validate(values)
         except ValidationError as err:
             raise ConfigError(from_validation_error(err, cls)) from None
+

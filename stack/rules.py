@@ -134,11 +134,12 @@ def dataset_stack_problems(datasets: tuple, runs: tuple) -> list[Problem]:
     problems = unique_name_problems("datasets", datasets)
     names = [d.name for d in datasets]
     for i, run in enumerate(runs):
-        head = (run.data or "").partition("/")[0]
-        if run.data and head not in names:
-            problems.append(Problem(f"runs[{i}].data", run.data, f"on run {run.name!r} names no dataset of the stack",
-                                    f"a dataset of `datasets:` ({', '.join(names) or 'none declared'}), "
-                                    "or a path inside one"))
+        keyed = [("data", run.data)] if run.data else [(f"mix[{j}].data", s.data) for j, s in enumerate(run.mix)]
+        for key, data in keyed:
+            if data and data.partition("/")[0] not in names:
+                problems.append(Problem(f"runs[{i}].{key}", data, f"on run {run.name!r} names no dataset of the "
+                                        f"stack", f"a dataset of `datasets:` ({', '.join(names) or 'none declared'}), "
+                                        "or a path inside one"))
     for i, d in enumerate(datasets):
         if d.tokenize:
             problems += [Problem(f"datasets[{i}].tokenize", d.tokenize, f"is refused by the trainer: {line}",

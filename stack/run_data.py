@@ -22,7 +22,7 @@ DATA_KEYS = (
     ("systemPrompt", "system_prompt", "--system_prompt"),
     ("loss", "loss", "--loss_on"),
 )
-DATA_FLAGS = {flag: key for key, _, flag in DATA_KEYS}
+DATA_FLAGS = {flag: key for key, _, flag in DATA_KEYS} | {"--data_mix": "mix"}  # stack/run_mix.py
 # formats.Setting.setting -> stack key
 _KEYS = {"format": "format", "columns": "columns", "prompt_template": "promptTemplate",
          "system_prompt": "systemPrompt", "loss_on": "loss"}

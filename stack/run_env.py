@@ -28,6 +28,7 @@ from core.syntax import (ARG_STRING_MAX_BYTES, ARG_TOTAL_MAX_BYTES, ENV_NAME, dn
 from core.trainers import RESERVED_ENV
 from stack.models import StackModel
 from stack.problems import Problem, raise_problems
+from trainers.sft_data import mixture
 
 _SECRET_KEY_MAX = 253  # a Secret's data key: IsConfigMapKey, k8s.io/apimachinery pkg/util/validation
 _SECRET_KEY = "letters, digits, '-', '_' and '.', at most 253"
@@ -110,6 +111,8 @@ def _strings(run: Any) -> Iterator[tuple[str, str, int]]:
     for name, value in run.env.items():
         if isinstance(value, str):
             yield f"env.{name}", value, utf8_size(f"{name}={value}") + 1
+    if getattr(run, "mix", ()):  # one argument, --data_mix's JSON (stack/run_mix.py; paths as the pod reads them)
+        yield "mix", "[...]", utf8_size(mixture.flag_value([s.flag_entry(f"/data/{s.data}") for s in run.mix])) + 1
     evaluation = getattr(run, "eval", None)
     if evaluation is not None and evaluation.prompts:  # one argument, their JSON (stack/run_export.py export_args)
         yield "eval.prompts", "[...]", utf8_size(json.dumps(list(evaluation.prompts))) + 1

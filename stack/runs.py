@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ast
 import importlib
-import posixpath
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import cache
@@ -28,6 +27,7 @@ from stack.models import Count, Flag
 from stack.own_container import RunAs, own_container_problems
 from stack.problems import MISSING, Problem
 from stack.run_data import DATA_FLAGS, data_flags, data_problems
+from stack.run_mix import MixSource, data_path_problems, mix_problems
 from stack.run_env import EnvValue, env_problems, size_problems
 from stack.run_export import EvalConfig, ExportConfig, export_args, export_problems
 from stack.run_model import launcher_args, model_args, model_problems
@@ -62,6 +62,8 @@ class RunConfig(BaseModel):
     prompt_template: str | None = Field(default=None, description="prompt-completion: the prompt from {column}s")
     system_prompt: str | None = Field(default=None, description="a system turn before every chat")
     loss: str | None = Field(default=None, description="completion (default) | all")
+    mix: tuple[MixSource, ...] = Field(default=(), description="several datasets mixed by weight, each with its "
+                                       "own format and columns, instead of `data` (stack/run_mix.py)")
     # The model, by name (stack/run_model.py).
     model: str | None = Field(default=None, description="a Gemma model by name (core/models.py)")
     revision: str | None = Field(default=None, description="the Hub revision of the model's checkpoint (a trainer that reads the Hub)")
@@ -166,7 +168,7 @@ def _one_run_problems(run: RunConfig, contracts: Mapping[str, SchedulingContract
     else:
         first = _family_problems(run, contract, where)
     problems = first + _name_problems(run) + env_problems(run.env, where) + size_problems(run, where)
-    problems += _data_problems(run, where)
+    problems += data_path_problems(run.data, where) + mix_problems(run, where)
     problems += own_container_problems(run, where) + data_problems(run, where) + model_problems(run, where)
     problems += export_problems(run, where)
     if run.trainer is None:
@@ -190,9 +192,9 @@ def _trainer_image_and_data_problems(run: RunConfig, where: str) -> list[Problem
     if run.image is not None and image_problem(run.image):
         problems.append(Problem("image", run.image, f"{where} must be pinned by digest",
                                 "<registry>/<repository>@sha256:<64 hex digits>, not a tag"))
-    if run.row.data_required and run.data is None:  # blank: _data_problems
+    if run.row.data_required and run.data is None and not run.mix:  # blank: data_path_problems
         problems.append(Problem("data", MISSING, f"{where}: trainer {run.trainer} needs `data`",
-                                "a file below the bucket's datasets/<stack>/"))
+                                "a file below the bucket's datasets/<stack>/, or a `mix` of datasets"))
     return problems
 
 
@@ -274,21 +276,6 @@ def _args_problems(run: RunConfig, where: str) -> list[Problem]:
                 "`profile: true` instead")
         for flag in sorted(given & run.row.profile_flags)
     ]
-
-
-def _data_problems(run: RunConfig, where: str) -> list[Problem]:
-    """`data` is a path below the stack's datasets/<stack>/ prefix: relative, not blank, not climbing out."""
-    data = run.data
-    if data is None:
-        return []
-    allowed = "a path below the bucket's datasets/<stack>/, e.g. 'TinyStories-train.txt' or 'sql/train.jsonl'"
-    if not data.strip():
-        return [Problem("data", data, f"{where} is blank", allowed)]
-    if data.startswith("/") or "://" in data:
-        return [Problem("data", data, f"{where} is absolute; it is read below the bucket's datasets/<stack>/", allowed)]
-    if posixpath.normpath(data).split("/")[0] == "..":
-        return [Problem("data", data, f"{where} climbs out of datasets/<stack>/ with '..'", allowed)]
-    return []
 
 
 @cache

@@ -39,8 +39,9 @@ def _overrides(path, data="tickets", **run):
 @pytest.mark.parametrize("row, expected", [
     ({"conversation": GOOD["messages"]}, "tickets/train.jsonl:2: column 'messages' is missing (the row has "
                                          "['conversation']); expected a list of messages"),
-    ({"messages": [{"role": "human", "content": "Hi"}]}, "tickets/train.jsonl:2: column 'messages' message 0 is "
-                                                         "\"{'role': 'human', 'content': 'Hi'}\""),
+    ({"messages": [{"role": "human", "content": "Hi"}]}, "tickets/train.jsonl:2: column 'messages' message 0 has "
+                                                         "role 'human'; expected one of the roles system, user, "
+                                                         "assistant, tool"),
     ({"messages": [{"role": "user", "content": "Hi"}]}, "tickets/train.jsonl:2: column 'messages' ends with a "
                                                         "user message"),
 ])  # fmt: skip

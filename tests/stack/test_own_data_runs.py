@@ -36,9 +36,9 @@ def pod(run: RunConfig) -> dict:
 
 @pytest.mark.parametrize("update, expected", [
     ({"format": "chat"}, "runs[0].format: 'chat' on run 'chat' is not a data format; "
-                         "allowed: text | conversational | prompt-completion"),
+                         "allowed: text | conversational | sharegpt | prompt-completion"),
     ({"columns": {"prompt": "question"}}, "runs[0].columns: 'prompt=question' on run 'chat' maps 'prompt', which is "
-                                          "not a column of format conversational; allowed: messages"),
+                                          "not a column of format conversational; allowed: messages, tools"),
     ({"prompt_template": "{question}"}, "runs[0].promptTemplate: '{question}' on run 'chat' builds a prompt, and "
                                         "format conversational has none"),
     ({"format": "prompt-completion", "prompt_template": "{}"}, "runs[0].promptTemplate: '{}' on run 'chat' has a "

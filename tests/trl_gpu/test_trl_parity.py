@@ -1,7 +1,8 @@
 """Parity with TRL 1.16's own SFTTrainer, on the real Gemma 3 tokenizer (the GGUF of Gemma 3 270M, through
 transformers' GGUF reader) and TRL's own Gemma 3 training template: for each format and loss, the GPU
 trainer's input ids and trained positions against those of a real SFTTrainer's dataset and collator, and
-each difference exactly as docs/own-data.md ("Parity with TRL") states it.
+each difference exactly as docs/own-data.md ("Parity with TRL") states it; ShareGPT records and tool calls
+(with TRL's Gemma 4 template, which renders them, and the Gemma 3 one, which does not).
 
 Trained positions are those whose label is kept; position 0 is never a target (the model predicts
 position i from those before it), so it is left out of the comparison: TRL keeps BOS's label, the
@@ -102,3 +103,72 @@ def test_what_trl_would_train_other_than_the_answer_is_refused_with_the_reason(t
     ids, trained = _trl(tokenizer, record, **config)
     tokens = [tokenizer.convert_ids_to_tokens(ids[i]) for i in trained]
     assert all(t in tokens for t in trl_trains), tokens  # what TRL would make a target
+
+
+# --- ShareGPT and tool calls ---------------------------------------------------------------------
+
+WEATHER = [{"type": "function", "function": {"name": "get_weather", "description": "The weather in a city",
+                                             "parameters": {"type": "object", "properties": {
+                                                 "city": {"type": "string"}}, "required": ["city"]}}}]
+CALL = {"role": "assistant", "tool_calls": [{"type": "function", "function": {"name": "get_weather",
+                                                                              "arguments": {"city": "Paris"}}}]}
+ASK = {"role": "user", "content": "Weather in Paris?"}
+RESULT = {"role": "tool", "name": "get_weather", "content": "18C"}
+ANSWER = {"role": "assistant", "content": "It is 18C."}
+
+
+@pytest.fixture(scope="module")
+def gemma4_text(tokenizer):
+    """The Gemma 3 tokenizer with TRL's Gemma 4 template, which renders tool calls and tool schemas (its markers
+    are plain text to this vocabulary, the same text for both sides)."""
+    tok = AutoTokenizer.from_pretrained(tokenizer.name_or_path)
+    tok.chat_template = (Path(trl.__file__).parent / "chat_templates" / "gemma4.jinja").read_text()
+    return tok
+
+
+def test_a_sharegpt_record_is_the_conversation_it_maps_to(tokenizer):
+    turns = [{"from": "system", "value": "Be brief."}, {"from": "human", "value": "Hi"}, {"from": "gpt",
+                                                                                       "value": "Hello."}]
+    mapped = [{"role": "system", "content": "Be brief."}, HI, HELLO]
+    ours = _ours(tokenizer, {"conversations": turns}, "sharegpt")
+    assert ours == _ours(tokenizer, {"messages": mapped}, "conversational")
+    trl_ids, _ = _trl(tokenizer, {"messages": mapped}, assistant_only_loss=True)
+    assert trl_ids == ours[0] + [tokenizer.convert_tokens_to_ids("\n")]
+
+
+def test_a_tool_call_completion_is_trained_as_trl_does_with_a_template_that_renders_calls(gemma4_text):
+    record = {"prompt": [ASK], "completion": [CALL], "tools": WEATHER}
+    ids, trained = _ours(gemma4_text, record, "prompt-completion")
+    assert (ids, trained) == _trl(gemma4_text, record)
+    text = gemma4_text.decode(ids)
+    assert "declaration:get_weather" in text  # the tools column reached the template, as TRL passes it
+    # Gemma 4 opens the tool's response after a call: generation stops there, so it is the call's end.
+    assert gemma4_text.decode([ids[i] for i in trained]) == \
+        '<|tool_call>call:get_weather{city:<|"|>Paris<|"|>}<tool_call|><|tool_response>'
+
+
+def test_a_whole_tool_conversation_trains_the_calls_and_answers_not_the_tool_s_result(gemma4_text):
+    record = {"messages": [ASK, CALL, RESULT, ANSWER], "tools": WEATHER}
+    ids, trained = _ours(gemma4_text, record, "conversational")
+    assert gemma4_text.decode([ids[i] for i in trained]) == ('<|tool_call>call:get_weather{city:<|"|>Paris<|"|>}'
+                                                             "<tool_call|><|tool_response>It is 18C.<turn|>")
+    # Every token trained (loss: all): TRL's ids, less the newline after the last end of turn, as for any chat.
+    all_ids, _ = _ours(gemma4_text, record, "conversational", "all")
+    trl_ids, _ = _trl(gemma4_text, record)
+    assert trl_ids == all_ids + [gemma4_text.convert_tokens_to_ids("\n")] and all_ids == ids
+
+
+def test_tool_records_trl_would_train_wrongly_are_refused_with_the_reason(tokenizer, gemma4_text):
+    # The Gemma 3 template prints each message's content only: TRL trains the call as an empty turn.
+    record = {"messages": [ASK, CALL], "tools": WEATHER}
+    with pytest.raises(formats.FormatError, match="holds tool calls, and the chat template prints no tool call"):
+        _ours(tokenizer, record, "conversational")
+    ids, trained = _trl(tokenizer, record, assistant_only_loss=True)
+    assert "get_weather" not in tokenizer.decode(ids)
+    assert [tokenizer.convert_ids_to_tokens(ids[i]) for i in trained] == ["<end_of_turn>", "\n"]
+    # A completion holding the tool's result: TRL trains it as the model's words.
+    record = {"prompt": [ASK], "completion": [CALL, RESULT, ANSWER], "tools": WEATHER}
+    with pytest.raises(formats.FormatError, match="holds a tool turn, which TRL trains as the model's words"):
+        _ours(gemma4_text, record, "prompt-completion")
+    ids, trained = _trl(gemma4_text, record)
+    assert 'response:get_weather{value:<|"|>18C<|"|>}' in gemma4_text.decode([ids[i] for i in trained])

@@ -19,7 +19,7 @@ from typing import Any
 from admission import local_data
 from admission.check import stack_manifests
 from tools.data.split import run_split
-from trainers.sft_data import formats
+from trainers.sft_data import formats, messages
 
 EX_OK, EX_DATAERR, EX_NOINPUT, EX_UNAVAILABLE, EX_CONFIG = 0, 65, 66, 69, 78
 
@@ -30,6 +30,8 @@ def _container_args(manifest) -> list[str]:
 
 
 def _source_of(config, run) -> str:
+    if getattr(run, "mix", ()):  # a run's, or (a source of it) none
+        return "; ".join(_source_of(config, source) for source in run.mix)
     name = (run.data or "").split("/", 1)[0]
     dataset = next((d for d in config.datasets if d.name == name), None)
     if dataset is None:
@@ -54,7 +56,7 @@ def marked(spec: formats.Spec, read: formats.Record) -> list[tuple[str, bool]]:
     out = []
     for i, m in enumerate(read.messages):
         trained = spec.loss_on == "all" or (m["role"] == formats.TRAINED_ROLE and i >= read.trained_from)
-        out += [(f"<{m['role']}> ", False), (m["content"], trained), ("\n", False)]
+        out += [(f"<{m['role']}> ", False), (messages.shown(m), trained), ("\n", False)]
     return out
 
 
@@ -66,8 +68,9 @@ def check(config, run_name: str, limit: int = 20, examples: int = 3,
     if run is None:
         return EX_NOINPUT, {"error": f"run {run_name!r} is not one of stack {config.stack}'s runs: "
                                      f"{', '.join(r.name for r in config.runs) or '(none)'}"}
-    data = local_data.local_data(config, run, root)
-    if data is None:
+    sources = local_data.local_sources(config, run, root)
+    local = [data for _, _, data in sources if data is not None]
+    if not local:
         why = ("runs its own container, which reads its own data" if run.trainer is None else
                f"reads {_source_of(config, run)}, staged in the cluster and not read on this machine: "
                "its trainer checks the first 100 rows at start-up (a `path:` dataset is read here whole)")
@@ -75,30 +78,49 @@ def check(config, run_name: str, limit: int = 20, examples: int = 3,
     contract = config.contracts()[run.pool]
     gpus = (run.chips_per_host or contract.chips_per_host) * contract.hosts_per_slice * contract.slices
     split = run_split(run, _container_args(stack_manifests(config)[run.name]), gpus)
-    bad, unread, rows, lengths, shown = [], [], {}, [], []
+    bad, unread, rows, lengths, shown, per_source = [], [], {}, [], [], []
+    for data in local:
+        def each(name: str, row: int, read: formats.Record, spec=data.spec) -> None:
+            text = marked(spec, read)
+            lengths.append(sum(len(t) for t, _ in text))
+            if len(shown) < examples:
+                shown.append({"file": name, "row": row, "parts": text})
 
-    def each(name: str, row: int, read: formats.Record) -> None:
-        text = marked(data.spec, read)
-        lengths.append(sum(len(t) for t, _ in text))
-        if len(shown) < examples:
-            shown.append({"file": name, "row": row, "parts": text})
-
-    for found in local_data.bad_rows(data, each=each):
-        if isinstance(found, tuple):
-            rows[found[0]] = found[1]
-            if progress:
-                progress(found[1])
-        elif found.unread:
-            unread.append(str(found))
-        else:
-            bad.append(found)
-    return _report(run, data, split, bad, unread, rows, lengths, shown, limit)
+        before = sum(rows.values())
+        for found in local_data.bad_rows(data, each=each):
+            if isinstance(found, tuple):
+                rows[found[0]] = found[1]
+                if progress:
+                    progress(found[1])
+            elif found.unread:
+                unread.append(str(found))
+            else:
+                bad.append(found)
+        per_source.append(sum(rows.values()) - before)
+    report = _mix_report(run, sources, per_source) if run.mix else {}
+    return _report(run, local, split, bad, unread, rows, lengths, shown, limit, report)
 
 
-def _report(run, data, split, bad, unread, rows, lengths, shown, limit) -> tuple[int, dict]:
-    total = sum(rows.values())
+def _mix_report(run, sources, per_source: list[int]) -> dict[str, Any]:
+    """Each source of the run's mix: its rows here and share; the rows the mix holds (it ends where the first
+    source runs out: trainers/sft_data/mixture.py), when every source is read here."""
+    weights = [s.weight for s in run.mix]
+    rows = iter(per_source)
+    mix = [{"data": value, "weight": w, "format": (data.spec.format if data else None),
+            "rows": next(rows) if data else None} for (_, value, data), w in zip(sources, weights)]
+    report: dict[str, Any] = {"mix": mix, "not_read": [f"{key}: {value!r} is staged in the cluster, not read here; "
+                                                       "its trainer checks its first rows at start-up"
+                                                       for key, value, data in sources if data is None]}
+    if all(m["rows"] is not None for m in mix):
+        report["mixed_rows"] = int(min(m["rows"] * sum(weights) / m["weight"] for m in mix))
+    return report
+
+
+def _report(run, local, split, bad, unread, rows, lengths, shown, limit, extra) -> tuple[int, dict]:
+    total = extra.get("mixed_rows", sum(rows.values()))
+    formats_read = ", ".join(dict.fromkeys(data.spec.format for data in local))
     report: dict[str, Any] = {
-        "run": run.name, "format": data.spec.format, "loss": data.spec.loss_on, "files": rows, "rows": total,
+        "run": run.name, "format": formats_read, "loss": local[0].spec.loss_on, "files": rows, "rows": total, **extra,
         "bad_rows": [str(b) for b in bad[:limit]], "bad_rows_total": len(bad), "unread": unread,
         "characters": _lengths(lengths), "examples": shown, "warnings": [],
         "tokens": "not counted: the model's tokenizer is not loaded by this check",

@@ -20,7 +20,14 @@ def mark(parts, color: bool) -> str:
 def render(report: Mapping, color: bool = False) -> str:
     lines = [f"run {report['run']}: format {report['format']}, loss {report['loss']}"]
     lines += [f"  {name}: {rows} rows" for name, rows in report["files"].items()]
-    lines.append(f"  {report['rows']} rows in all")
+    for m in report.get("mix", ()):
+        read = f"{m['rows']} rows" if m["rows"] is not None else "not read here"
+        lines.append(f"  mix: {m['data']} (weight {m['weight']:g}, format {m['format'] or '?'}): {read}")
+    lines += [f"  not read: {n}" for n in report.get("not_read", ())]
+    if "mixed_rows" in report:
+        lines.append(f"  {report['rows']} rows in the mix (it ends where the first source runs out)")
+    else:
+        lines.append(f"  {report['rows']} rows in all")
     lines += [f"  not read: {u}" for u in report["unread"]]
     if report["bad_rows_total"]:
         lines.append(f"bad rows ({report['bad_rows_total']}):")

@@ -50,10 +50,11 @@ RUN_KEYS = (
     "system_prompt",
     "loss_on",
     "chat_template",
+    "data_mix",
 )
 # What a checkpoint written before a key was recorded ran with.
 RUN_KEY_DEFAULTS = {"data_format": "text", "columns": "", "prompt_template": None, "system_prompt": None,
-                    "loss_on": "completion", "chat_template": None}
+                    "loss_on": "completion", "chat_template": None, "data_mix": None}
 
 
 class Checkpointer:

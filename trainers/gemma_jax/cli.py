@@ -15,7 +15,7 @@ import re
 from trainers.gemma_jax import examples, flags, token_shards
 from trainers.gemma_jax import model as model_lib
 from trainers.exit_codes import ConfigError  # noqa: F401 (cli.ConfigError: the trainer's modules raise it)
-from trainers.sft_data import chat, formats
+from trainers.sft_data import chat, formats, mixture
 
 SAMPLE_PROMPT = flags.SAMPLE_PROMPT
 Config = flags.Flags
@@ -65,7 +65,7 @@ def _check_combinations(cfg: Config) -> None:
 def chat_template(cfg: Config) -> str | None:
     """The chat template a run's chats are rendered with: --chat_template, else --init_from_hf's own,
     else the model family's shipped one; None for text."""
-    if cfg.data_format == "text":
+    if all(spec.format == "text" for spec in data_specs(cfg)):
         return None
     if cfg.chat_template:
         name = cfg.chat_template
@@ -80,7 +80,32 @@ def chat_template(cfg: Config) -> str | None:
     return name
 
 
+def data_sources(cfg: Config) -> tuple[mixture.Source, ...]:
+    """--data_mix's sources, checked; () without it. ConfigError (exit 78) naming the source and key."""
+    if not cfg.data_mix:
+        return ()
+    set_too = [f"--{name}" for name in formats.DATA_FLAGS[:-1] if getattr(cfg, name) != Config.__dataclass_fields__[name].default]
+    if set_too:
+        raise ConfigError(f"--data_mix: {', '.join(set_too)} set beside it; each source of --data_mix carries "
+                          "its own data settings")
+    try:
+        sources = mixture.parse(cfg.data_mix, cfg.loss_on)
+    except formats.FormatError as err:
+        raise ConfigError(str(err)) from None
+    for i, source in enumerate(sources):
+        if not os.path.exists(source.path):
+            raise ConfigError(f"--data_mix: source {i} path={source.path!r}: no such file or directory")
+    return sources
+
+
+def data_specs(cfg: Config) -> list[formats.Spec]:
+    """The data settings of every dataset the run reads."""
+    return [s.spec for s in data_sources(cfg)] or [formats.spec_of_flags(cfg)]
+
+
 def _check_data_path(cfg: Config) -> None:
+    if data_sources(cfg):
+        return
     path = cfg.data_path
     if token_shards.is_token_dir(path):
         if cfg.data_format != "text":
@@ -96,7 +121,8 @@ def parse_args(argv: list[str] | None = None) -> Config:
         cfg = flags.parse(argv)
     except ValueError as e:
         raise ConfigError(str(e)) from None
-    formats.spec_of_flags(cfg)
+    if not data_sources(cfg):
+        formats.spec_of_flags(cfg)
     _check_data_path(cfg)
     check_path("tokenizer", cfg.tokenizer)
     if cfg.init_from_hf:

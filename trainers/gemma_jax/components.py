@@ -83,36 +83,66 @@ class DataPlan:
 
 
 def needs_loss_mask(cfg: cli.Config) -> bool:
-    """Whether the run's format trains only some tokens (then every row carries `loss_mask`)."""
-    return formats.trains_some_tokens(cfg.data_format, cfg.loss_on)
+    """Whether the run's format (any of its datasets') trains only some tokens (then every row carries
+    `loss_mask`)."""
+    return any(formats.trains_some_tokens(spec.format, cfg.loss_on) for spec in cli.data_specs(cfg))
 
 
 def reads_records(cfg: cli.Config) -> bool:
     """Records of data files, rather than a text file of stories or token shards."""
+    if cfg.data_mix:
+        return True
     path = cfg.data_path
     stories = os.path.isfile(path) and path.endswith(".txt") or token_shards.is_token_dir(path)
     return cfg.data_format != "text" or not stories
 
 
+def _mixed_rows(cfg: cli.Config, wanted: int) -> tuple[list, tuple, tuple[str, ...]]:
+    """(rows, specs, names) of --data_mix: each dataset read and its first rows checked, then mixed by weight
+    (data.mix_records: rows are (row number, record, dataset index))."""
+    sources, read = cli.data_sources(cfg), []
+    for source in sources:
+        rows = records.read_records(source.path, wanted)
+        if not rows:
+            raise records.RecordsError(f"{source.path}: no records")
+        try:
+            formats.check_rows(source.spec, rows[: formats.FIRST_ROWS])
+        except formats.FormatError as e:
+            raise type(e)(f"{source.path} (format {source.spec.format}): {e}") from None
+        read.append(rows)
+    mixed = data.mix_records(read, [s.weight for s in sources])[:wanted]
+    log(f"[data] --data_mix: {len(mixed)} records from " + ", ".join(
+        f"{s.path} {sum(1 for r in mixed if r[2] == i)}" for i, s in enumerate(sources)))
+    return mixed, tuple(s.spec for s in sources), tuple(s.path for s in sources)
+
+
 def _read_records(cfg: cli.Config, layout: Layout, factory, local: range):
     """(train, eval) shards of this process from the records of data files, checked against the format."""
-    spec = formats.spec_of_flags(cfg)
+    wanted = cfg.eval_stories + cfg.datacount
     try:
-        rows = records.read_records(cfg.data_path, cfg.eval_stories + cfg.datacount)
-        formats.check_rows(spec, rows[: formats.FIRST_ROWS])
+        if cfg.data_mix:
+            rows, spec, names = _mixed_rows(cfg, wanted)
+            first = [rows[0]] if rows else []
+        else:
+            spec, names = formats.spec_of_flags(cfg), ()
+            rows = records.read_records(cfg.data_path, wanted)
+            formats.check_rows(spec, rows[: formats.FIRST_ROWS])
+            first = [(1, rows[0])] if rows else []
         template = examples.template_factory(spec, cfg.chat_template)
-        if rows:  # a template that can't be masked fails here, on the first record, as itself
-            data.tokenize_records([(1, rows[0])], spec, factory, template, 0)
+        # a template that can't be masked fails here, on the first record, as itself
+        data.tokenize_records(first, spec, factory, template, 0, names)
         kw = {"spec": spec, "tokenizer_factory": factory, "template_factory": template,
-              "workers": cfg.data_workers, "masked": needs_loss_mask(cfg)}
+              "workers": cfg.data_workers, "masked": needs_loss_mask(cfg), "names": names}
         held_out = data.make_record_shards(rows[: cfg.eval_stories], 0, local, layout.data_shards, **kw)
         train = data.make_record_shards(rows[cfg.eval_stories:], cfg.eval_stories, local, layout.data_shards, **kw)
     except (records.RecordsError, formats.FormatError) as e:
         flag = "--chat_template" if isinstance(e, formats.TemplateProblem) else f"--data_format={cfg.data_format}"
-        raise cli.ConfigError(f"--data_path={cfg.data_path} ({flag}): {e}") from None
+        where = "--data_mix" if cfg.data_mix else f"--data_path={cfg.data_path} ({flag})"
+        raise cli.ConfigError(f"{where}: {e}") from None
     train_count = max(0, len(rows) - cfg.eval_stories)
     if train_count < cfg.datacount:
-        log(f"[data] {cfg.data_path} has only {train_count} training records (--datacount={cfg.datacount})")
+        log(f"[data] {cfg.data_mix and '--data_mix' or cfg.data_path} has only {train_count} training records "
+            f"(--datacount={cfg.datacount})")
     return train, held_out
 
 

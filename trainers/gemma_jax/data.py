@@ -140,10 +140,11 @@ def make_shards(
     return out
 
 
-def tokenize_records(items: list[tuple[int, dict]], spec, tokenizer_factory, template_factory,
-                     workers: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """(tokens, loss masks) of (row number, record) items, in `workers` grain processes (0 = here)."""
-    transform = examples.TokenizeRecord(spec, tokenizer_factory, template_factory)
+def tokenize_records(items: list[tuple], spec, tokenizer_factory, template_factory,
+                     workers: int, names: tuple[str, ...] = ()) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """(tokens, loss masks) of (row number, record) items, in `workers` grain processes (0 = here); with
+    several datasets (`spec` a tuple, `names` theirs), items are (row number, record, dataset index)."""
+    transform = examples.TokenizeRecord(spec, tokenizer_factory, template_factory, names)
     if workers <= 0:
         out = [transform.map(item) for item in items]
     else:
@@ -155,16 +156,27 @@ def tokenize_records(items: list[tuple[int, dict]], spec, tokenizer_factory, tem
 
 
 def make_record_shards(rows: list, id_offset: int, shards: range, num_shards: int, spec, tokenizer_factory,
-                       template_factory, workers: int, masked: bool) -> list[Shard]:
-    """The shards this process owns, from records: record i of `rows` is record id_offset + i of the data."""
+                       template_factory, workers: int, masked: bool, names: tuple[str, ...] = ()) -> list[Shard]:
+    """The shards this process owns, from records: record i of `rows` is record id_offset + i of the data.
+    With several datasets (mix_records), a row is (row number in its dataset, record, dataset index)."""
     out = []
     for s in shards:
         ids = shard_ids(len(rows), s, num_shards)
         # Row numbers as in the data (1 = its first record), for errors that name a row.
-        items = [(int(id_offset + i + 1), rows[i]) for i in ids]
-        tokens, masks = tokenize_records(items, spec, tokenizer_factory, template_factory, workers)
+        items = [rows[i] if names else (int(id_offset + i + 1), rows[i]) for i in ids]
+        tokens, masks = tokenize_records(items, spec, tokenizer_factory, template_factory, workers, names)
         out.append(Shard(s, ids + id_offset, tokens, masks if masked else None))
     return out
+
+
+def mix_records(sources: list[list], weights: list[float]) -> list[tuple[int, dict, int]]:
+    """The records of several datasets mixed by weight, as (row number in its dataset, record, dataset
+    index): grain's MapDataset.mix, deterministic (the same list on every process and every start, so a
+    resumed run's data position holds), ending where the first dataset runs out
+    (grain/_src/python/dataset/dataset.py, `MapDataset.mix`)."""
+    parts = [grain.MapDataset.source([(row, record, i) for row, record in enumerate(rows, start=1)])
+             for i, rows in enumerate(sources)]
+    return list(grain.MapDataset.mix(parts, weights))
 
 
 def make_token_shards(source, id_offset: int, count: int, shards: range, num_shards: int) -> list[Shard]:

@@ -25,16 +25,8 @@ import numpy as np
 from trainers.sft_data import chat, formats, parts
 
 # Templates a model's pretrained checkpoint has no chat template for: Gemma's turn formats (chat.BUILT_IN).
-DEFAULT_TEMPLATES = {"gemma3": "gemma3", "tiny": "gemma3", "gemma4-31b": "gemma4-31b", "gemma4": "gemma4",
-                     "tiny-gemma4": "gemma4"}
-
-
-def default_template(model: str) -> str:
-    """The shipped template of a model's family (gemma4-31b before gemma4-*)."""
-    for prefix, name in DEFAULT_TEMPLATES.items():
-        if model == prefix or model.startswith(prefix + "-"):
-            return name
-    raise KeyError(model)
+DEFAULT_TEMPLATES = chat.FAMILY_TEMPLATES
+default_template = chat.family_template
 
 
 @functools.cache
@@ -76,10 +68,13 @@ _BUILD_LOCK = threading.Lock()
 
 class TokenizeRecord(grain.transforms.Map):
     """(row number, record) -> {"tokens", "mask"}; builds its tokenizer and template lazily (once, in
-    whichever thread asks first) so it can be shipped to grain worker processes."""
+    whichever thread asks first) so it can be shipped to grain worker processes. With several datasets
+    (`spec` a tuple of specs, `names` theirs), an item is (row number, record, dataset index)."""
 
-    def __init__(self, spec: formats.Spec, tokenizer_factory, template_factory):
-        self._spec, self._tokenizer_factory, self._template_factory = spec, tokenizer_factory, template_factory
+    def __init__(self, spec: formats.Spec | tuple[formats.Spec, ...], tokenizer_factory, template_factory,
+                 names: tuple[str, ...] = ()):
+        self._specs = spec if isinstance(spec, tuple) else (spec,)
+        self._tokenizer_factory, self._template_factory, self._names = tokenizer_factory, template_factory, names
         self._built = None
 
     def _parts(self):
@@ -92,17 +87,23 @@ class TokenizeRecord(grain.transforms.Map):
         return self._built
 
     def map(self, item):
-        row, record = item
+        row, record, source = item if len(item) == 3 else (*item, 0)
         tokenizer, template = self._parts()
-        example = parts.example(self._spec, record, template.render if template else None, row)
+        try:
+            example = parts.example(self._specs[source], record, template.render if template else None, row)
+        except formats.FormatError as err:
+            if not self._names:
+                raise
+            raise type(err)(f"{self._names[source]}: {err}") from None
         tokens, mask = tokenize_example(example, tokenizer)
         return {"tokens": tokens, "mask": mask}
 
 
-def template_factory(spec: formats.Spec, name: str | None):
+def template_factory(spec: formats.Spec | tuple[formats.Spec, ...], name: str | None):
     """How the run's chat template (a shipped name, a file or a model directory) is built for a
     tokenizer; None for text, whose records are never chats."""
-    if spec.format == "text" or name is None:
+    specs = spec if isinstance(spec, tuple) else (spec,)
+    if all(s.format == "text" for s in specs) or name is None:
         return None
 
     def build(tokenizer) -> chat.ChatTemplate:

@@ -86,6 +86,10 @@ class Flags:
     system_prompt: str | None = flag(None, "a system turn before every chat")
     loss_on: str = flag("completion", "completion: only the assistant's turns or the completion carry loss; "
                         "all: every token", choices=formats.LOSS_ON)
+    data_mix: str | None = flag(
+        None, "several datasets mixed by weight, each with its own format: a JSON list of {path, weight, format, "
+        "columns, prompt_template, system_prompt} (trainers/sft_data/mixture.py); replaces --data_path and the "
+        "data settings but --loss_on")
     chat_template: str | None = flag(
         None, "gemma3 | gemma4 | gemma4-31b, a .jinja file or a model directory (default: --init_from_hf's own "
         "template, else the model family's)")

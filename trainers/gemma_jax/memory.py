@@ -164,11 +164,15 @@ def program_key(argv: list[str], topology: str, slices: int = 1) -> dict:
     """What the compiled train step of a run's flags depends on, on `slices` v6e slices of `topology`
     (core/compiled_hbm.py keys its figures by it); standard library only."""
     from trainers.gemma_jax import flags  # pylint: disable=g-import-not-at-top
-    from trainers.sft_data import formats  # pylint: disable=g-import-not-at-top
+    from trainers.sft_data import formats, mixture  # pylint: disable=g-import-not-at-top
 
     cfg = flags.parse(argv)
     key = {name: getattr(cfg, name) for name in PROGRAM_FLAGS}
-    key["loss_mask"] = formats.trains_some_tokens(cfg.data_format, cfg.loss_on)  # components.needs_loss_mask
+    try:  # components.needs_loss_mask: any dataset's format
+        formats_of = [s.spec.format for s in mixture.parse(cfg.data_mix, cfg.loss_on)] if cfg.data_mix else []
+    except formats.FormatError:
+        formats_of = []  # refused by the trainer at start-up; the stack checks it first
+    key["loss_mask"] = any(formats.trains_some_tokens(f, cfg.loss_on) for f in formats_of or [cfg.data_format])
     return {**key, "topology": topology, "slices": slices}
 
 

@@ -28,6 +28,18 @@ BUILT_IN = {
     "gemma4": ("gemma4.jinja", {}),
     "gemma4-31b": ("gemma4.jinja", {"empty_thought_in_prompt": True}),
 }
+# The shipped template of each model family, by name prefix (gemma4-31b before gemma4-*): what the JAX
+# trainer renders a model's chats with when neither --chat_template nor --init_from_hf names another.
+FAMILY_TEMPLATES = {"gemma3": "gemma3", "tiny": "gemma3", "gemma4-31b": "gemma4-31b", "gemma4": "gemma4",
+                    "tiny-gemma4": "gemma4"}
+
+
+def family_template(model: str) -> str:
+    """The shipped template of a model's family; KeyError for a model of none."""
+    for prefix, name in FAMILY_TEMPLATES.items():
+        if model == prefix or model.startswith(prefix + "-"):
+            return name
+    raise KeyError(model)
 
 
 class TemplateError(Exception):
@@ -98,6 +110,7 @@ class ChatTemplate:
         except (OSError, UnicodeDecodeError) as err:
             raise TemplateError(f"{value}: cannot read it ({err})") from None
 
-    def render(self, messages: list[dict], add_generation_prompt: bool) -> str:
-        return self._template.render(messages=messages, add_generation_prompt=add_generation_prompt,
+    def render(self, messages: list[dict], add_generation_prompt: bool, tools: list[dict] | None = None) -> str:
+        # transformers passes `tools` to every template, None when there are none (apply_chat_template)
+        return self._template.render(messages=messages, add_generation_prompt=add_generation_prompt, tools=tools,
                                      **self.variables)

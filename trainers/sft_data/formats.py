@@ -6,7 +6,11 @@ and its dataset-formats guide):
 
     text               {"text": "The sky is blue."}
     conversational     {"messages": [{"role": "user", "content": "..."},
-                                     {"role": "assistant", "content": "..."}]}
+                                     {"role": "assistant", "content": "..."}]}, roles system, user,
+                       assistant and tool, tool calls on assistant messages, and an optional `tools`
+                       column passed to the chat template (messages.py)
+    sharegpt           {"conversations": [{"from": "human", "value": "..."}, {"from": "gpt", ...}]}, read
+                       as the conversational messages messages.SHAREGPT_ROLES maps them to
     prompt-completion  {"prompt": "The sky is", "completion": " blue."}, or both
                        lists of messages ({"prompt": [user...], "completion": [assistant...]})
 
@@ -28,18 +32,23 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from trainers.exit_codes import ConfigError
+from trainers.sft_data import messages as chat_messages
+from trainers.sft_data.messages import ROLES, TRAINED_ROLE  # noqa: F401  (the formats' roles, for their users)
 
-FORMATS = ("text", "conversational", "prompt-completion")
-# The standard column names of each format (TRL's), which `columns` may map.
-STANDARD_COLUMNS = {"text": ("text",), "conversational": ("messages",), "prompt-completion": ("prompt", "completion")}
+FORMATS = ("text", "conversational", "sharegpt", "prompt-completion")
+CHAT_FORMATS = ("conversational", "sharegpt")  # a record is one list of messages
+# The standard column names of each format (TRL's; ShareGPT's `conversations`), which `columns` may map.
+STANDARD_COLUMNS = {"text": ("text",), "conversational": ("messages",), "sharegpt": ("conversations",),
+                    "prompt-completion": ("prompt", "completion")}
+# Columns a record may have: the tool schemas its chat template is given.
+OPTIONAL_COLUMNS = {"text": (), "conversational": ("tools",), "sharegpt": ("tools",), "prompt-completion": ("tools",)}
 LOSS_ON = ("completion", "all")
-ROLES = ("system", "user", "assistant")
-TRAINED_ROLE = "assistant"
 # Rows a trainer checks against the format before it reads the rest.
 FIRST_ROWS = 100
 
-# Renders a conversation with the model's chat template: (messages, add_generation_prompt) -> text.
-Render = Callable[[list[dict], bool], str]
+# Renders a conversation with the model's chat template: (messages, add_generation_prompt) -> text; a record's
+# tool schemas go as the keyword `tools` (parts.with_tools).
+Render = Callable[..., str]
 
 
 class FormatError(Exception):
@@ -120,7 +129,7 @@ def settings_problems(data_format: str, columns: Mapping[str, str], prompt_templ
     """Every problem of one run's data settings together; the trainers and the platform name them their way."""
     if data_format not in FORMATS:
         return [Setting("format", data_format, "is not a data format", " | ".join(FORMATS))]
-    problems, standard = [], STANDARD_COLUMNS[data_format]
+    problems, standard = [], STANDARD_COLUMNS[data_format] + OPTIONAL_COLUMNS[data_format]
     problems += [Setting("columns", f"{k}={v}", f"maps {k!r}, which is not a column of format {data_format}",
                          f"{', '.join(standard)} (the format's standard columns)")
                  for k, v in columns.items() if k not in standard]
@@ -138,7 +147,7 @@ def settings_problems(data_format: str, columns: Mapping[str, str], prompt_templ
             problems.append(Setting("prompt_template", prompt_template, str(err), TEMPLATE_FIELDS))
     if system_prompt is not None and data_format == "text":
         problems.append(Setting("system_prompt", system_prompt, "adds a turn to a chat, and format text is none",
-                                "a system prompt with format conversational or prompt-completion"))
+                                "a system prompt with format conversational, sharegpt or prompt-completion"))
     if loss_on not in LOSS_ON:
         problems.append(Setting("loss_on", loss_on, "is not a loss setting", " | ".join(LOSS_ON)))
     return problems
@@ -206,26 +215,25 @@ def _column(record: Mapping, column: str, row: int, why: str):
     return record[column]
 
 
-def _messages(value, row: int, column: str, expected_last: str | None = TRAINED_ROLE) -> list[dict]:
-    """A list of {role, content} messages (a JSON string of one, as CSV holds it, too)."""
-    expected = f"a list of {{role, content}} messages, roles {'/'.join(ROLES)}, contents strings"
-    if isinstance(value, str) and value.lstrip().startswith("["):
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError:
-            raise _fail(row, column, "holds text that is not a JSON list of messages", expected) from None
-    if not isinstance(value, Sequence) or isinstance(value, str) or not value:
-        raise _fail(row, column, f"is {type(value).__name__} {str(value)[:40]!r}", expected)
-    messages = []
-    for i, message in enumerate(value):
-        if not isinstance(message, Mapping) or not isinstance(message.get("content"), str) \
-                or message.get("role") not in ROLES:
-            raise _fail(row, column, f"message {i} is {str(message)[:60]!r}", expected)
-        messages.append({"role": message["role"], "content": message["content"]})
+def _messages(value, row: int, column: str, expected_last: str | None = TRAINED_ROLE,
+              sharegpt: bool = False) -> list[dict]:
+    """TRL messages (messages.py): a list of them, a JSON string of one, or ShareGPT turns mapped onto them."""
+    try:
+        messages = chat_messages.sharegpt_messages(value) if sharegpt else chat_messages.messages(value)
+    except chat_messages.MessageError as err:
+        raise _fail(row, column, err.problem, err.expected) from None
     if expected_last and messages[-1]["role"] != expected_last:
         raise _fail(row, column, f"ends with a {messages[-1]['role']} message",
                     f"the conversation to end with an {expected_last} message (the one trained last)")
     return messages
+
+
+def _tools(spec: Spec, record: Mapping, row: int) -> tuple[dict, ...]:
+    column = spec.column("tools")
+    try:
+        return tuple(chat_messages.tools(record.get(column)) or ())
+    except chat_messages.MessageError as err:
+        raise _fail(row, column, err.problem, err.expected) from None
 
 
 def _text(record: Mapping, column: str, row: int) -> str:
@@ -253,6 +261,11 @@ class Record:
     messages: tuple[dict, ...] = ()
     trained_from: int = 0  # assistant turns at or after this index carry the loss
     plain: tuple[tuple[str, bool], ...] = ()  # (text, trained), when not a chat
+    tools: tuple[dict, ...] = ()  # function schemas the chat template is given
+
+    @property
+    def uses_tools(self) -> bool:
+        return bool(self.tools) or chat_messages.uses_tools(self.messages)
 
     @property
     def chat(self) -> bool:
@@ -282,8 +295,8 @@ def _trl_divergence(spec: Spec, read: Record, row: int) -> None:
             role = next(m["role"] for _, m in trained if m["role"] != TRAINED_ROLE)
             raise _fail(row, spec.column("completion"), f"holds a {role} turn, which TRL trains as the model's "
                         "words", "a completion of assistant turns only (earlier turns belong in the prompt)")
-        if any(m["role"] == TRAINED_ROLE and not m["content"] for _, m in trained):
-            column = spec.column("messages" if spec.format == "conversational" else "completion")
+        if any(m["role"] == TRAINED_ROLE and not chat_messages.has_answer(m) for _, m in trained):
+            column = spec.column(STANDARD_COLUMNS[spec.format][-1])
             raise _fail(row, column, "has an empty assistant answer, which would train the model to end its "
                         "turn at once", "a non-empty answer (drop the row)")
     elif len(read.plain) == 2 and read.plain[0][0][-1:] in (" ", "\t"):
@@ -297,12 +310,13 @@ def _read_record(spec: Spec, record: Mapping, row: int) -> Record:
     if spec.format == "text":
         return Record(plain=((_text(record, spec.column("text"), row), True),))
     system = [{"role": "system", "content": spec.system_prompt}] if spec.system_prompt else []
-    if spec.format == "conversational":
-        column = spec.column("messages")
-        messages = _messages(_column(record, column, row, "a list of messages"), row, column)
+    if spec.format in CHAT_FORMATS:
+        column = spec.column(STANDARD_COLUMNS[spec.format][0])
+        messages = _messages(_column(record, column, row, "a list of messages"), row, column,
+                             sharegpt=spec.format == "sharegpt")
         if system and messages[0]["role"] == "system":
             system = []  # the record's own system turn stands
-        return Record(messages=tuple(system + messages), trained_from=0)
+        return Record(messages=tuple(system + messages), trained_from=0, tools=_tools(spec, record, row))
     prompt, completion_column = _prompt(spec, record, row), spec.column("completion")
     completion = _column(record, completion_column, row, "a string, or a list of messages")
     if isinstance(prompt, str) and isinstance(completion, str) and not spec.chat_prompt:
@@ -316,7 +330,7 @@ def _read_record(spec: Spec, record: Mapping, row: int) -> Record:
     if system and prompt[0]["role"] == "system":
         system = []
     head = system + list(prompt)
-    return Record(messages=tuple(head + completion), trained_from=len(head))
+    return Record(messages=tuple(head + completion), trained_from=len(head), tools=_tools(spec, record, row))
 
 
 def check_rows(spec: Spec, rows, first: int = 1) -> None:

@@ -13,11 +13,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from trainers.sft_data.formats import (TRAINED_ROLE, FormatError, Render, Spec, TemplateProblem, read_prompt_record,
-                                       read_record)
+from trainers.sft_data.formats import (STANDARD_COLUMNS, TRAINED_ROLE, FormatError, Record, Render, Spec,
+                                       TemplateProblem, read_prompt_record, read_record)
 
 # An answer no template prints by itself, whose rendering shows what a template puts around an answer.
 _PROBE = "ANSWERPROBE7193"
+# A tool no template names by itself: a template that prints neither it as a call nor its schema drops them.
+_TOOL_PROBE = "toolprobe7193"
 
 
 @dataclass(frozen=True)
@@ -80,14 +82,62 @@ def chat_parts(render: Render, messages: Sequence[dict], trained_from: int, loss
             raise TemplateProblem(f"row {row}: the chat template renders turn {i} differently once later turns "
                                   f"follow ({_difference(last, history)})")
         spans.append((len(turn.before), turn.end))
+    return _assemble(last, spans, final.content + final.marker, loss_on)
+
+
+def _assemble(last: str, spans: list[tuple[int, int]], answer: str, loss_on: str) -> tuple[tuple[str, bool], ...]:
+    """The generation prompt of the last turn with the earlier trained spans marked, then the answer."""
     if loss_on == "all":
-        return ((last + final.content + final.marker, True),)
+        return ((last + answer, True),)
     parts, at = [], 0
     for start, end in spans:
         parts += [(last[at:start], False), (last[start:end], True)]
         at = end
-    parts += [(last[at:], False), (final.content + final.marker, True)]
+    parts += [(last[at:], False), (answer, True)]
     return tuple((text, trained) for text, trained in parts if text)
+
+
+def _common(a: str, b: str) -> int:
+    return next((k for k, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+
+
+def _said(render: Render, messages: list[dict], k: int, row: int) -> tuple[str, int, int]:
+    """The rendering of messages[:k + 1] and where message k's own words are in it: after what the ones
+    before render to and the generation prompt the template opens its turn with, up to the whitespace
+    after its end."""
+    before = _render(render, messages[:k], False, row)
+    full = _render(render, messages[:k + 1], False, row)
+    if not full.startswith(before):
+        raise TemplateProblem(f"row {row}: the chat template renders the conversation before message {k} "
+                              f"differently once message {k} follows ({_difference(full, before)})")
+    opening = _render(render, messages[:k], True, row)[len(before):]
+    start = len(before) + _common(opening, full[len(before):])
+    return full, start, max(start, len(full.rstrip()))
+
+
+def tool_chat_parts(render: Render, messages: Sequence[dict], trained_from: int, loss_on: str = "completion",
+                    row: int = 0) -> tuple[tuple[str, bool], ...]:
+    """The parts of a chat with tool calls. A template may render a call, its result and the answer after it
+    as one turn (Gemma 4 does), so each message is what it adds to the rendering of the ones before it
+    (the template must render a conversation's start the same once more follows: "prefix-preserving", as
+    TRL's tool loop needs, trl/chat_templates/README.md); an assistant message's words are trained, without
+    the generation prompt before them; tool results, as every other role's turn, are not. The last
+    assistant turn follows the generation prompt exactly as inference renders it."""
+    messages = list(messages)
+    if messages[0]["role"] == TRAINED_ROLE:
+        raise FormatError(f"row {row}: a chat with tool calls opens with an assistant message; expected a user "
+                          "(or system) message first")
+    spans = []
+    for k in range(1, len(messages) - 1):
+        if messages[k]["role"] == TRAINED_ROLE and k >= trained_from:
+            _, start, end = _said(render, messages, k, row)
+            spans.append((start, end))
+    full, start, end = _said(render, messages, len(messages) - 1, row)
+    history, last = full[:start], _render(render, messages[:-1], True, row)
+    if not last.startswith(history) or any(end > len(history) for _, end in spans):
+        raise TemplateProblem(f"row {row}: the chat template renders the last turn's prompt differently with and "
+                              f"without an answer after it ({_difference(last, history)})")
+    return _assemble(last, spans, full[start:end], loss_on)
 
 
 def _difference(a: str, b: str) -> str:
@@ -123,6 +173,43 @@ class Example:
         return ids, trained
 
 
+def with_tools(render: Render, tools: Sequence[dict]) -> Render:
+    """The template given the record's tool schemas, as SFTTrainer gives them (`tools=` of
+    apply_chat_template); the renderers here take them as a keyword (chat.ChatTemplate.render, the GPU
+    trainer's tokenizer renderer)."""
+    return lambda messages, generation_prompt: render(messages, generation_prompt, tools=list(tools))
+
+
+TOOLS_EXPECTED = ("a model whose chat template renders tool calls and tools, e.g. Gemma 4's own (docs/own-data.md, "
+                  "Tool calls), or records without them")
+
+
+def tools_problem(render: Render, read: Record, row: int) -> str | None:
+    """Why the template can't train the record's tools, or None: a template that prints no tool call
+    (Gemma 3's reads only `content`, so a call would be trained as an empty turn) or no tool schema
+    (the model would learn calls to tools it was never shown)."""
+    call = {"role": TRAINED_ROLE, "content": "", "tool_calls": [
+        {"type": "function", "function": {"name": _TOOL_PROBE, "arguments": {"x": 1}}}]}
+    user = {"role": "user", "content": "?"}
+    if any(m.get("tool_calls") for m in read.messages) \
+            and _TOOL_PROBE not in _render(render, [user, call], False, row):
+        return "holds tool calls, and the chat template prints no tool call (it would train an empty turn)"
+    schema = {"type": "function", "function": {"name": _TOOL_PROBE, "description": "probe",
+                                                "parameters": {"type": "object", "properties": {}}}}
+    if read.tools and _TOOL_PROBE not in _render(with_tools(render, [schema]), [user], True, row):
+        return "has tools, and the chat template prints no tool schema"
+    return None
+
+
+def tools_refusal(spec: Spec, render: Render, read: Record, row: int, template: str = "the chat template") -> str | None:
+    """Why a record of tool calls or tools is refused with this template (column, reason, what is allowed)."""
+    problem = tools_problem(render, read, row) if read.uses_tools else None
+    if problem is None:
+        return None
+    column = spec.column(STANDARD_COLUMNS[spec.format][-1])
+    return f"column {column!r} {problem.replace('the chat template', template)}; expected {TOOLS_EXPECTED}"
+
+
 def example(spec: Spec, record: Mapping, render: Render | None, row: int = 0) -> Example:
     """The record's training text, as parts."""
     read = read_record(spec, record, row)
@@ -131,6 +218,12 @@ def example(spec: Spec, record: Mapping, render: Render | None, row: int = 0) ->
         return Example(parts, chat=False)
     if render is None:
         raise FormatError(f"row {row}: a chat needs the model's chat template, and this run has none")
+    if read.uses_tools:
+        refusal = tools_refusal(spec, render, read, row)
+        if refusal:
+            raise FormatError(f"row {row}: {refusal}")
+        render = with_tools(render, read.tools) if read.tools else render
+        return Example(tool_chat_parts(render, read.messages, read.trained_from, spec.loss_on, row), chat=True)
     return Example(chat_parts(render, read.messages, read.trained_from, spec.loss_on, row), chat=True)
 
 

@@ -22,7 +22,7 @@ from trl import SFTConfig, TrlParser
 from trainers.eval_report import METRICS as EVAL_METRICS
 from trainers.exit_codes import ConfigError
 from trainers.export_dir import DTYPES as EXPORT_DTYPES
-from trainers.sft_data import formats
+from trainers.sft_data import formats, mixture
 
 from . import templates
 
@@ -69,7 +69,14 @@ class ScriptArguments:
         metadata={"help": "completion: only the assistant's turns or the completion carry loss; all: every token.",
                   "choices": list(formats.LOSS_ON)},
     )
-    max_samples: int = field(default=12_500, metadata={"help": "Rows kept after the seeded shuffle."})
+    data_mix: str | None = field(
+        default=None,
+        metadata={"help": "Several datasets mixed by weight, each with its own format: a JSON list of {path, weight, "
+                  "format, columns, prompt_template, system_prompt} (trainers/sft_data/mixture.py); replaces "
+                  "--dataset_name and the data settings but --loss_on."},
+    )
+    max_samples: int = field(default=12_500, metadata={"help": "Rows kept after the seeded shuffle (of each dataset "
+                                                                "of --data_mix)."})
     eval_fraction: float = field(
         default=0.2, metadata={"help": "Held-out fraction of the kept rows (2,500 of 12,500 by default)."}
     )
@@ -228,7 +235,10 @@ def validate(script: ScriptArguments, training: TrainingArguments) -> None:
     _check_packing(training)
     _check_liger(training)
     templates.check_name(script.chat_template)
-    formats.spec_of_flags(script)
+    if script.data_mix:
+        _check_mix(script)
+    else:
+        formats.spec_of_flags(script)
     _check(
         not training.assistant_only_loss,
         "--assistant_only_loss",
@@ -274,6 +284,18 @@ def _check_export(script: ScriptArguments) -> None:
 # position_ids (masking_utils.find_packed_sequence_indices, used when the
 # mask is None). "wrapped" cuts examples apart and lets them attend across.
 PACKING_STRATEGIES = ("bfd",)
+
+
+def _check_mix(script) -> None:
+    defaults = ScriptArguments()
+    beside = [f"--{name}" for name in formats.DATA_FLAGS[:-1] if getattr(script, name) != getattr(defaults, name)]
+    if beside:
+        raise ConfigError(f"--data_mix: {', '.join(beside)} set beside it; each source of --data_mix carries its "
+                          "own data settings")
+    try:
+        mixture.parse(script.data_mix, script.loss_on)
+    except formats.FormatError as err:
+        raise ConfigError(str(err)) from None
 
 
 def _check_packing(training: TrainingArguments) -> None:

@@ -22,7 +22,7 @@ import os
 import datasets
 from datasets import Dataset, load_dataset, load_from_disk
 
-from trainers.sft_data import formats, parts, records
+from trainers.sft_data import formats, mixture, parts, records
 
 from . import templates
 from .args import ConfigError
@@ -75,7 +75,7 @@ def load_rows(name: str, split: str) -> Dataset:
         raise ConfigError(f"--dataset_name={name!r} (split {split!r}) could not be loaded: {err}") from err
 
 
-def check_rows(dataset: Dataset, spec: formats.Spec, name: str) -> None:
+def check_rows(dataset: Dataset, spec: formats.Spec, name: str, flag: str = "--dataset_name") -> None:
     """The first rows against the run's format, before anything is tokenized (exit 78 naming the column,
     the row and what was expected); the rest are checked as they are tokenized."""
     head = dataset.select(range(min(formats.FIRST_ROWS, len(dataset))))
@@ -84,7 +84,7 @@ def check_rows(dataset: Dataset, spec: formats.Spec, name: str) -> None:
     except formats.TemplateProblem as err:
         raise templates.problem(err) from None
     except formats.FormatError as err:
-        raise ConfigError(f"--dataset_name={name!r} with --data_format {spec.format}: {err} "
+        raise ConfigError(f"{flag}={name!r} with --data_format {spec.format}: {err} "
                           f"(the file's columns: {dataset.column_names})") from None
 
 
@@ -107,8 +107,9 @@ def _ids(tokenizer, text: str) -> list[int]:
 def renderer(tokenizer) -> formats.Render:
     """The tokenizer's own chat template (transformers' rendering)."""
 
-    def render(messages: list[dict], generation_prompt: bool) -> str:
-        return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=generation_prompt)
+    def render(messages: list[dict], generation_prompt: bool, tools: list[dict] | None = None) -> str:
+        return tokenizer.apply_chat_template(messages, tools=tools, tokenize=False,
+                                             add_generation_prompt=generation_prompt)
 
     return render
 
@@ -149,3 +150,30 @@ def tokenize_split(dataset: Dataset, tokenizer, max_length: int | None, spec: fo
     if len(tokenized) == 0:
         raise ConfigError(f"--max_length={max_length}: no example fits")
     return tokenized
+
+
+def mixed_splits(script_args, seed: int, tokenizer, max_length: int | None, num_proc: int | None):
+    """(train set, eval set, the first dataset's held-out rows, its spec) of --data_mix: each dataset loaded,
+    checked, split and tokenized with its own settings as a single one is; the train sets interleaved by
+    weight with datasets' interleave_datasets (probabilities, seed, stopping where the first runs out:
+    no row repeated; datasets/combine.py), the held-out sets concatenated."""
+    sources = mixture.parse(script_args.data_mix, script_args.loss_on)
+    trains, evals, held_out = [], [], None
+    for i, source in enumerate(sources):
+        rows = load_rows(source.path, script_args.dataset_split)
+        check_rows(rows, source.spec, source.path, flag=f"--data_mix source {i}")
+        train_rows, eval_rows = split_rows(rows, script_args.max_samples, script_args.eval_fraction, seed)
+        trains.append(tokenize_split(train_rows, tokenizer, max_length, source.spec, num_proc))
+        evals.append(tokenize_split(eval_rows, tokenizer, max_length, source.spec, num_proc))
+        held_out = eval_rows if held_out is None else held_out
+        log.info("--data_mix source %d %s: %d train, %d held out", i, source.path, len(trains[-1]), len(evals[-1]))
+    train = datasets.interleave_datasets(trains, probabilities=mixture.probabilities(sources), seed=seed,
+                                         stopping_strategy=mixture.STOPPING)
+    return train, datasets.concatenate_datasets(evals), held_out, sources[0].spec
+
+
+def eval_spec(script_args) -> formats.Spec:
+    """The settings of the held-out rows a generation check reads: --data_mix's first dataset's, else the run's."""
+    if script_args.data_mix:
+        return mixture.parse(script_args.data_mix, script_args.loss_on)[0].spec
+    return formats.spec_of_flags(script_args)

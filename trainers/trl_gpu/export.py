@@ -23,9 +23,8 @@ import shutil
 import torch
 
 from trainers import eval_report, export_dir
-from trainers.sft_data import formats
 
-from . import evaluation, model as model_lib
+from . import data, evaluation, model as model_lib
 from .args import eval_prompts
 from .trainer import ADAPTER_FILE
 
@@ -55,7 +54,7 @@ def _loss(trainer) -> float:
 def _samples(trainer, script_args, eval_rows) -> tuple[list[dict], list[dict]]:
     """(held-out generations, the stack's own prompts' generations) of the model as it is now."""
     rows = [eval_rows[i] for i in range(min(script_args.eval_samples, len(eval_rows)))]
-    held_out = _generations(trainer, rows, formats.spec_of_flags(script_args), script_args.eval_max_new_tokens) if rows else []
+    held_out = _generations(trainer, rows, data.eval_spec(script_args), script_args.eval_max_new_tokens) if rows else []
     prompts = eval_prompts(script_args)
     own_spec = evaluation.formats.Spec.of("conversational", "", None, script_args.system_prompt)
     own = _generations(trainer, _prompt_rows(prompts), own_spec, script_args.eval_max_new_tokens) if prompts else []

@@ -22,6 +22,12 @@ log = logging.getLogger(__name__)
 
 
 def prepare_data(script_args, training_args, tokenizer):
+    if script_args.data_mix:
+        with training_args.main_process_first(local=False, desc="dataset preparation"):
+            train_set, eval_set, eval_rows, _ = data.mixed_splits(
+                script_args, training_args.seed, tokenizer, training_args.max_length, training_args.dataset_num_proc)
+        log.info("train (mixed): %d examples, held out: %d", len(train_set), len(eval_set))
+        return train_set, eval_set, eval_rows
     spec = formats.spec_of_flags(script_args)
     with training_args.main_process_first(local=False, desc="dataset preparation"):
         rows = data.load_rows(script_args.dataset_name, script_args.dataset_split)
@@ -155,7 +161,7 @@ def run(script_args, training_args, started: float | None = None) -> int:
     log.info("held-out loss after training: %.4f", metrics["eval_loss"])
     evaluation.run_sql_check(
         trainer, trainer.processing_class, eval_rows, script_args.sql_check_samples, script_args.sql_check_max_new_tokens,
-        formats.spec_of_flags(script_args),
+        data.eval_spec(script_args),
     )
     step = trainer.state.global_step
     evaluated = export_lib.evaluate(trainer, script_args, eval_rows, step) if script_args.export_dir else None
