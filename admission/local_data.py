@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from core.trainers import TRAINERS
 from stack.config import StackConfig
 from stack.problems import Problem
 from trainers.sft_data import chat, formats, parts, records
@@ -48,8 +49,9 @@ def known_template(run) -> str | None:
     `content` only. None where `weights`, a flag or a Gemma 4 checkpoint's own template decides."""
     if run.weights or any(a.split("=", 1)[0] in _TEMPLATE_FLAGS for a in run.args):
         return None
-    if run.trainer == "gemma-jax":
-        return chat.family_template(run.model or "gemma3-270m")
+    flags = TRAINERS[run.trainer].model_flags if run.trainer in TRAINERS else None
+    if flags and flags.family_template:
+        return chat.family_template(run.model or flags.default_model)
     return "gemma3" if (run.model or "").startswith("gemma3") else None
 
 

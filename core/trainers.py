@@ -154,6 +154,10 @@ class ModelFlags:
     revision: str | None = None  # the flag taking the Hub revision (a run's `revision:`)
     # The launcher flag naming the decoder layer class FSDP wraps, where it depends on the model.
     layer_class_launch_flag: str | None = None
+    # Chats rendered with the model family's shipped template (trainers/sft_data/templates), not the
+    # checkpoint's own; and the model the trainer takes when a run names none.
+    family_template: bool = False
+    default_model: str | None = None
 
     @property
     def flags(self) -> frozenset[str]:
@@ -285,7 +289,8 @@ _ROWS = (
         flags_module="trainers.gemma_jax.flags",
         token_shards_module="trainers.gemma_jax.token_shards",
         peak_flops_flag="--peak_flops_per_device",
-        model_flags=ModelFlags(model="--model", by_hub_id=False, weights="--init_from_hf"),
+        model_flags=ModelFlags(model="--model", by_hub_id=False, weights="--init_from_hf", family_template=True,
+                               default_model="gemma3-270m"),
         memory_module="trainers.gemma_jax.memory",
         # Merged weights only: the JAX trainer's LoRA tensors have no PEFT adapter layout to write.
         # Its held-out split is packed token rows, with no prompt to generate from: eval prompts are the stack's.

@@ -88,3 +88,18 @@ def test_only_the_first_rows_are_read_by_the_plan(tree):
     config = load_files("dev", ROOT)
     run = config.runs[0]
     assert local_data.local_data(config, run) is None  # the shipped stack's data is staged in the cluster
+
+
+def test_the_trainer_table_s_default_model_is_the_family_template_trainer_s_own_default():
+    """known_template falls back on the trainer table's default model: it must be the one the trainer takes."""
+    import dataclasses
+    import importlib
+
+    from core.trainers import TRAINERS
+
+    rows = [row for row in TRAINERS.values() if row.model_flags and row.model_flags.family_template]
+    assert rows
+    for row in rows:
+        flags = importlib.import_module(row.flags_module)
+        field = next(f for f in dataclasses.fields(flags.Flags) if f.name == row.model_flags.model.lstrip("-"))
+        assert flags.default_of(field) == row.model_flags.default_model
