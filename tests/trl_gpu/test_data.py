@@ -65,6 +65,29 @@ def test_too_long_examples_are_dropped_not_cut(gemma4_dir):
         data.tokenize_split(rows, tokenizer, max_length=min(lengths) - 1, spec=SQL)
 
 
+def test_the_tokenized_split_is_cached_under_what_decides_its_rows(gemma4_dir, gemma3_dir, tmp_path):
+    """The split's fingerprint (its cache file's name, shared by the ranks and a restart) is the same for the same
+    rows, settings and tokenizer loaded again, and changes with each of them; a file-backed split tokenized again
+    under another template is tokenized anew, not read from the first one's cache."""
+    rows = data.load_rows(str(tiny.write_dataset(tmp_path / "sql.jsonl", n=12)), "train")  # arrow files: cached
+    tokenizer = AutoTokenizer.from_pretrained(gemma4_dir)
+    first = data.tokenize_split(rows, tokenizer, max_length=None, spec=SQL)
+    assert first._fingerprint == data.tokenized_fingerprint(rows, AutoTokenizer.from_pretrained(gemma4_dir), SQL)
+    again = data.tokenize_split(rows, AutoTokenizer.from_pretrained(gemma4_dir), max_length=None, spec=SQL)
+    assert again._fingerprint == first._fingerprint and again["input_ids"] == first["input_ids"]
+    other_rows = Dataset.from_list(tiny.sql_rows(12, seed=1))
+    other_spec = formats.Spec.of("prompt-completion", {"prompt": "sql_prompt", "completion": "sql"})
+    assert len({first._fingerprint, data.tokenized_fingerprint(other_rows, tokenizer, SQL),
+                data.tokenized_fingerprint(rows, tokenizer, other_spec),
+                data.tokenized_fingerprint(rows, AutoTokenizer.from_pretrained(gemma3_dir), SQL)}) == 4
+    retemplated = AutoTokenizer.from_pretrained(gemma4_dir)
+    retemplated.chat_template = tiny.chat_template("gemma4-31b")  # the same vocabulary, another template
+    changed = data.tokenize_split(rows, retemplated, max_length=None, spec=SQL)
+    assert changed._fingerprint != first._fingerprint
+    assert changed["input_ids"] == [data.tokenize_example(r, retemplated, SQL)["input_ids"] for r in rows]
+    assert changed["input_ids"] != first["input_ids"]
+
+
 def test_split_is_seeded_and_capped():
     rows = Dataset.from_list(tiny.sql_rows(100))
     train_a, held_a = data.split_rows(rows, max_samples=50, eval_fraction=0.2, seed=42)

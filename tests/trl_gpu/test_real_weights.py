@@ -27,10 +27,10 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def gemma3_270m_dir(tmp_path_factory):
-    """The GGUF checkpoint, loaded once and written with save_pretrained (fp32),
+def gemma3_270m_dir():
+    """The GGUF checkpoint, loaded once per machine and written with save_pretrained (fp32),
     so the trainer loads it as it loads any local model directory."""
-    return tiny.real_gemma3_dir(tmp_path_factory.mktemp("gemma3-270m") / "model")
+    return tiny.cached_real_gemma3_dir()
 
 
 def test_a_pretrained_model_without_template_is_refused_with_the_way_out(gemma3_270m_dir):

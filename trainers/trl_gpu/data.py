@@ -21,6 +21,7 @@ import os
 
 import datasets
 from datasets import Dataset, load_dataset, load_from_disk
+from datasets.fingerprint import Hasher
 
 from trainers.sft_data import formats, mixture, parts, records
 
@@ -128,6 +129,22 @@ def _tokenize(row: dict, index: int, tokenizer, spec: formats.Spec) -> dict:
         raise templates.problem(err) from None
 
 
+def tokenized_fingerprint(dataset: Dataset, tokenizer, spec: formats.Spec) -> str:
+    """The tokenized split's fingerprint: its cache file's name, under which the other ranks (after the main
+    process, main_process_first) and a restarted run find it. Without one, datasets hashes map()'s arguments
+    as pickled objects, and pickling a Gemma tokenizer (a 262,144-piece vocabulary) takes seconds per split on
+    every start; its serialized definition (vocabulary, merges, normalizer, added tokens), chat template and
+    settings say the same in well under a second. Anything that changes the rows changes it: the source rows'
+    fingerprint, the data settings, the tokenizer. (datasets' fingerprints and cache:
+    https://huggingface.co/docs/datasets/about_cache; map's `new_fingerprint`: datasets/arrow_dataset.py
+    Dataset.map, used as given instead of hashing the transform's arguments.)"""
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    # A slow (Python) tokenizer has no serialized definition: hashed whole, as datasets would.
+    definition = backend.to_str() if backend is not None else Hasher.hash(tokenizer)
+    return Hasher.hash([dataset._fingerprint, "trainers.trl_gpu.data._tokenize", spec, type(tokenizer).__name__,
+                        definition, tokenizer.chat_template, repr(tokenizer.init_kwargs)])
+
+
 def tokenize_split(dataset: Dataset, tokenizer, max_length: int | None, spec: formats.Spec,
                    num_proc: int | None = None) -> Dataset:
     """Tokenize; drop (rather than cut) examples longer than max_length, so no
@@ -141,6 +158,7 @@ def tokenize_split(dataset: Dataset, tokenizer, max_length: int | None, spec: fo
         remove_columns=dataset.column_names,
         num_proc=num_proc,
         desc="Tokenizing",
+        new_fingerprint=tokenized_fingerprint(dataset, tokenizer, spec),
     )
     if max_length is not None:
         before = len(tokenized)
