@@ -29,6 +29,8 @@ from pathlib import Path
 
 import yaml
 
+from tests.support.gemma_tokenizer import cached_hf_tokenizer
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULT = ROOT / "bench" / "results" / "check_data.json"
 DATASETS_LOAD = """
@@ -50,7 +52,7 @@ def write_rows(path: Path, rows: int) -> None:
 def write_stack(root: Path, data: Path) -> None:
     shutil.copy(ROOT / "Pulumi.yaml", root / "Pulumi.yaml")
     doc = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())
-    doc["config"]["gke-finetune:datasets"] = [{"name": "bench", "path": str(data)}]
+    doc["config"]["gke-finetune:datasets"] = [{"name": "bench", "path": data.relative_to(root).as_posix()}]
     doc["config"]["gke-finetune:runs"] = [{"name": "chat", "trainer": "gemma-jax", "pool": "v6e-1x1",
                                            "data": "bench", "format": "conversational"}]
     (root / "Pulumi.bench.yaml").write_text(yaml.safe_dump(doc))
@@ -74,6 +76,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, default=1_000_000)
     args = parser.parse_args(argv)
+    tokenizer = cached_hf_tokenizer()  # the real Gemma 3 tokenizer, as the tests use it
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         (tmp / "data").mkdir()
@@ -83,12 +86,15 @@ def main(argv=None) -> int:
         gpu_python = str(ROOT / ".venv-gpu" / "bin" / "python")
         loaded = timed([gpu_python, "-c", DATASETS_LOAD, str(data), str(tmp / "hf"), str(args.rows)], tmp / "load")
         check = timed([sys.executable, "-m", "tools.data", "check", "--stack", "bench", "--run", "chat",
-                       "--json", "--quiet", "--root", str(tmp)], tmp / "check.json")
+                       "--json", "--quiet", "--root", str(tmp), "--tokenizer", tokenizer], tmp / "check.json")
         report = json.loads((tmp / "check.json").read_text())
         assert report["rows"] == args.rows and report["bad_rows_total"] == 0, report
+        assert report["lengths_in"] == "tokens", report.get("tokens_not_counted")
         size_mib = data.stat().st_size / 2**20
     result = {
         "rows": args.rows, "file_mib": round(size_mib, 1),
+        "tokens": {k: report["tokens"][k] for k in ("p50", "p95", "max", "total")},
+        "packing_efficiency": report["tokens"]["packing"]["efficiency"],
         "check_data": {**check, "rows_per_s": round(args.rows / check["seconds"])},
         "datasets_load": {**loaded, "rows_per_s": round(args.rows / loaded["seconds"])},
         "time_ratio_check_over_load": round(check["seconds"] / loaded["seconds"], 2),

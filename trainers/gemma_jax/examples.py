@@ -22,20 +22,8 @@ import threading
 import grain
 import numpy as np
 
+from trainers.gemma_jax.flags import DEFAULT_TEMPLATES, default_template  # pylint: disable=unused-import  # noqa: F401
 from trainers.sft_data import chat, formats, parts
-
-# Templates a model's pretrained checkpoint has no chat template for: Gemma's turn formats (chat.BUILT_IN).
-DEFAULT_TEMPLATES = {"gemma3": "gemma3", "tiny": "gemma3", "gemma4-31b": "gemma4-31b", "gemma4": "gemma4",
-                     "tiny-gemma4": "gemma4"}
-
-
-def default_template(model: str) -> str:
-    """The shipped template of a model's family (gemma4-31b before gemma4-*)."""
-    for prefix, name in DEFAULT_TEMPLATES.items():
-        if model == prefix or model.startswith(prefix + "-"):
-            return name
-    raise KeyError(model)
-
 
 @functools.cache
 def _specials(tokenizer) -> tuple[dict[str, int], re.Pattern | None]:

@@ -40,6 +40,18 @@ MODEL_NAMES = (
 )
 SEED_MAX = 2**63 - 1  # jax.random.key takes a 64-bit seed
 
+# Templates a model's pretrained checkpoint has no chat template for: Gemma's turn formats (chat.BUILT_IN).
+DEFAULT_TEMPLATES = {"gemma3": "gemma3", "tiny": "gemma3", "gemma4-31b": "gemma4-31b", "gemma4": "gemma4",
+                     "tiny-gemma4": "gemma4"}
+
+
+def default_template(model: str) -> str:
+    """The shipped template of a model's family (gemma4-31b before gemma4-*)."""
+    for prefix, name in DEFAULT_TEMPLATES.items():
+        if model == prefix or model.startswith(prefix + "-"):
+            return name
+    raise KeyError(model)
+
 
 def flag(default, help: str, **meta):  # pylint: disable=redefined-builtin
     """A field carrying its flag's metadata: help, and optionally choices,
