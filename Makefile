@@ -118,7 +118,8 @@ venvs: $(VENV)/.installed $(VENV_JAX)/.installed $(VENV_GPU)/.installed
 
 test: test-infra test-jax test-gpu scan
 
-test-infra: $(VENV)/.installed
+# check-data's tests take the real Gemma 3 tokenizer from the GPU trainer's environment (tests/support/gemma_tokenizer.py).
+test-infra: $(VENV)/.installed $(VENV_GPU)/.installed
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/python -m pytest $(PLATFORM_TESTS) -n $(TEST_WORKERS) $(PYTEST_ARGS)
 

@@ -6,8 +6,10 @@ One JSON Lines file of conversational rows (a user turn, an assistant turn) is w
 side by side in one run, each in a process of its own so that peak memory is its own (the child's
 maximum resident set, from os.wait4):
 
-- check-data: `python -m tools.data check --json` on a stack whose run reads the file (.venv): every
-  row through the trainers' reader and format rules, lengths, split, examples;
+- check-data: `python -m tools.data check --json` on a stack whose JAX run reads the file (.venv): every
+  row through the trainers' reader and format rules, rendered with the Gemma 3 chat template and
+  tokenized with the real Gemma 3 tokenizer (the GGUF's, as the tests take it:
+  tests/support/gemma_tokenizer.py), the rows packed by the JAX trainer's plan, the split, examples;
 - datasets: `datasets.load_dataset("json", data_files=...)` and one pass over its rows (.venv-gpu, the
   GPU trainer's environment, where `datasets` is pinned): the load a trainer does before it checks
   anything, written to Arrow and memory-mapped.
@@ -92,7 +94,7 @@ def main(argv=None) -> int:
         assert report["lengths_in"] == "tokens", report.get("tokens_not_counted")
         size_mib = data.stat().st_size / 2**20
     result = {
-        "rows": args.rows, "file_mib": round(size_mib, 1),
+        "rows": args.rows, "file_mib": round(size_mib, 1), "cpus": os.cpu_count(),
         "tokens": {k: report["tokens"][k] for k in ("p50", "p95", "max", "total")},
         "packing_efficiency": report["tokens"]["packing"]["efficiency"],
         "check_data": {**check, "rows_per_s": round(args.rows / check["seconds"])},
