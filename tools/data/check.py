@@ -4,9 +4,12 @@ Data on this machine (`path:`) is read whole, file by file, with the trainers' o
 rules (admission/local_data.py); data staged in the cluster (a URL, a Hub dataset, a gs:// prefix) is
 named and not read here: the report says so plainly, and the trainer checks its first rows at start-up.
 The report: each bad row as file:row: column, what is wrong and what is allowed (up to `limit`, then a
-count); rows and example lengths; the train/eval split the trainer will use and warnings when the eval
-split takes every row, the rest is less than one batch, or the data is smaller than one epoch of the
-configured steps; and a few examples with the trained text marked.
+count); rows; tokens per example through the model's real tokenizer and chat template (tokens.py),
+against the sequence length, and the packing efficiency as the trainer packs (fill.py), or the lengths
+in characters and why where no tokenizer is on this machine; the train/eval split the trainer will use
+and warnings when the eval split takes every row, the rest is less than one batch, the data is smaller
+than one epoch of the configured steps, or examples are longer than the sequence length; and a few
+examples with the trained tokens marked.
 """
 
 from __future__ import annotations
