@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import json
 
-from tests.support.gemma_tokenizer import GPU_PYTHON, cache_dir, cached_hf_tokenizer, gpu_python  # noqa: F401
+# Re-exported for the tests that take them from here.
+from tests.support.gemma_tokenizer import cache_dir, cached_hf_tokenizer, gpu_python  # noqa: F401  # pylint: disable=unused-import
 from tests.support.gemma_tokenizer import converted_once as _converted_once
 from tests.support.gemma_tokenizer import run_gpu as _run_gpu
 

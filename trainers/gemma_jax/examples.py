@@ -22,7 +22,6 @@ import threading
 import grain
 import numpy as np
 
-from trainers.gemma_jax.flags import DEFAULT_TEMPLATES, default_template  # pylint: disable=unused-import  # noqa: F401
 from trainers.sft_data import chat, formats, parts
 
 @functools.cache

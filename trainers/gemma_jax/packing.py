@@ -25,6 +25,10 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import itertools
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
 
 # numpy is imported where arrays are made: the plan itself (plan_rows) is plain Python, which `make
 # check-data` runs in the platform's environment to measure how full the rows are.
