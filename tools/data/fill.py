@@ -9,7 +9,8 @@ padding, from the examples' token counts.
   with `--packing true` TRL packs the rest into rows of --max_length by best fit decreasing (trl/data_utils.py
   `_pack_bfd`: longest first, each into the open row with the least room that holds it, else a new one);
   without it (the shipped configs) TRL's collator pads each batch of --per_device_train_batch_size examples
-  to its longest (trl/trainer/sft_trainer.py `DataCollatorForLanguageModeling`), the batches drawn in a
+  to its longest (trl/trainer/sft_trainer.py `DataCollatorForLanguageModeling`, through trl/trainer/utils.py
+  `pad`: the largest shape of the batch), the batches drawn in a
   seeded random order as the Trainer's sampler draws them.
 """
 

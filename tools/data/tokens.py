@@ -12,8 +12,9 @@ tokenizes as the Hugging Face tokenizer does (tests/gemma_jax/test_real_tokenize
 uses (trainers/sft_data/chat.py: jinja2's sandbox, as transformers renders chat templates).
 
 Where the tokenizer comes from: `--tokenizer DIR` (a Hugging Face tokenizer or model directory), else
-the local Hugging Face cache of the run's model (huggingface_hub.try_to_load_from_cache, which reads
-$HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub; nothing is downloaded).
+the local Hugging Face cache of the run's model (huggingface_hub/file_download.py `try_to_load_from_cache`:
+refs/main's snapshot under constants.HF_HUB_CACHE, which is $HF_HUB_CACHE, else $HF_HOME/hub, else
+~/.cache/huggingface/hub; nothing is downloaded).
 """
 
 from __future__ import annotations
