@@ -224,3 +224,26 @@ def test_fill_by_best_fit_decreasing_and_by_padded_batches():
     assert fill.best_fit_decreasing([7, 7, 7, 11], 10).efficiency == 0.7  # the one longer than a row is dropped
     assert fill.padded_batches([10, 2, 2, 2], 16, 4).efficiency == 16 / 40
     assert fill.padded_batches([10, 2, 2, 2, 30], 16, 4).efficiency == 16 / 40
+
+
+def test_a_row_the_chat_template_refuses_is_a_bad_row(tmp_path, capsys, gemma3):
+    """Gemma 3's template raises for turns that don't alternate; the trainer would stop on the row."""
+    twice = {"messages": [{"role": "user", "content": "Hi"}, {"role": "user", "content": "Hi"},
+                          {"role": "assistant", "content": "Hello."}]}
+    code, out, _ = _check(capsys, _stack(tmp_path, [GOOD, twice, GOOD]), "--tokenizer", gemma3, "--json")
+    report = json.loads(out)
+    assert code == 65 and report["bad_rows"] == [
+        "tickets/train.jsonl:2: the chat template refuses its messages: roles must alternate user, assistant, "
+        "user, ... after an optional system message"]
+    assert report["tokens"]["total"] == 2 * 13
+
+
+def test_a_gpu_run_whose_tokenizer_has_no_chat_template_is_counted_in_characters(tmp_path, capsys, gemma3):
+    run = {**_gpu_run([]), "args": ["--per_device_train_batch_size", "4"]}  # no --chat_template; the GGUF has none
+    code, out, _ = _check(capsys, _stack(tmp_path, [{"prompt": "Hi", "completion": "Hello."}], run=run, base="a4"),
+                          "--tokenizer", gemma3, "--json")
+    report = json.loads(out)
+    assert code == 0 and report["lengths_in"] == "characters" and "tokens" not in report
+    assert report["tokens_not_counted"] == (
+        f"tokenizer {gemma3}, but no chat template: the tokenizer in {gemma3} has no chat template and the run "
+        "names none (--chat_template): its trainer refuses a chat without one")
