@@ -123,8 +123,9 @@ test-infra: $(VENV)/.installed $(VENV_GPU)/.installed
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/python -m pytest $(PLATFORM_TESTS) -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
-# The JAX tests check against transformers in the GPU trainer's environment too.
-test-jax: $(VENV_JAX)/.installed $(VENV_GPU)/.installed
+# The JAX tests check against transformers in the GPU trainer's environment too, and against check-data in the
+# platform's.
+test-jax: $(VENV)/.installed $(VENV_JAX)/.installed $(VENV_GPU)/.installed
 	$(VENV_JAX)/bin/python -m pytest tests/gemma_jax -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 # Every shipped TPU run's train step compiled ahead of time by the real TPU
