@@ -7,7 +7,8 @@ tokenizer, a wrapper of the `tokenizers` library's Tokenizer loaded from the mod
 (transformers/tokenization_utils_tokenizers.py), called with add_special_tokens=False
 (trainers/trl_gpu/data.py `_ids`); the JAX trainer with gemma's SentencePiece model of the same
 vocabulary, its special pieces cut out first (trainers/gemma_jax/examples.py `encode_rendered`), which
-tokenizes as the Hugging Face tokenizer does (tests/gemma_jax/test_real_tokenizer.py). Here the
+tokenizes as the Hugging Face tokenizer does (tests/gemma_jax/test_real_tokenizer.py); both compared with
+this module in tests/trl_gpu/ and tests/gemma_jax/test_check_data_tokens.py. Here the
 `tokenizers` library reads that tokenizer.json itself. A chat is rendered with the template its trainer
 uses (trainers/sft_data/chat.py: jinja2's sandbox, as transformers renders chat templates).
 
