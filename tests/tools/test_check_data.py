@@ -247,3 +247,15 @@ def test_a_gpu_run_whose_tokenizer_has_no_chat_template_is_counted_in_characters
     assert report["tokens_not_counted"] == (
         f"tokenizer {gemma3}, but no chat template: the tokenizer in {gemma3} has no chat template and the run "
         "names none (--chat_template): its trainer refuses a chat without one")
+
+
+def test_the_progress_bar_moves_every_chunk_of_rows_within_a_file(tmp_path):
+    from tools.data.__main__ import _load  # pylint: disable=import-outside-toplevel
+    from tools.data.check import check  # pylint: disable=import-outside-toplevel
+
+    root = _stack(tmp_path, [GOOD] * 4999 + ["{broken"])
+    config, _ = _load("t", root)
+    moved: list[int] = []
+    code, report = check(config, "chat", progress=moved.append, root=root)
+    assert code == 65 and report["rows"] == 4999
+    assert moved == [2048, 2048, 4999 - 2 * 2048]  # the unreadable last line is no row

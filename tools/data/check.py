@@ -85,16 +85,16 @@ def check(config, run_name: str, limit: int = 20, examples: int = 3,
         tok, where = tokens.load(tokenizer, split and split.hub_id, split and split.template, data.spec.format)
     except tokens.TokenizerError as err:
         return EX_NOINPUT, {"run": run.name, "error": str(err)}
-    seen = _Seen(data.spec, tok, examples)
+    seen = _Seen(data.spec, tok, examples, progress)
     for found in local_data.bad_rows(data, each=seen.each):
         if isinstance(found, tuple):
             seen.rows[found[0]] = found[1]
-            if progress:
-                progress(found[1])
+            seen.report_progress()
         elif found.unread:
             seen.unread.append(str(found))
         else:
             seen.bad.append(found)
+            seen.tick(found.row)
     if tok is not None:
         seen.flush()
     return _report(run, data, split, seen, limit, where)
@@ -103,16 +103,30 @@ def check(config, run_name: str, limit: int = 20, examples: int = 3,
 class _Seen:
     """What the read gathers: bad and unread files and rows, rows per file, each example's length in
     characters and (with a tokenizer) in tokens, and the first examples with their trained text marked.
-    Examples are tokenized in chunks of CHUNK (tokens.Tokens.tokens_of_many)."""
+    Examples are tokenized in chunks of CHUNK (tokens.Tokens.tokens_of_many); the progress bar moves a
+    CHUNK of rows at a time."""
 
     CHUNK = 2048
 
-    def __init__(self, spec: formats.Spec, tok: tokens.Tokens | None, examples: int):
-        self.spec, self.tok, self.examples = spec, tok, examples
+    def __init__(self, spec: formats.Spec, tok: tokens.Tokens | None, examples: int,
+                 progress: Callable[[int], None] | None = None):
+        self.spec, self.tok, self.examples, self.progress = spec, tok, examples, progress
         self.bad, self.unread, self.rows, self.characters, self.tokens, self.shown = [], [], {}, [], [], []
-        self.trained_tokens, self.pending = 0, []
+        self.trained_tokens, self.pending, self.unreported = 0, [], 0
+
+    def tick(self, row: int = 1) -> None:
+        """One more row read (a bad row of `row` 0 is a file that can't be read: no row)."""
+        self.unreported += bool(row)
+        if self.unreported >= self.CHUNK:
+            self.report_progress()
+
+    def report_progress(self) -> None:
+        if self.progress and self.unreported:
+            self.progress(self.unreported)
+        self.unreported = 0
 
     def each(self, name: str, row: int, read: formats.Record) -> None:
+        self.tick()
         text = marked(self.spec, read)
         self.characters.append(sum(len(t) for t, _ in text))
         if self.tok is None:
