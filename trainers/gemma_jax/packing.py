@@ -25,8 +25,13 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import itertools
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
+
+# numpy is imported where arrays are made: the plan itself (plan_rows) is plain Python, which `make
+# check-data` runs in the platform's environment to measure how full the rows are.
 
 OPEN_ROWS = 1024
 # Gaps under SMALL_GAP slots are mostly too small for a whole story; the
@@ -146,6 +151,8 @@ def plan_rows(order, lengths, maxlen: int, open_rows: int = OPEN_ROWS) -> list[l
 def epoch_order(num_stories: int, seed: int, shard: int, epoch: int, shuffle: bool) -> np.ndarray:
     """Story order of one shard in one epoch: a permutation seeded by
     (seed, shard, epoch), any seed in [0, 2**63)."""
+    import numpy as np  # pylint: disable=g-import-not-at-top
+
     if not shuffle:
         return np.arange(num_stories)
     rng = np.random.default_rng([seed, shard, epoch])
@@ -158,6 +165,8 @@ def row_arrays(row: list[Piece], tokens, story_ids, maxlen: int, masks=None) -> 
     `continued` (1 on the slots of a piece that is not its story's start);
     with `masks` (per story, 1 on the tokens the loss is taken on), also
     `loss_mask` (a continuation piece's added BOS is never a target)."""
+    import numpy as np  # pylint: disable=g-import-not-at-top
+
     out = {
         "tokens": np.zeros(maxlen, np.int32),
         "segment_ids": np.zeros(maxlen, np.int32),

@@ -212,7 +212,11 @@ def tools_refusal(spec: Spec, render: Render, read: Record, row: int, template: 
 
 def example(spec: Spec, record: Mapping, render: Render | None, row: int = 0) -> Example:
     """The record's training text, as parts."""
-    read = read_record(spec, record, row)
+    return example_of_read(spec, read_record(spec, record, row), render, row)
+
+
+def example_of_read(spec: Spec, read: Record, render: Render | None, row: int = 0) -> Example:
+    """A record already read by read_record, as its training text's parts."""
     if not read.chat:
         parts = tuple((text, trained or spec.loss_on == "all") for text, trained in read.plain)
         return Example(parts, chat=False)
