@@ -98,7 +98,8 @@ class PoolQuota(StackModel):
     chips: Count = Field(ge=0, description="the stack's nominal quota of the pool's chips")
     # The ClusterQueues that share a pool are in one cohort (stack/sharing.py): what this one may borrow of the
     # others' idle quota of the pool, and lend of its own. None: no limit (a lender reclaims what it lent).
-    borrowing_limit_chips: Count | None = Field(default=None, ge=0, description="chips borrowed at most; default: no limit")
+    borrowing_limit_chips: Count | None = Field(default=None, ge=0,
+                                                description="chips borrowed at most; default: no limit")
     lending_limit_chips: Count | None = Field(default=None, ge=0, description="chips lent at most; default: no limit")
 
 
