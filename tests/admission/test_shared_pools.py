@@ -106,3 +106,22 @@ def test_a_forbidden_read_is_not_checked_and_no_kueue_is_no_queue(monkeypatch, s
     assert bool(not_checked) is said
     if said:
         assert not_checked[0].startswith("not checked: the other ClusterQueues (403 Forbidden")
+
+
+def test_the_preflight_of_an_existing_cluster_runs_the_check(monkeypatch):
+    """Wired into the preflight's reads (components/preflight.py `cluster_problems`): the overcommit is one of
+    the problems `pulumi preview` stops on, with the namespace and controllers read as before."""
+    queues, flavors = _on_cluster(_stack("team-a", None))
+
+    class Objects:
+        def __init__(self, api):
+            pass
+
+        def list_cluster_custom_object(self, group, version, plural, _request_timeout):
+            return {"items": {"clusterqueues": queues, "resourceflavors": flavors}[plural]}
+
+    monkeypatch.setattr(preflight.k8s_client, "CustomObjectsApi", Objects)
+    monkeypatch.setattr(preflight, "read_namespace_labels", lambda api, namespace: {})
+    monkeypatch.setattr(preflight, "read_controllers", lambda api, not_checked, owners: {})
+    problems, not_checked = preflight.cluster_problems(_stack("team-b", None), k8s_client.ApiClient())
+    assert [p.key for p in problems] == ["pools[0].quota.chips"] and not_checked == []
