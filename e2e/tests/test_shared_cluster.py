@@ -14,9 +14,10 @@ run through Kueue (a priority). Shown here:
   and both namespaces;
 - a changed endpoint of the same cluster (the kubeconfig's server address)
   replaces nothing: the provider is identified by the cluster;
-- a stack that would install the controllers someone else installed, or
-  deploy into a namespace that doesn't exist, is refused by `pulumi preview`
-  before anything is declared, with the stack's own one-line problem.
+- a stack that would install the controllers someone else installed, deploy
+  into a namespace that doesn't exist, or hold more of the pool than the other
+  team's queue leaves, is refused by `pulumi preview` before anything is
+  declared, with the stack's own one-line problem.
 """
 
 from __future__ import annotations
@@ -182,6 +183,8 @@ def test_a_changed_endpoint_of_the_same_cluster_replaces_nothing(shared):
      "namespace: 'team-c' does not exist in this cluster; allowed: a namespace the platform team made"),
     ("a namespace another stack would lose", {"createNamespace": True},
      "createNamespace: true but namespace 'team-b' exists already in this cluster"),
+    ("a share that overcommits the pool", {"namespace": "team-a", "quota": 2},
+     "pools[0].quota.chips: 2 of pool 'v6e-1x1' (2 chips), and the cluster's other queues on it hold"),
 ])
 def test_a_stack_that_would_take_over_the_clusters_singletons_is_refused_at_preview(shared, state_root, case,
                                                                                      change, expected):
@@ -192,6 +195,8 @@ def test_a_stack_that_would_take_over_the_clusters_singletons_is_refused_at_prev
     for key in ("namespace", "createNamespace"):
         if key in change:
             config[f"gke-finetune:{key}"] = change[key]
+    if "quota" in change:  # the whole pool, where team-b's queue holds a part: read from the cluster's queues
+        config["gke-finetune:pools"][0]["quota"] = {"chips": change["quota"]}
     made.write_stack(config)
     step = made.run("preview", check=False)
     assert step.returncode != 0 and expected in step.output, step.output[-3000:]
