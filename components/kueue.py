@@ -20,7 +20,7 @@ import pulumi_kubernetes as k8s
 
 from components.kube import controller_release
 from core.contract import SchedulingContract
-from core.names import KUEUE_CHART, KUEUE_CHART_VERSION, KUEUE_NAMESPACE
+from core.names import KUEUE_CHART, KUEUE_CHART_VERSION, KUEUE_NAMESPACE, SHARED_PREFIX
 from manifests.controllers import chart_source, kueue_chart_values
 from manifests.kueue import kueue_manifests, renamed_from
 from stack.existing import Charts
@@ -51,8 +51,26 @@ class KubernetesObject(pulumi.CustomResource):
     The Kubernetes provider applies the object's inputs as they are.
     """
 
-    def __init__(self, name: str, manifest: Mapping, opts: pulumi.ResourceOptions | None = None):
-        super().__init__(f"kubernetes:{manifest['apiVersion']}:{manifest['kind']}", name, dict(manifest), opts)
+    def __init__(self, name: str, manifest: Mapping, opts: pulumi.ResourceOptions | None = None,
+                 shared: bool = False):
+        kind = f"{manifest['kind']}Patch" if shared else manifest["kind"]
+        super().__init__(f"kubernetes:{manifest['apiVersion']}:{kind}", name, dict(manifest), opts)
+
+
+def shared_object(manifest: Mapping) -> bool:
+    """An object other stacks declare too (a shared pool's ResourceFlavor, core/names.py SHARED_PREFIX).
+
+    It is declared as the provider's Patch resource of its kind: a server-side apply with a field manager of its
+    own, which creates the object where it is missing and co-owns its fields where another stack applied the same
+    values, and whose delete relinquishes this stack's fields and never deletes the object
+    (pulumi-kubernetes v4.25.0 provider/pkg/await/await.go `Deletion`: `ssa.Relinquish` for a Patch resource;
+    pkg/kinds/util.go `IsPatchResource`: the type token `<kind>Patch`;
+    https://www.pulumi.com/registry/packages/kubernetes/how-to-guides/managing-resources-with-server-side-apply/).
+    A plain create would fail where another stack made it (AlreadyExists since 4.29.0, pulumi-kubernetes #2926),
+    and its delete would take a flavor another stack's ClusterQueue still names. The flavor stays after the last
+    stack's destroy, without the fields the stacks applied; a platform team deletes it once no ClusterQueue names
+    it (docs/existing-clusters.md)."""
+    return manifest["kind"] == "ResourceFlavor" and manifest["metadata"]["name"].startswith(SHARED_PREFIX)
 
 
 class Kueue(pulumi.ComponentResource):
@@ -87,6 +105,7 @@ class Kueue(pulumi.ComponentResource):
             f"{name}-{key}", manifest,
             pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=depends,
                                    aliases=renamed_alias(name, old_key)),
+            shared=shared_object(manifest),
         )
 
 

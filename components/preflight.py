@@ -34,7 +34,9 @@ from admission.shared_cluster import (
     Installed, controller_problems, deployment_owner, installed_controllers, namespace_problems, release_of,
 )
 from admission.installed_controllers import CONFIG_KEY, kueue_config_problems, version_problems
+from admission.shared_pools import overcommit_problems
 from core.names import JOBSET_NAMESPACE, KUEUE_NAMESPACE
+from manifests.kueue import API_GROUP, API_VERSION, cluster_queue_name
 from stack.config import StackConfig
 from stack.queueing import queued_runs
 from stack.problems import ConfigError, Problem
@@ -140,7 +142,29 @@ def cluster_problems(cfg: StackConfig, api: k8s_client.ApiClient) -> tuple[list[
     problems += _read("the installed controllers", not_checked, controllers)
     if not install and found:
         problems += installed_problems(cfg, api, found, labels, not_checked)
+    if cfg.kueue_flavors():
+        problems += _read("the other ClusterQueues on the stack's pools (Kueue's ClusterQueues and ResourceFlavors)",
+                          not_checked, lambda: shared_pool_problems(cfg, api))
     return problems, not_checked
+
+
+def _kueue_objects(api: k8s_client.ApiClient, plural: str) -> list[dict]:
+    """Every Kueue object of a cluster-scoped kind; none where Kueue's CRDs are not installed (404)."""
+    try:
+        listed = k8s_client.CustomObjectsApi(api).list_cluster_custom_object(
+            API_GROUP, API_VERSION.partition("/")[2], plural, _request_timeout=TIMEOUT)
+    except ApiException as err:
+        if err.status == 404:
+            return []
+        raise
+    return listed.get("items") or []
+
+
+def shared_pool_problems(cfg: StackConfig, api: k8s_client.ApiClient) -> list[Problem]:
+    """The stack's pools against the ClusterQueues already on the cluster (admission/shared_pools.py)."""
+    keys = {p.name: f"pools[{i}]" for i, p in enumerate(cfg.pools)}
+    return overcommit_problems(cfg.kueue_flavors(), keys, cluster_queue_name(cfg.runs_namespace),
+                               _kueue_objects(api, "clusterqueues"), _kueue_objects(api, "resourceflavors"))
 
 
 _DEFAULT_NAMESPACES = {"jobset": JOBSET_NAMESPACE, "kueue": KUEUE_NAMESPACE}

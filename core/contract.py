@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from core.allocatable import Allocatable, node_allocatable
 from core.catalog import Family, Shape
-from core.names import cluster_scoped
+from core.names import cluster_scoped, shared_flavor_name
 
 
 @dataclass(frozen=True)
@@ -43,8 +43,12 @@ class SchedulingContract:
     namespace: str = ""
     # Queued capacity: the longest a ProvisioningRequest's nodes may run.
     max_run_duration_seconds: int | None = None
-    # A pool other stacks share (stack/sharing.py): this stack's part of its chips; 0: the whole pool.
-    share_chips: int = 0
+    # A pool other stacks share (stack/sharing.py): this stack's part of its chips; None: the whole pool, unshared.
+    share_chips: int | None = None
+    # A shared pool's borrowing and lending limits in its cohort (chips; None: no limit): what this stack's queue
+    # may borrow of the other stacks' idle quota of the pool, and lend of its own.
+    borrow_chips: int | None = None
+    lend_chips: int | None = None
     # Autopilot: the ComputeClass of a run's capacity ladder, whose priorities are
     # the ladder's rungs (stack/queueing.py); the selector then names it instead
     # of one shape's capacity labels. None: the shape's own capacity.
@@ -105,7 +109,7 @@ class SchedulingContract:
     @property
     def nominal_vms(self) -> int:
         """The VMs of the pool this stack's Kueue flavor holds: its share where the pool is shared, else all."""
-        return self.share_chips // self.chips_per_host if self.share_chips else self.vms
+        return self.share_chips // self.chips_per_host if self.shared else self.vms
 
     @property
     def nominal_chips(self) -> int:
@@ -130,8 +134,17 @@ class SchedulingContract:
         return (self.shape.accelerator.taint.toleration(),)
 
     @property
+    def shared(self) -> bool:
+        """A pool other stacks' ClusterQueues share (`pools[].quota`): its flavor is theirs too, in one cohort."""
+        return self.share_chips is not None
+
+    @property
     def flavor(self) -> str:
-        """The pool's Kueue ResourceFlavor (cluster-scoped: named after the stack's namespace and the pool)."""
+        """The pool's Kueue ResourceFlavor (cluster-scoped): named after the stack's namespace and the pool, or,
+        on a shared pool, after the nodes it selects, so that every stack sharing the pool names one flavor
+        (Kueue lends and borrows quota only of a flavor the queues have in common)."""
+        if self.shared:
+            return shared_flavor_name(self.flavor_node_labels, self.flavor_tolerations)
         return cluster_scoped(self.namespace, self.pool)
 
     @property

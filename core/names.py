@@ -1,6 +1,7 @@
 """Names the platform creates and the runs refer to, and the versions it pins. Pure data."""
 
 import hashlib
+import json
 from dataclasses import dataclass
 
 from core.ids import bounded, slug
@@ -256,3 +257,29 @@ def compute_class_name(namespace: str, run: str) -> str:
 def legacy_compute_class_name(namespace: str, run: str) -> str:
     """`compute_class_name` before `cluster_scoped` told namespace and name apart."""
     return legacy_cluster_scoped(namespace, f"ladder-{run}")
+
+
+# The prefix of the objects stacks share rather than own (a shared pool's ResourceFlavor, the cohort of the
+# ClusterQueues that share pools): named from what they are, never from one stack, so that every stack that
+# declares them declares the same object.
+SHARED_PREFIX = "gke-finetune-shared"
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:SCOPE_HASH_CHARS]
+
+
+def shared_flavor_name(node_labels: dict[str, str], tolerations: tuple[dict, ...] | list[dict]) -> str:
+    """The ResourceFlavor of a pool several stacks share (`pools[].quota`): named from its spec (the node labels
+    and tolerations Kueue gives an admitted pod), so two stacks that select the same nodes the same way name the
+    same flavor, and two flavors of one name always have the same spec. `<prefix>-<a label value>-<hash>`."""
+    identity = json.dumps({"nodeLabels": node_labels, "tolerations": list(tolerations)}, sort_keys=True)
+    hint = slug(sorted(node_labels.values())[0]) if node_labels else "pool"
+    head = f"{SHARED_PREFIX}-{hint}"[:SCOPED_NAME_MAX - SCOPE_HASH_CHARS - 1].rstrip("-")
+    return f"{head}-{_digest(identity)}"
+
+
+def cohort_name(shared_flavors: list[str] | tuple[str, ...]) -> str:
+    """The Kueue cohort of the ClusterQueues that share pools: named from the shared flavors (sorted), so the
+    stacks that share the same pools are in one cohort and borrow each other's idle quota of them."""
+    return f"{SHARED_PREFIX}-{_digest(','.join(sorted(set(shared_flavors))))}"

@@ -30,7 +30,9 @@ from collections.abc import Mapping, Sequence
 
 from core.catalog import ACCELERATORS, PROVISIONING_REQUEST_LABEL
 from core.contract import SchedulingContract
-from core.names import LOCAL_QUEUE, WORKLOAD_PRIORITIES, cluster_scoped, legacy_cluster_scoped, priority_class_name
+from core.names import (
+    LOCAL_QUEUE, WORKLOAD_PRIORITIES, cluster_scoped, cohort_name, legacy_cluster_scoped, priority_class_name,
+)
 from core import quantity
 from core.quantity import GIB
 
@@ -126,12 +128,36 @@ def quota(contract: SchedulingContract, resource: str) -> str:
     as a `resource.Quantity`, which serialises canonically (a number, or `10956800Mi` where it keeps
     `10700Gi`), so any other form would differ from the stored object on every `pulumi preview` (a
     perpetual update the real engine showed, e2e/tests/test_engine.py and e2e/tests/test_handoff.py)."""
+    return _amount(contract, resource, contract.nominal_vms)
+
+
+def _amount(contract: SchedulingContract, resource: str, vms: int) -> str:
+    """`vms` of the pool's nodes as a quota of `resource` (their chips, or their allocatable)."""
     if resource not in NODE_RESOURCES:
-        return str(contract.nominal_chips if resource == contract.resource_name else 0)
+        return str(vms * contract.chips_per_host if resource == contract.resource_name else 0)
     per_node = contract.allocatable.get(resource)
     if resource == "cpu":
-        return quantity.canonical_millis(int(per_node * 1000) * contract.nominal_vms)
-    return quantity.canonical_bytes(int(per_node // _MIB) * contract.nominal_vms * int(_MIB))
+        return quantity.canonical_millis(int(per_node * 1000) * vms)
+    return quantity.canonical_bytes(int(per_node // _MIB) * vms * int(_MIB))
+
+
+def _flavor_quotas(contract: SchedulingContract, covered: Sequence[str]) -> dict:
+    """A flavor's entry in the ClusterQueue: its nominal quota of each resource, and on a shared pool its
+    borrowing and lending limits in the cohort (chips, and the node resources in proportion)."""
+    resources = []
+    for r in covered:
+        entry = {"name": r, "nominalQuota": quota(contract, r)}
+        for key, chips in (("borrowingLimit", contract.borrow_chips), ("lendingLimit", contract.lend_chips)):
+            if contract.shared and chips is not None:
+                entry[key] = _amount(contract, r, chips // contract.chips_per_host)
+        resources.append(entry)
+    return {"name": contract.flavor, "resources": resources}
+
+
+def cohort(flavors: Sequence[SchedulingContract]) -> str | None:
+    """The cohort of a stack whose queue has a shared pool's flavor (core/names.py `cohort_name`); else none."""
+    shared = [c.flavor for c in flavors if c.shared]
+    return cohort_name(shared) if shared else None
 
 
 def cluster_queue(flavors: Sequence[SchedulingContract], namespace: str) -> dict:
@@ -142,14 +168,15 @@ def cluster_queue(flavors: Sequence[SchedulingContract], namespace: str) -> dict
         # Kueue's defaults, declared: try the next flavor before preempting in this one.
         "flavorFungibility": {"whenCanBorrow": "MayStopSearch", "whenCanPreempt": "TryNextFlavor"},
         "preemption": {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Never"},
-        "resourceGroups": [{
-            "coveredResources": covered,
-            "flavors": [
-                {"name": c.flavor, "resources": [{"name": r, "nominalQuota": quota(c, r)} for r in covered]}
-                for c in flavors
-            ],
-        }],
+        "resourceGroups": [{"coveredResources": covered, "flavors": [_flavor_quotas(c, covered) for c in flavors]}],
     }
+    shared = cohort(flavors)
+    if shared:
+        spec["cohortName"] = shared
+        # A rung within the stack's own quota before another team's idle quota, which it may have to give back;
+        # and what the stack lent, it takes back by preempting the borrower (its run checkpoints and is requeued).
+        spec["flavorFungibility"]["whenCanBorrow"] = "TryNextFlavor"
+        spec["preemption"]["reclaimWithinCohort"] = "Any"
     checks = [{"name": check_name(c), "onFlavors": [c.flavor]} for c in flavors if c.queued]
     if checks:
         spec["admissionChecksStrategy"] = {"admissionChecks": checks}

@@ -356,8 +356,10 @@ class StackConfig(StackModel):
     def contracts(self) -> dict[str, SchedulingContract]:
         """The scheduling contract of every pool (Standard) or shape (Autopilot), by name."""
         contracts = derive_contracts(self.accelerator_groups(), self.autopilot, self.existing is not None)
-        shares = {p.name: p.quota.chips for p in self.pools if p.quota is not None}
-        contracts = {n: dataclasses.replace(c, share_chips=shares.get(n, 0)) for n, c in contracts.items()}
+        shares = {p.name: p.quota for p in self.pools if p.quota is not None}
+        contracts = {n: dataclasses.replace(c, share_chips=shares[n].chips, lend_chips=shares[n].lending_limit_chips,
+                                            borrow_chips=shares[n].borrowing_limit_chips) if n in shares else c
+                     for n, c in contracts.items()}
         return with_queues(contracts, self.runs, self.autopilot, self.runs_namespace)
 
     def kueue_flavors(self) -> list[SchedulingContract]:

@@ -96,6 +96,11 @@ class PoolQuota(StackModel):
     """`quota` of a pool: this stack's share of it, as its ClusterQueue's quota (stack/sharing.py)."""
 
     chips: Count = Field(ge=0, description="the stack's nominal quota of the pool's chips")
+    # The ClusterQueues that share a pool are in one cohort (stack/sharing.py): what this one may borrow of the
+    # others' idle quota of the pool, and lend of its own. None: no limit (a lender reclaims what it lent).
+    borrowing_limit_chips: Count | None = Field(default=None, ge=0,
+                                                description="chips borrowed at most; default: no limit")
+    lending_limit_chips: Count | None = Field(default=None, ge=0, description="chips lent at most; default: no limit")
 
 
 class PoolConfig(ShapeConfig):

@@ -7,7 +7,20 @@ admits against, so the quotas of the ClusterQueues that share a pool must
 together fit the pool, or both stacks' runs are admitted and their pods wait
 for nodes that never come. A stack says its part of a pool
 (`pools[].quota.chips`; its node resources in proportion), and the platform
-team hands each team a part that, summed, is the pool.
+team hands each team a part that, summed, is the pool (the preflight reads the
+other ClusterQueues on the pool and refuses more: admission/shared_pools.py).
+
+The ClusterQueues of a shared pool share its ResourceFlavor, named from the
+nodes it selects (core/names.py `shared_flavor_name`), and are in one cohort
+(`cohort_name`): Kueue lends and borrows only between queues of one cohort, and
+only quota of a flavor both name
+(https://kueue.sigs.k8s.io/docs/concepts/cluster_queue/#cohort; v0.19.2
+apis/kueue/v1beta2/clusterqueue_types.go `cohortName`, `borrowingLimit`,
+`lendingLimit`). So a team may use another's idle part of the pool
+(`borrowingLimitChips`, `lendingLimitChips`; no limit by default, a share of 0
+borrows only) and takes its own back by preemption when it needs it
+(`reclaimWithinCohort: Any`: the borrower's run checkpoints on SIGTERM and is
+requeued).
 
 `kueue` holds the settings of the Kueue a stack installs (its own cluster, or
 `existingCluster.controllers: install`): how long an admitted run may wait for
@@ -69,12 +82,27 @@ def _quota_problems(pool: str, quota: Any, contract: Any, queued: bool) -> list[
     whole, per_run = contract.quota_chips, contract.total_chips
     if quota.chips > whole:
         return [Problem("chips", quota.chips, f"{where}, which holds {whole} chips at most",
-                        f"{per_run}..{whole}, this stack's part of the pool")]
-    if quota.chips == 0 or quota.chips % per_run:
+                        f"0..{whole} in steps of {per_run}, this stack's part of the pool")]
+    if quota.chips % per_run:
         return [Problem("chips", quota.chips, f"{where}: a run on it takes {per_run} chips (its whole slices), "
-                        "and a quota between whole runs admits none of the rest", f"a positive multiple of {per_run}, "
+                        "and a quota between whole runs admits none of the rest", f"a multiple of {per_run}, "
                         f"at most {whole}")]
-    return []
+    if quota.chips == 0 and quota.borrowing_limit_chips == 0:
+        return [Problem("chips", 0, f"{where} with borrowingLimitChips 0: the stack's queue could admit no run on it",
+                        f"a positive multiple of {per_run}, or a borrowing limit that holds a run")]
+    return _limit_problems(where, quota, whole, per_run)
+
+
+def _limit_problems(where: str, quota: Any, whole: int, per_run: int) -> list[Problem]:
+    """The cohort's limits: whole runs, borrowing at most the rest of the pool, lending at most the share."""
+    problems = []
+    for key, value, most in (("borrowingLimitChips", quota.borrowing_limit_chips, whole - quota.chips),
+                             ("lendingLimitChips", quota.lending_limit_chips, quota.chips)):
+        if value is not None and (value > most or value % per_run):
+            problems.append(Problem(key, value, f"{where}: a run takes {per_run} chips, and the limit is at most "
+                                    f"{most} chips ({'the rest of the pool' if key[0] == 'b' else 'the share'})",
+                                    f"a multiple of {per_run} from 0 to {most}, or no limit"))
+    return problems
 
 
 def _settings_problems(config: Any, queued: bool) -> list[Problem]:

@@ -11,13 +11,20 @@ stacks put a queued pool last in a ladder for that reason.
 
 from __future__ import annotations
 
+import dataclasses
 import time
+
+import pytest
 
 from core.names import RUNS_NAMESPACE
 from e2e.harness.kube import wait_for
 from e2e.harness.observe import KUEUE, admissions
-from e2e.tests.scenario import variant
-from manifests.kueue import cluster_queue_name, priority_class_name
+from e2e.harness.tools import ROOT
+from e2e.tests.scenario import delete_and_wait, variant
+from manifests.kueue import (
+    QUEUE_LABEL, cluster_queue, cluster_queue_name, local_queue, priority_class_name, resource_flavor,
+)
+from stack import reader
 
 LADDER_RUN = "gemma3-ladder"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
@@ -114,3 +121,107 @@ def test_a_higher_priority_run_preempts_a_lower_one_when_no_rung_has_room(queued
     victims = wait_for("the high-priority run admitted by preempting a low one", preempted, TIMEOUT,
                        explain=lambda: str(admissions(kube, ns)))
     assert len(victims) == 1, victims
+
+
+# --- two teams' queues on one pool ----------------------------------------------------------------------
+# Two teams' ClusterQueues on a pool smaller than two runs, as the stacks declare them, judged by the real Kueue
+# 0.19.2 on the scenario control plane.
+#
+# The pool is the scenario's Spot v6e 2x4 slice (two VMs, eight chips: one run).
+# Team A's stack holds it (`quota: {chips: 8}`); team B's holds none of it
+# (`quota: {chips: 0}`: it borrows A's idle part) and has an on-demand slice of
+# its own as its ladder's next rung. Both queues name the pool's one flavor (named
+# from its nodes) and are in one cohort (manifests/kueue.py). Shown here:
+#
+# - the ladder falls through while the quota is held: with A's run on the pool,
+#   B's run is admitted on its next rung, not on the pool;
+# - both runs are admitted in turn within the pool: B's second run waits while
+#   A's run holds the pool and is admitted on it, borrowing, once A's run is gone;
+# - a lender takes its part back: A's next run preempts B's borrowing run
+#   (`reclaimWithinCohort: Any`), whose pods go (a trainer checkpoints on SIGTERM).
+#
+# The teams' LocalQueues are in the scenario's namespace (the one its Kueue
+# manages); the scenario's own ClusterQueue holds the same nodes, so it is
+# stopped (`stopPolicy: Hold`) for the test and started again after.
+
+
+def _team_objects() -> tuple[list[dict], str, str]:
+    """The teams' queues as their stacks declare them: (objects, the shared flavor, B's next rung's flavor)."""
+    contracts = reader.load_files("tpu-queued", ROOT).contracts()
+    spot, on_demand = contracts["spot-v6e-2x4"], contracts["v6e-2x4"]
+    pool_a = dataclasses.replace(spot, share_chips=8)
+    pool_b = dataclasses.replace(spot, share_chips=0)
+    assert pool_a.flavor == pool_b.flavor, "both teams name the pool's one flavor"
+    objects = [resource_flavor(pool_a)]
+    for team, flavors in (("team-a", [pool_a]), ("team-b", [pool_b, on_demand])):
+        queue = cluster_queue(flavors, RUNS_NAMESPACE)
+        queue["metadata"]["name"] = team  # both teams' LocalQueues live in the namespace the scenario's Kueue manages
+        lq = local_queue(RUNS_NAMESPACE)
+        lq["metadata"]["name"], lq["spec"]["clusterQueue"] = team, team
+        objects += [queue, lq]
+    return objects, pool_a.flavor, on_demand.flavor
+
+
+@pytest.fixture
+def teams(queued):
+    _, kube, _ = queued
+    scenario_queue = cluster_queue_name(RUNS_NAMESPACE)
+    objects, shared, next_rung = _team_objects()
+    kube.patch(KUEUE, "ClusterQueue", scenario_queue, None, {"spec": {"stopPolicy": "Hold"}})
+    try:
+        for obj in objects:
+            kube.apply(obj)
+        yield shared, next_rung
+    finally:
+        for obj in reversed(objects):
+            if obj["kind"] != "ResourceFlavor":
+                kube.delete(obj["apiVersion"], obj["kind"], obj["metadata"]["name"], obj["metadata"].get("namespace"))
+        kube.patch(KUEUE, "ClusterQueue", scenario_queue, None, {"spec": {"stopPolicy": "None"}})
+
+
+def _state(kube, run: str):
+    return next((a for a in admissions(kube, RUNS_NAMESPACE) if a.owner == run), None)
+
+
+def _admitted_on(kube, run: str) -> set[str] | None:
+    state = _state(kube, run)
+    return set(state.flavors.values()) if state and state.admitted else None
+
+
+def _pending(kube, run: str) -> bool:
+    """Kueue has tried the run and found no flavor with room (QuotaReserved False)."""
+    state = _state(kube, run)
+    return bool(state) and state.conditions.get("QuotaReserved", "").startswith("False")
+
+
+def _preempted(kube, run: str) -> bool:
+    conditions = _state(kube, run).conditions
+    return conditions.get("Preempted", "").startswith("True") or "Preempted" in conditions.get("Evicted", "")
+
+
+# `teams` before `submitted`: the runs go (their pods with them) before the queues that admitted them.
+def test_two_teams_share_a_pool_smaller_than_two_runs_through_one_cohort(queued, teams, submitted):
+    _, kube, runs = queued
+    shared, next_rung = teams
+
+    def submit(name: str, team: str) -> dict:
+        return submitted(variant(runs[LADDER_RUN], name,
+                                 lambda j: j["metadata"]["labels"].update({QUEUE_LABEL: team})))
+
+    def admitted(run: str) -> set[str]:
+        return wait_for(f"{run} admitted", lambda: _admitted_on(kube, run), TIMEOUT,
+                        explain=lambda: str(admissions(kube, RUNS_NAMESPACE)))
+
+    first_a = submit("team-a-1", "team-a")
+    assert admitted("team-a-1") == {shared}
+    submit("team-b-1", "team-b")
+    assert admitted("team-b-1") == {next_rung}, "B's ladder falls through while A holds the pool's quota"
+    submit("team-b-2", "team-b")  # the pool held by A, B's next rung by B's first run: it waits
+    wait_for("team-b-2 tried and pending", lambda: _pending(kube, "team-b-2"), TIMEOUT,
+             explain=lambda: str(admissions(kube, RUNS_NAMESPACE)))
+    assert _admitted_on(kube, "team-b-2") is None
+    delete_and_wait(kube, first_a)
+    assert admitted("team-b-2") == {shared}, "B's run is admitted in turn on the pool, borrowing A's idle part"
+    submit("team-a-2", "team-a")
+    assert admitted("team-a-2") == {shared}, "A takes its part back"
+    assert _preempted(kube, "team-b-2"), _state(kube, "team-b-2")

@@ -6,15 +6,18 @@ managing both teams' namespaces) and the two namespaces. Each team's stack is
 an existing-cluster stack in its own namespace (`controllers: existing`), its
 run through Kueue (a priority). Shown here:
 
-- both stacks deploy side by side: their cluster-scoped objects are named
-  after their namespaces, both runs are admitted (each by its own
-  ClusterQueue) and their pods bound;
-- `destroy` of one leaves every object of the other, and both namespaces;
+- both stacks deploy side by side, each with its part of the pool (`quota`):
+  their cluster-scoped objects are named after their namespaces but for the
+  pool's one flavor, both runs are admitted (each by its own ClusterQueue, in
+  one cohort) and their pods bound;
+- `destroy` of one leaves every object of the other, the shared flavor too,
+  and both namespaces;
 - a changed endpoint of the same cluster (the kubeconfig's server address)
   replaces nothing: the provider is identified by the cluster;
-- a stack that would install the controllers someone else installed, or
-  deploy into a namespace that doesn't exist, is refused by `pulumi preview`
-  before anything is declared, with the stack's own one-line problem.
+- a stack that would install the controllers someone else installed, deploy
+  into a namespace that doesn't exist, or hold more of the pool than the other
+  team's queue leaves, is refused by `pulumi preview` before anything is
+  declared, with the stack's own one-line problem.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import json
 import pytest
 import yaml
 
-from core.names import cluster_scoped, stack_label_value
+from core.names import SHARED_PREFIX, stack_label_value
 from e2e.harness.engine import Engine, engine, existing_cluster_config
 from e2e.harness.install import install_stack
 from e2e.harness.kube import wait_for
@@ -76,6 +79,8 @@ def _team_config(team: str, kubeconfig: str, **existing) -> dict:
     config["gke-finetune:runs"] = [{**run, "name": f"{team}-run", "priority": "normal", "data": f"{team}-stories"}]
     config["gke-finetune:datasets"] = [{**dataset, "name": f"{team}-stories"}]
     config["gke-finetune:pools"][0]["autoscaling"] = {"minNodes": 2, "maxNodes": 2}
+    # Each team's part of the two-node pool: together the pool (more is refused at preview), one flavor, one cohort.
+    config["gke-finetune:pools"][0]["quota"] = {"chips": 1}
     config["gke-finetune:existingCluster"].update(existing)
     return config
 
@@ -91,6 +96,13 @@ def _objects_of(kube, team: str) -> list[str]:
         found += [f"{kind}/{o['metadata']['name']}" for o in kube.list(KUEUE, kind)
                   if o["metadata"]["name"] == team or o["metadata"]["name"].startswith(f"{team}-")]
     return sorted(found)
+
+
+def _shared_flavor(kube) -> str | None:
+    """The pool's one flavor both teams' queues name (docs/capacity.md, "Shared pools")."""
+    names = [o["metadata"]["name"] for o in kube.list(KUEUE, "ResourceFlavor")
+             if o["metadata"]["name"].startswith(SHARED_PREFIX) and o.get("spec", {}).get("nodeLabels")]
+    return names[0] if len(names) == 1 else None
 
 
 @pytest.fixture(scope="module")
@@ -122,7 +134,7 @@ def test_two_teams_stacks_share_a_cluster_and_destroy_leaves_the_other_untouched
             return found if found and found[0].admitted else None
 
         [admission] = wait_for(f"{team}'s run admitted", admitted, TIMEOUT, explain=lambda: str(admissions(kube, team)))
-        assert set(admission.flavors.values()) == {cluster_scoped(team, "v6e-1x1")}, admission
+        assert set(admission.flavors.values()) == {_shared_flavor(kube)}, admission
         assert kube.get(KUEUE, "ClusterQueue", team)["spec"]["namespaceSelector"] == {
             "matchLabels": {"kubernetes.io/metadata.name": team}}
     before = {team: _objects_of(kube, team) for team in TEAMS}
@@ -135,6 +147,7 @@ def test_two_teams_stacks_share_a_cluster_and_destroy_leaves_the_other_untouched
     assert [o for o in left if not o.startswith("Workload/")] == ["Namespace/team-a"], left
     assert kube.get("v1", "Namespace", "team-a")["metadata"]["labels"]["team"] == "team-a"
     assert _objects_of(kube, "team-b") == before["team-b"]
+    assert _shared_flavor(kube), "the pool's flavor, which team-b's queue names, outlives team-a's destroy"
     jobset = kube.get(JOBSET_API, "JobSet", "team-b-run", "team-b")
     assert wait_bound(kube, jobset, TIMEOUT) and not jobset["metadata"].get("deletionTimestamp")
     SHARED_REPORT.append(f"== after destroy of team-a: team-a has {left}; team-b has all {len(before['team-b'])} "
@@ -170,6 +183,8 @@ def test_a_changed_endpoint_of_the_same_cluster_replaces_nothing(shared):
      "namespace: 'team-c' does not exist in this cluster; allowed: a namespace the platform team made"),
     ("a namespace another stack would lose", {"createNamespace": True},
      "createNamespace: true but namespace 'team-b' exists already in this cluster"),
+    ("a share that overcommits the pool", {"namespace": "team-a", "quota": 2},
+     "pools[0].quota.chips: 2 of pool 'v6e-1x1' (2 chips), and the cluster's other queues on it hold"),
 ])
 def test_a_stack_that_would_take_over_the_clusters_singletons_is_refused_at_preview(shared, state_root, case,
                                                                                      change, expected):
@@ -180,6 +195,8 @@ def test_a_stack_that_would_take_over_the_clusters_singletons_is_refused_at_prev
     for key in ("namespace", "createNamespace"):
         if key in change:
             config[f"gke-finetune:{key}"] = change[key]
+    if "quota" in change:  # the whole pool, where team-b's queue holds a part: read from the cluster's queues
+        config["gke-finetune:pools"][0]["quota"] = {"chips": change["quota"]}
     made.write_stack(config)
     step = made.run("preview", check=False)
     assert step.returncode != 0 and expected in step.output, step.output[-3000:]

@@ -7,7 +7,7 @@ import pytest
 from admission.shared_cluster import owner_values
 from manifests.controllers import kueue_chart_values
 from manifests.kueue import PRIORITY_LABEL, QUEUE_LABEL
-from tests.support.pulumi_harness import SHIPPED_STACKS, run_stack
+from tests.support.pulumi_harness import ROOT, SHIPPED_STACKS, run_stack
 from tools import render
 
 JOBSET = "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"
@@ -97,3 +97,26 @@ def test_a_stack_never_uninstalls_the_controllers_it_installed(stack):
     assert "jobset" in releases
     assert all(r.retain_on_delete for r in releases.values()), releases
     assert not any(r.retain_on_delete for r in _kueue_objects(deployment))
+
+
+def _shared_pool_overrides() -> dict:
+    """The existing-cluster stack's pool shared with other teams (a quota of it), its run through Kueue."""
+    from tools.offline import file_values
+
+    values = file_values("existing-dev", ROOT)
+    [pool], [run] = values["gke-finetune:pools"], values["gke-finetune:runs"]
+    return {"gke-finetune:pools": [{**pool, "quota": {"chips": 1}}],
+            "gke-finetune:runs": [{**run, "priority": "normal"}]}
+
+
+def test_a_shared_pools_flavor_is_applied_and_relinquished_never_created_or_deleted():
+    """Other stacks' ClusterQueues name a shared pool's flavor: each stack applies it as the provider's Patch
+    resource (created where missing, co-owned where another stack made it), whose delete leaves the object;
+    the stack's own ClusterQueue, in the pool's cohort, is its own to create and delete."""
+    deployment = run_stack("existing-dev", overrides=_shared_pool_overrides())
+    objects = {r.inputs["kind"]: r for r in _kueue_objects(deployment)}
+    flavor, queue = objects["ResourceFlavor"], objects["ClusterQueue"]
+    assert flavor.type == "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavorPatch", flavor.type
+    assert flavor.inputs["metadata"]["name"].startswith("gke-finetune-shared-")
+    assert queue.type == "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue"
+    assert queue.inputs["spec"]["cohortName"].startswith("gke-finetune-shared-")

@@ -31,6 +31,7 @@ NOT_IN_THE_PROGRAM = {
     "stack.rules.placeholder_problems": "only when `pulumi up` applies (stack/reader.py `applying`)",
     "stack.serving.placeholder_problems": "only when `pulumi up` applies (stack/reader.py `applying`)",
     "stack.sharing._quota_problems": "only for a pool's `quota:` share, which no shipped stack sets",
+    "stack.sharing._limit_problems": "only for a pool's `quota:` share, which no shipped stack sets",
     "stack.run_env._ref_problems": "only for an `env:` value from a Secret, which no shipped stack has",
 }
 

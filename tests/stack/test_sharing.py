@@ -9,6 +9,7 @@ from core import quantity
 from manifests.controllers import kueue_chart_values
 from manifests.kueue import kueue_manifests
 from stack import reader
+from tests.support import schemas
 from tests.stack.test_queueing_rules import ONE_VM_2X4, pools, problems, values
 
 
@@ -43,14 +44,64 @@ def test_a_shared_pools_flavor_holds_only_the_stacks_part():
     assert _flavor_quota(half, "v6e-2x4") == _flavor_quota(whole, "v6e-2x4")  # an unshared pool: whole
 
 
-@pytest.mark.parametrize("chips,why", [
-    (16, "of pool 'v6e-2x4', which holds 8 chips at most; allowed: 8..8"),
-    (4, "of pool 'v6e-2x4': a run on it takes 8 chips (its whole slices)"),
-    (0, "of pool 'v6e-2x4': a run on it takes 8 chips"),
+@pytest.mark.parametrize("quota,why", [
+    ({"chips": 16}, "chips: 16 of pool 'v6e-2x4', which holds 8 chips at most; allowed: 0..8 in steps of 8"),
+    ({"chips": 4}, "chips: 4 of pool 'v6e-2x4': a run on it takes 8 chips (its whole slices)"),
+    ({"chips": 0, "borrowingLimitChips": 0}, "chips: 0 of pool 'v6e-2x4' with borrowingLimitChips 0: the stack's "
+     "queue could admit no run on it"),
+    ({"chips": 8, "borrowingLimitChips": 8}, "borrowingLimitChips: 8 of pool 'v6e-2x4': a run takes 8 chips, and "
+     "the limit is at most 0 chips (the rest of the pool)"),
+    ({"chips": 8, "lendingLimitChips": 4}, "lendingLimitChips: 4 of pool 'v6e-2x4': a run takes 8 chips, and the "
+     "limit is at most 8 chips (the share)"),
 ])  # fmt: skip
-def test_a_quota_that_cant_hold_a_run_or_exceeds_the_pool_is_refused_naming_the_key(chips, why):
-    [message] = problems(pools=_with_quota("v6e-2x4", {"chips": chips}))
-    assert message.startswith(f"pools[2].quota.chips: {chips} {why}"), message
+def test_a_quota_that_cant_hold_a_run_or_exceeds_the_pool_is_refused_naming_the_key(quota, why):
+    [message] = problems(pools=_with_quota("v6e-2x4", quota))
+    assert message.startswith(f"pools[2].quota.{why}"), message
+
+
+def _queue_and_flavor(config, pool: str) -> tuple[dict, dict]:
+    manifests = kueue_manifests(config.kueue_flavors())
+    [queue] = [m for m in manifests.values() if m["kind"] == "ClusterQueue"]
+    return queue, manifests[f"resourceflavor-{config.contracts()[pool].flavor}"]
+
+
+def _team(namespace: str, **quota):
+    config = _big_pool(**quota)
+    return reader.validate({**config, "namespace": namespace, "createNamespace": True})
+
+
+def test_stacks_sharing_a_pool_name_one_flavor_and_one_cohort_with_their_own_quota_and_limits():
+    """Kueue lends and borrows only between queues of one cohort, of a flavor both name: two teams' stacks on one
+    pool declare the same flavor (named from the nodes it selects) and cohort, each with its own share."""
+    a = _team("team-a", chips=8)
+    b = _team("team-b", chips=0, borrowingLimitChips=16, lendingLimitChips=0)
+    (queue_a, flavor_a), (queue_b, flavor_b) = _queue_and_flavor(a, "v6e-2x4-1vm"), _queue_and_flavor(b, "v6e-2x4-1vm")
+    assert flavor_a == flavor_b and flavor_a["metadata"]["name"].startswith("gke-finetune-shared-")
+    assert queue_a["spec"]["cohortName"] == queue_b["spec"]["cohortName"]
+    assert queue_a["metadata"]["name"] != queue_b["metadata"]["name"]
+    assert schemas.kueue_errors(queue_b) == [] and schemas.kueue_errors(flavor_b) == []  # the CRDs' schemas, CEL aside
+    shared = flavor_a["metadata"]["name"]
+    [entry_b] = [f for f in queue_b["spec"]["resourceGroups"][0]["flavors"] if f["name"] == shared]
+    tpu = {r["name"]: r for r in entry_b["resources"]}["google.com/tpu"]
+    assert tpu == {"name": "google.com/tpu", "nominalQuota": "0", "borrowingLimit": "16", "lendingLimit": "0"}
+    assert queue_b["spec"]["preemption"]["reclaimWithinCohort"] == "Any"
+    assert queue_b["spec"]["flavorFungibility"]["whenCanBorrow"] == "TryNextFlavor"
+    # The stack's pools nobody shares keep flavors of their own, and a stack without a shared pool no cohort.
+    assert a.contracts()["v6e-2x4"].flavor != b.contracts()["v6e-2x4"].flavor
+    alone, _ = _queue_and_flavor(reader.validate(_big_pool()), "v6e-2x4-1vm")
+    assert "cohortName" not in alone["spec"] and alone["spec"]["preemption"]["reclaimWithinCohort"] == "Never"
+
+
+def test_a_shared_flavor_is_named_from_the_nodes_it_selects():
+    """Two flavors of one name always have one spec: the name changes with the nodes they select."""
+    from core.names import shared_flavor_name
+
+    one = shared_flavor_name({"cloud.google.com/gke-nodepool": "tpu-a"}, ())
+    assert one == shared_flavor_name({"cloud.google.com/gke-nodepool": "tpu-a"}, [])
+    assert one != shared_flavor_name({"cloud.google.com/gke-nodepool": "tpu-b"}, ())
+    assert one != shared_flavor_name({"cloud.google.com/gke-nodepool": "tpu-a"},
+                                     ({"key": "x", "operator": "Exists", "effect": "NoSchedule"},))
+    assert len(shared_flavor_name({"k": "v" * 63}, ())) <= 63
 
 
 def test_a_quota_on_a_pool_no_run_queues_on_is_refused():
