@@ -44,8 +44,8 @@ class Cluster:
             return Asked(201, {"status": {"allowed": allowed}})
         if key == "webhook configurations":
             return Asked(200, self.webhooks)
-        if key.startswith("deployments "):
-            return Asked(200, [{"spec": {"template": {"spec": {"containers": [{"image": self.image}]}}}}])
+        if key.startswith("deployment "):
+            return Asked(200, {"spec": {"template": {"spec": {"containers": [{"image": self.image}]}}}})
         if key.startswith("quotas "):
             return Asked(200, self.quotas)
         return Asked(200, [])
@@ -70,6 +70,8 @@ def test_a_ready_cluster_passes_every_check(root):
         "cluster": OK, "namespace": OK, "Kubernetes rights": OK, "controller jobset": OK, "namespace policy": OK}
     assert result["cluster"].detail == "context gke_ml-team-prod_us-east5_team-cluster: Kubernetes v1.35.4"
     assert result["controller jobset"].detail == "v0.12.0 in jobset-system"
+    # Read by name, as the chart names the default release's Deployment: the handoff grants exactly that.
+    assert "deployment jobset-system/jobset-controller" in cluster.asked
     assert sum(key.startswith("access ") for key in cluster.asked) > 20  # every verb of the handoff, asked
 
 
