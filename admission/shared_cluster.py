@@ -162,8 +162,8 @@ def controller_problems(controllers: str, needed: Iterable[str], found: Mapping[
             problems.append(Problem(
                 "existingCluster.controllers", controllers,
                 f"but {controller} is installed in this cluster already, by {installed.installed_by()}: a cluster "
-                "has one of each, and the stack would take it over (adopt it, and delete it on destroy) or install "
-                "it twice", "existing (the stack uses the installed JobSet and Kueue)"))
+                "has one of each, and the stack would install it a second time over the one other stacks use",
+                "existing (the stack uses the installed JobSet and Kueue)"))
         if controllers == "existing" and installed is None:
             problems.append(Problem(
                 "existingCluster.controllers", controllers,

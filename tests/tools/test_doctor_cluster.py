@@ -102,6 +102,12 @@ def test_a_controller_at_another_version_and_a_restricted_namespace(root):
     assert "kubectl label namespace ml-team pod-security.kubernetes.io/enforce=baseline" in policy.fix
 
 
+def test_an_image_tag_that_names_no_version_is_said_so(root):
+    jobset = found(root, Cluster(image="us-central1-docker.pkg.dev/k8s-staging-images/jobset/jobset:main"))[
+        "controller jobset"]
+    assert (jobset.status, jobset.detail) == (OK, "installed in jobset-system; its image tag 'main' names no version")
+
+
 def test_a_quota_too_small_is_a_miss_naming_it(root):
     quota = {"metadata": {"name": "team"}, "spec": {"hard": {"requests.google.com/tpu": "0"}}}
     policy = found(root, Cluster(quotas=[quota]))["namespace policy"]

@@ -20,6 +20,7 @@ recording replays them; a read the cluster forbids is a `skip` that says so.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from admission.shared_cluster import ControllerObjects, controller_objects, installed_controllers, release_of
@@ -164,6 +165,8 @@ def _with_version(answers, config: StackConfig, name: str, controller: str, obje
     if got.status != 200:
         return Finding(name, OK, f"installed; version not checked (Deployment {where}): {got.error}")
     version = _version([got.body], controller)
+    if not re.fullmatch(r"v?\d+\.\d+\.\d+\S*", version or ""):  # a branch's or a mirror's own tag
+        return Finding(name, OK, f"installed in {objects.namespace}; its image tag {version!r} names no version")
     if version == PINNED[controller]:
         return Finding(name, OK, f"{version} in {objects.namespace}")
     return Finding(name, WARN, f"{version or 'an unknown version'} in {objects.namespace}; the stacks are tested "
