@@ -39,7 +39,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from core.names import STACK_LABEL, stack_label_value
+from core.names import JOBSET_NAMESPACE, KUEUE_NAMESPACE, STACK_LABEL, stack_label_value
 from stack.problems import Problem
 
 JOBSET_GROUP = "jobset.x-k8s.io"
@@ -107,6 +107,43 @@ def installed_controllers(configurations: Iterable[Mapping]) -> dict[str, Mappin
     return found
 
 
+# The Helm release each controller is installed as, by the stacks and by the install the docs name
+# (components/jobset.py, components/kueue.py): (namespace, release name).
+DEFAULT_RELEASES = {"jobset": (JOBSET_NAMESPACE, "jobset"), "kueue": (KUEUE_NAMESPACE, "kueue")}
+
+
+@dataclass(frozen=True)
+class ControllerObjects:
+    """What the preview reads of an installed controller: its Deployment (its image: the version) and, for
+    Kueue, its manager ConfigMap (its configuration)."""
+
+    namespace: str
+    deployment: str
+    config_map: str | None = None
+
+
+def _fullname(chart: str, release: str) -> str:
+    """The charts' `<chart>.fullname` without fullnameOverride: the release name where it holds the chart's
+    name, else `<release>-<chart>`, 63 characters at most (v0.12.0 charts/jobset/templates/_helpers.tpl,
+    v0.19.2 charts/kueue/templates/_helpers.tpl)."""
+    name = release if chart in release else f"{release}-{chart}"
+    return name[:63].rstrip("-")
+
+
+def controller_objects(controller: str, release: tuple[str, str] | None = None) -> ControllerObjects:
+    """The objects the preview reads of a controller installed as Helm `release` (namespace, name); None: not
+    by Helm, read under the names the default release gives them. JobSet's Deployment is
+    `<fullname>-controller` (charts/jobset/templates/controller/_helpers.tpl `jobset.controller.name`),
+    Kueue's `<fullname>-controller-manager` and its ConfigMap `<fullname>-manager-config`
+    (charts/kueue/templates/manager/manager.yaml, manager-config.yaml). Read by name, so that a Role can
+    grant exactly these (tools/plan/rbac.py `controller_reads`)."""
+    namespace, name = release or DEFAULT_RELEASES[controller]
+    full = _fullname(controller, name)
+    if controller == "kueue":
+        return ControllerObjects(namespace, f"{full}-controller-manager", f"{full}-manager-config")
+    return ControllerObjects(namespace, f"{full}-controller")
+
+
 def release_of(configuration: Mapping) -> tuple[str, str] | None:
     annotations = (configuration.get("metadata") or {}).get("annotations") or {}
     if RELEASE_NAME in annotations and RELEASE_NAMESPACE in annotations:
@@ -125,8 +162,8 @@ def controller_problems(controllers: str, needed: Iterable[str], found: Mapping[
             problems.append(Problem(
                 "existingCluster.controllers", controllers,
                 f"but {controller} is installed in this cluster already, by {installed.installed_by()}: a cluster "
-                "has one of each, and the stack would take it over (adopt it, and delete it on destroy) or install "
-                "it twice", "existing (the stack uses the installed JobSet and Kueue)"))
+                "has one of each, and the stack would install it a second time over the one other stacks use",
+                "existing (the stack uses the installed JobSet and Kueue)"))
         if controllers == "existing" and installed is None:
             problems.append(Problem(
                 "existingCluster.controllers", controllers,

@@ -7,7 +7,8 @@ SDK's mocks (the offline plan and the tests) there is no cluster to read, and
 nothing is read.
 
 A read-only identity can run it: it reads webhook configurations, the
-controllers' Deployments and the stack's namespace, never a Secret (a Helm
+controllers' Deployments (by name, with `controllers: existing`), Kueue's
+manager ConfigMap (by name) and the stack's namespace, never a Secret (a Helm
 release's values live in one). A read that is forbidden (403) is said as
 "not checked: <why>" and left to the cluster (the provider's create refuses an
 object that exists; Helm refuses to install over a release or objects it does
@@ -31,11 +32,11 @@ from pulumi.runtime.mocks import MockMonitor
 from pulumi.runtime.settings import get_monitor
 
 from admission.shared_cluster import (
-    Installed, controller_problems, deployment_owner, installed_controllers, namespace_problems, release_of,
+    ControllerObjects, Installed, controller_objects, controller_problems, deployment_owner, installed_controllers,
+    namespace_problems, release_of,
 )
 from admission.installed_controllers import CONFIG_KEY, kueue_config_problems, version_problems
 from admission.shared_pools import overcommit_problems
-from core.names import JOBSET_NAMESPACE, KUEUE_NAMESPACE
 from manifests.kueue import API_GROUP, API_VERSION, cluster_queue_name
 from stack.config import StackConfig
 from stack.queueing import queued_runs
@@ -167,45 +168,46 @@ def shared_pool_problems(cfg: StackConfig, api: k8s_client.ApiClient) -> list[Pr
                                _kueue_objects(api, "clusterqueues"), _kueue_objects(api, "resourceflavors"))
 
 
-_DEFAULT_NAMESPACES = {"jobset": JOBSET_NAMESPACE, "kueue": KUEUE_NAMESPACE}
-
-
 def installed_problems(cfg: StackConfig, api: k8s_client.ApiClient, found: Mapping[str, Installed],
                        labels: Mapping[str, str], not_checked: list[str]) -> list[Problem]:
     """The platform team's controllers (`controllers: existing`): their versions (Deployment images) and
-    Kueue's configuration (its manager ConfigMap) against the stack's namespace and runs."""
+    Kueue's configuration (its manager ConfigMap) against the stack's namespace and runs. Each object is read
+    by its name (admission/shared_cluster.py `controller_objects`), which `make handoff` grants exactly."""
     problems = []
     for controller in (c for c in needed_controllers(cfg) if c in found):
-        namespace = found[controller].release[0] if found[controller].release else _DEFAULT_NAMESPACES[controller]
-        deployments = _read(f"{controller}'s version (the Deployments of {namespace!r})", not_checked, lambda: [
-            c.image for d in k8s_client.AppsV1Api(api).list_namespaced_deployment(
-                namespace, _request_timeout=TIMEOUT).items for c in d.spec.template.spec.containers])
-        problems += version_problems(controller, deployments)
-        if controller == "kueue":
-            problems += _read(f"Kueue's configuration (the ConfigMaps of {namespace!r})", not_checked,
-                              lambda: _kueue_config_problems(cfg, api, namespace, labels, not_checked))
+        objects = controller_objects(controller, found[controller].release)
+        where = f"Deployment {objects.namespace}/{objects.deployment}"
+        images = _read(f"{controller}'s version ({where})", not_checked, lambda: [
+            c.image for c in k8s_client.AppsV1Api(api).read_namespaced_deployment(
+                objects.deployment, objects.namespace, _request_timeout=TIMEOUT).spec.template.spec.containers])
+        problems += version_problems(controller, images)
+        if objects.config_map:
+            problems += _read(f"Kueue's configuration (ConfigMap {objects.namespace}/{objects.config_map})",
+                              not_checked, lambda: _kueue_config_problems(cfg, api, objects, labels, not_checked))
     return problems
 
 
-def _kueue_config_problems(cfg: StackConfig, api: k8s_client.ApiClient, namespace: str,
+def _kueue_config_problems(cfg: StackConfig, api: k8s_client.ApiClient, objects: ControllerObjects,
                            labels: Mapping[str, str], not_checked: list[str]) -> list[Problem]:
-    maps = k8s_client.CoreV1Api(api).list_namespaced_config_map(namespace, _request_timeout=TIMEOUT).items
-    found = [m for m in maps if CONFIG_KEY in (m.data or {})]
-    if not found:
-        not_checked.append(f"not checked: Kueue's configuration (no ConfigMap with {CONFIG_KEY} in {namespace!r})")
+    where = f"ConfigMap {objects.namespace}/{objects.config_map}"
+    data = k8s_client.CoreV1Api(api).read_namespaced_config_map(
+        objects.config_map, objects.namespace, _request_timeout=TIMEOUT).data or {}
+    if CONFIG_KEY not in data:
+        not_checked.append(f"not checked: Kueue's configuration ({where} holds no {CONFIG_KEY})")
         return []
-    config = yaml.safe_load(found[0].data[CONFIG_KEY]) or {}
+    config = yaml.safe_load(data[CONFIG_KEY]) or {}
     queued = {r.name for r in queued_runs(cfg.runs, cfg.contracts())}
     return kueue_config_problems(config, cfg.runs_namespace, labels, [r.name for r in cfg.runs if r.name not in queued],
-                                 f"ConfigMap {namespace}/{found[0].metadata.name}")
+                                 where)
 
 
 def _read(what: str, not_checked: list[str], judge) -> list[Problem]:
     try:
         return judge()
     except ApiException as err:  # e.g. 403: the stack's credentials may not read it
-        not_checked.append(f"not checked: {what} ({err.status} {err.reason}: the stack's credentials may not "
-                           "read them); the cluster itself refuses what it must")
+        why = "no object of that name" if err.status == 404 else "the stack's credentials may not read it"
+        not_checked.append(f"not checked: {what} ({err.status} {err.reason}: {why}); the cluster itself refuses "
+                           "what it must")
     return []
 
 

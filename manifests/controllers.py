@@ -47,8 +47,8 @@ NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"  # set by the API server on
 def kueue_manager_config(namespace: str, settings: KueueSettings = KueueSettings()) -> dict:
     """Kueue's controller configuration (config.kueue.x-k8s.io/v1beta2): the chart's defaults
     (v0.19.2 charts/kueue/values.yaml, managerConfig.controllerManagerConfigYaml), scoped to the runs'
-    namespace: the stack that installs Kueue manages its own jobs only (a cluster shared by several stacks
-    gets Kueue from its platform team, `existingCluster.controllers: existing`)."""
+    namespace, and the other teams' namespaces the stack names (`kueue.managedNamespaces`: their stacks use this
+    Kueue with `existingCluster.controllers: existing`); jobs anywhere else are none of its business."""
     return {
         "apiVersion": "config.kueue.x-k8s.io/v1beta2",
         "kind": "Configuration",
@@ -61,10 +61,19 @@ def kueue_manager_config(namespace: str, settings: KueueSettings = KueueSettings
             "ClusterQueue.kueue.x-k8s.io": 5, "ResourceFlavor.kueue.x-k8s.io": 1,
         }},
         "clientConnection": {"qps": 300, "burst": 500},
-        "managedJobsNamespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: namespace}},
+        "managedJobsNamespaceSelector": managed_namespaces_selector(namespace, settings.managed_namespaces),
         "integrations": {"frameworks": list(KUEUE_FRAMEWORKS)},
         "waitForPodsReady": wait_for_pods_ready(settings),
     }
+
+
+def managed_namespaces_selector(namespace: str, others: tuple[str, ...] = ()) -> dict:
+    """The namespaces whose jobs Kueue manages: the stack's, and the other teams' it names (`kueue.managedNamespaces`),
+    by the name label the API server sets on every namespace."""
+    if not others:
+        return {"matchLabels": {NAMESPACE_NAME_LABEL: namespace}}
+    names = list(dict.fromkeys((namespace, *others)))
+    return {"matchExpressions": [{"key": NAMESPACE_NAME_LABEL, "operator": "In", "values": names}]}
 
 
 def wait_for_pods_ready(settings: KueueSettings) -> dict:

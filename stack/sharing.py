@@ -26,7 +26,9 @@ requeued).
 `existingCluster.controllers: install`): how long an admitted run may wait for
 all its pods to be ready before Kueue evicts and requeues it
 (`waitForPodsReady`), how long it backs off before a requeue and how often it
-is requeued before it is deactivated. Kueue's configuration API
+is requeued before it is deactivated, and which other teams' namespaces it
+manages besides the stack's own (`managedNamespaces`: their stacks use it with
+`controllers: existing`). Kueue's configuration API
 (config.kueue.x-k8s.io/v1beta2, sigs.k8s.io/kueue v0.19.2
 apis/config/v1beta2/configuration_types.go; the chart's commented example,
 charts/kueue/values.yaml); the real kueue-manager loads exactly this
@@ -42,6 +44,7 @@ from typing import Any
 from pydantic import Field
 from pydantic.alias_generators import to_camel
 
+from core.syntax import is_dns_label
 from stack.models import Count, StackModel
 from stack.problems import Problem
 
@@ -60,6 +63,9 @@ class KueueSettings(StackModel):
     pods_ready_timeout_seconds: Count = Field(default=PODS_READY_TIMEOUT_SECONDS, ge=1)
     requeue_backoff_seconds: Count = Field(default=REQUEUE_BACKOFF_SECONDS, ge=1)
     requeue_limit: Count = Field(default=REQUEUE_LIMIT, ge=0)
+    # Other teams' namespaces on the cluster whose runs this Kueue manages too (their stacks say
+    # `controllers: existing`); the stack's own namespace always.
+    managed_namespaces: tuple[str, ...] = ()
 
 
 def sharing_problems(config: Any) -> list[Problem]:
@@ -105,6 +111,12 @@ def _limit_problems(where: str, quota: Any, whole: int, per_run: int) -> list[Pr
     return problems
 
 
+def _namespace_problems(settings: KueueSettings) -> list[Problem]:
+    return [Problem(f"kueue.managedNamespaces[{i}]", name, "is not a namespace name",
+                    "a DNS-1123 label (lowercase letters, digits and '-', at most 63 characters)")
+            for i, name in enumerate(settings.managed_namespaces) if not is_dns_label(name)]
+
+
 def _settings_problems(config: Any, queued: bool) -> list[Problem]:
     settings, default = config.kueue, KueueSettings()
     changed = [k for k in type(settings).model_fields if getattr(settings, k) != getattr(default, k)]
@@ -119,4 +131,4 @@ def _settings_problems(config: Any, queued: bool) -> list[Problem]:
         elif not queued:
             problems.append(Problem(key, getattr(settings, name), "but the stack installs no Kueue (no run goes "
                                     "through it)", f"no {key}"))
-    return problems
+    return problems + _namespace_problems(settings)

@@ -33,6 +33,7 @@ from __future__ import annotations
 import base64
 import copy
 import json
+import shutil
 import subprocess
 import urllib.request
 from dataclasses import dataclass
@@ -73,7 +74,8 @@ def render(cp: ControlPlane, release_inputs: dict) -> Release:
     name = chart_name(release_inputs)
     chart_dir = cp.tools.chart(name)
     chart_version = yaml.safe_load((chart_dir / "Chart.yaml").read_text())["version"]
-    if str(release_inputs["version"]) != str(chart_version):
+    # A stack's local chart directory (`charts: {dir: ...}`) names no version: its Chart.yaml's is installed.
+    if release_inputs.get("version") is not None and str(release_inputs["version"]) != str(chart_version):
         raise RuntimeError(f"e2e: release {release_inputs['name']!r} asks for chart version "
                            f"{release_inputs['version']!r}; the built chart is {chart_version!r} ({chart_dir})")
     values_file = cp.state / f"{release_inputs['name']}-values.json"
@@ -186,34 +188,86 @@ def manager_ready(port: int) -> bool:
         return False
 
 
-def install(cp: ControlPlane, kube: Kube, release_inputs: dict) -> Release:
-    """Render, apply and run one controller release; return once its webhooks answer and it's Available."""
+@dataclass
+class Localized:
+    """A release's objects as they are applied here, and what its manager process runs with."""
+
+    release: Release
+    objects: list[dict]
+    ports: dict[str, int]
+    cert_dir: Path
+
+
+def localized(cp: ControlPlane, release_inputs: dict) -> Localized:
+    """The release rendered, its webhooks called by url on ports of its own (module docstring)."""
     release = render(cp, release_inputs)
     ports = {"webhook": free_port(), "health": free_port()}
     cp.ports[f"{MANAGERS[release.chart]}-health"] = ports["health"]  # awaited after a restart (faults.py)
     cert, _ = cp.pki.serving_pair(f"{release.chart}-webhook")
     ca_bundle = base64.b64encode(cp.pki.ca_cert.read_bytes()).decode()
-    if release_inputs.get("createNamespace"):
-        kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": release.namespace}})
     objects = localize(release.objects, release.namespace, ports["webhook"], ca_bundle)
-    for obj in objects:
-        obj["metadata"].setdefault("namespace", release.namespace)
-    apply_all(kube, objects)
-    deployment, container = _manager_container(objects, release.chart)
+    return Localized(release, objects, ports, cert.parent)
+
+
+def install(cp: ControlPlane, kube: Kube, release_inputs: dict) -> Release:
+    """Render, apply and run one controller release; return once its webhooks answer and it's Available."""
+    local = localized(cp, release_inputs)
+    if release_inputs.get("createNamespace"):
+        kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": local.release.namespace}})
+    for obj in local.objects:
+        obj["metadata"].setdefault("namespace", local.release.namespace)
+    apply_all(kube, local.objects)
+    start_manager(cp, kube, local)
+    return local.release
+
+
+def start_manager(cp: ControlPlane, kube: Kube, local: Localized) -> None:
+    """The release's manager as a process of this machine, once its objects are in the cluster (applied by
+    `install`, or by the engine's Helm release: `chart_for_engine`); returns once its webhooks answer and
+    its Deployment is Available."""
+    release = local.release
+    deployment, container = _manager_container(local.objects, release.chart)
     config_file = cp.state / f"{release.chart}-manager-config.yaml"
-    config_file.write_text(yaml.safe_dump(manager_config(objects, release.namespace, ports, cert.parent,
-                                                         release.chart)))
+    config_file.write_text(yaml.safe_dump(manager_config(local.objects, release.namespace, local.ports,
+                                                         local.cert_dir, release.chart)))
     account = deployment["spec"]["template"]["spec"].get("serviceAccountName", "default")
     kubeconfig = _token_kubeconfig(cp, kube, release.namespace, account)
     argv = [str(cp.tools.bin(MANAGERS[release.chart])), *_manager_args(container, config_file, kubeconfig)]
     if release.chart == "kueue":
-        argv = _with_metrics_certs(cp, argv, cert.parent)
+        argv = _with_metrics_certs(cp, argv, local.cert_dir)
     cp.supervisor.start(f"{release.chart}-manager", argv, env={"POD_NAMESPACE": release.namespace})
-    wait_for(f"{release.chart} manager /readyz", lambda: manager_ready(ports["health"]), READY_TIMEOUT,
+    wait_for(f"{release.chart} manager /readyz", lambda: manager_ready(local.ports["health"]), READY_TIMEOUT,
              explain=lambda: _tail(cp, f"{release.chart}-manager"))
     name, ns = deployment["metadata"]["name"], release.namespace
     wait_for(f"Deployment {ns}/{name} Available", lambda: _available(kube, name, ns), READY_TIMEOUT)
-    return release
+
+
+# A chart's template that is the release's rendered objects as they are (`.Files.Get` reads a file of the
+# chart's own, outside templates/; nothing in it is evaluated as a template).
+RENDERED = "rendered.yaml"
+RENDERED_TEMPLATE = '{{ .Files.Get "%s" }}\n' % RENDERED
+
+
+def chart_for_engine(cp: ControlPlane, release_inputs: dict, charts_dir: Path) -> Localized:
+    """The release's chart as a stack's `charts: {dir: ...}` installs it here through the engine's Helm: its
+    Chart.yaml and crds/ as they are, its templates replaced by one file of the objects Helm's engine renders
+    with the release's values (its Kueue configuration, the stack's owner annotation), localized as
+    `install` applies them. The Helm release (the provider's install, its wait, its state) is the engine's; the
+    manager is started by `start_manager` once the release is installed, as a kubelet starts its container."""
+    local = localized(cp, release_inputs)
+    source, dest = cp.tools.chart(local.release.chart), charts_dir / local.release.chart
+    (dest / "templates").mkdir(parents=True, exist_ok=True)
+    shutil.copy2(source / "Chart.yaml", dest / "Chart.yaml")
+    kept: set[str] = set()
+    if (source / "crds").is_dir():  # Helm installs crds/ before the templates and never deletes them
+        shutil.copytree(source / "crds", dest / "crds", dirs_exist_ok=True)
+        kept = {d["metadata"]["name"] for f in (source / "crds").glob("*.yaml") for d in yaml.safe_load_all(
+            f.read_text()) if d}
+    objects = [o for o in local.objects if not (o["kind"] == "CustomResourceDefinition"
+                                                and o["metadata"]["name"] in kept)]
+    (dest / RENDERED).write_text(yaml.safe_dump_all(objects, sort_keys=False))
+    (dest / "templates" / RENDERED).write_text(RENDERED_TEMPLATE)
+    return local
 
 
 def _available(kube: Kube, name: str, namespace: str) -> bool:

@@ -92,6 +92,13 @@ def _unwrap_secrets(value: Any) -> Any:
     return value
 
 
+def declared_releases(stack: str, root: Path) -> list[dict]:
+    """The Helm releases the stack file `Pulumi.<stack>.yaml` of `root` declares, their inputs as the provider
+    gets them (any stack, one for an existing cluster too, which `stack_objects` doesn't take)."""
+    deployment = run_stack(stack, root=root)
+    return [_unwrap_secrets(dict(r.inputs)) for r in deployment.resources if r.type == RELEASE_TYPE]
+
+
 def _is_kubernetes_object(r: Declared) -> bool:
     return r.custom and r.type.startswith("kubernetes:") and r.type != RELEASE_TYPE \
         and not r.type.startswith("pulumi:providers:")

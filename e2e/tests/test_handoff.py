@@ -33,6 +33,7 @@ import pytest
 import yaml
 
 from admission.pod_security import ENFORCE_LABEL, RESTRICTED
+from e2e.harness.controllers import MANAGER_CONFIG_KEY
 from e2e.harness.engine import engine, existing_cluster_config
 from e2e.harness.install import install_stack
 from e2e.harness.observe import wait_bound
@@ -135,14 +136,51 @@ def test_the_handoff_rbac_applied_the_doctor_finds_every_right(handed):
     found = handoff(STACK, made.workdir, Subjects(users=(DEPLOYER,)))
     for document in found.rbac:
         kube.apply(document)
-    written = {r["resources"][0]: r.get("resourceNames") for r in found.rbac[2]["rules"] if "create" in r["verbs"]}
+    [cluster_role] = [d for d in found.rbac if d["kind"] == "ClusterRole"]
+    written = {r["resources"][0]: r.get("resourceNames") for r in cluster_role["rules"] if "create" in r["verbs"]}
     assert set(written) == {"clusterqueues", "resourceflavors", "workloadpriorityclasses"} and all(written.values())
+    # The preview's reads of the platform team's controllers, granted by name in their namespaces.
+    assert {(d["kind"], d["metadata"]["namespace"]) for d in found.rbac if d["kind"] == "Role"} == {
+        ("Role", NAMESPACE), ("Role", "jobset-system"), ("Role", "kueue-system")}
     doctor = _doctor(made)
     assert {c: f.status for c, f in doctor.items()} == {
         "cluster": "ok", "namespace": "ok", "Kubernetes rights": "ok", "controller jobset": "ok",
         "controller kueue": "ok", "namespace policy": "ok"}, doctor
+    # Each controller's Deployment read by name with the handoff's rights (the chart's staging image tags name
+    # no version here).
+    assert "in jobset-system" in doctor["controller jobset"].detail, doctor["controller jobset"]
+    assert "in kueue-system" in doctor["controller kueue"].detail, doctor["controller kueue"]
+    assert not [f for f in doctor.values() if "not checked" in f.detail], doctor
     HANDOFF_REPORT.append(f"== {len(found.rbac)} RBAC objects applied ({sum(len(d.get('rules', [])) for d in found.rbac)} "
                           f"rules); make doctor: {doctor['Kubernetes rights'].detail}")
+
+
+def test_with_the_handoff_alone_the_preview_checks_the_installed_kueue_s_configuration(handed):
+    """The deployer's preview reads the controllers' Deployments and Kueue's manager ConfigMap with the
+    handoff's `get` by name: nothing about them is "not checked", and a configuration that stops managing the
+    namespace is refused, naming the ConfigMap (the platform team's edit, undone after)."""
+    _, kube, made = handed
+    step = made.run("preview")
+    unchecked = [line.strip() for line in step.output.splitlines() if "not checked" in line
+                 and any(w in line for w in ("Kueue", "kueue", "jobset", "controllers"))]
+    assert unchecked == [], unchecked
+    config_map = kube.get("v1", "ConfigMap", "kueue-manager-config", "kueue-system")
+    shipped = config_map["data"][MANAGER_CONFIG_KEY]
+    narrowed = yaml.safe_load(shipped)
+    narrowed["managedJobsNamespaceSelector"] = {"matchLabels": {"kubernetes.io/metadata.name": "another-team"}}
+    patch = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "kueue-manager-config",
+                                                                   "namespace": "kueue-system"}}
+    kube.apply({**patch, "data": {MANAGER_CONFIG_KEY: yaml.safe_dump(narrowed)}})
+    try:
+        refused = made.run("preview", check=False)
+    finally:
+        kube.apply({**patch, "data": {MANAGER_CONFIG_KEY: shipped}})
+    expected = (f"the installed Kueue (ConfigMap kueue-system/kueue-manager-config) does not manage namespace "
+                f"'{NAMESPACE}'")
+    assert refused.returncode != 0 and expected in refused.output, refused.output[-3000:]
+    HANDOFF_REPORT.append(f"== as {DEPLOYER} with the handoff: preview checks Kueue's configuration (no 'not "
+                          f"checked'); a Kueue not managing {NAMESPACE}: preview exited {refused.returncode}: "
+                          + next(line.strip() for line in refused.output.splitlines() if expected in line)[:300])
 
 
 def test_a_quota_too_small_and_a_level_too_strict_are_refused_at_preview_before_anything_is_created(handed):

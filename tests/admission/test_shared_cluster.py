@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from admission.shared_cluster import (
-    Installed, controller_of, controller_problems, installed_controllers, namespace_problems, owner_values, release_of,
+    ControllerObjects, Installed, controller_objects, controller_of, controller_problems, installed_controllers, namespace_problems, owner_values, release_of,
     deployment_owner,
 )
 
@@ -87,3 +87,15 @@ def test_the_owner_is_read_from_the_controllers_deployment_as_each_chart_places_
     assert deployment_owner({"metadata": {}, "spec": {"template": {"metadata": {"annotations": kueue}}}}) == {
         "namespace": "team-b", "stack": "b"}
     assert deployment_owner({"metadata": {"annotations": {"other": "x"}}}) is None  # the platform team's
+
+
+@pytest.mark.parametrize("controller, release, expected", [
+    ("jobset", None, ControllerObjects("jobset-system", "jobset-controller")),
+    ("kueue", None, ControllerObjects("kueue-system", "kueue-controller-manager", "kueue-manager-config")),
+    # A release whose name doesn't hold the chart's: `<release>-<chart>` (the charts' fullname).
+    ("kueue", ("platform", "queues"), ControllerObjects("platform", "queues-kueue-controller-manager",
+                                                         "queues-kueue-manager-config")),
+    ("jobset", ("batch", "my-jobset"), ControllerObjects("batch", "my-jobset-controller")),
+])
+def test_the_controllers_objects_are_named_as_their_charts_name_them(controller, release, expected):
+    assert controller_objects(controller, release) == expected

@@ -96,3 +96,58 @@ def test_a_server_that_accepts_and_never_answers_stops_within_the_read_timeout(m
         server.close()
         for conn, _ in held:
             conn.close()
+
+
+def _existing_queued_config():
+    import yaml  # pylint: disable=import-outside-toplevel
+
+    from stack import reader  # pylint: disable=import-outside-toplevel
+    from tools.offline import ROOT, PROJECT  # pylint: disable=import-outside-toplevel
+
+    values = reader.file_values("existing-dev", ROOT)
+    runs = yaml.safe_load((ROOT / "Pulumi.existing-dev.yaml").read_text())["config"][f"{PROJECT}:runs"]
+    values.update({f"{PROJECT}:runs": [{**runs[0], "priority": "high"}],
+                   f"{PROJECT}:existingCluster": {"context": "c", "controllers": "existing"}})
+    return reader.validate(reader.model_values(values, "existing-dev"))
+
+
+def test_the_installed_controllers_are_read_by_name_and_a_forbidden_config_map_is_not_checked(monkeypatch):
+    """With `controllers: existing` the preview reads each Deployment and Kueue's manager ConfigMap by the name
+    its chart gives it (what `make handoff` grants, `get` by name); a 403 on one says `not checked`, naming it."""
+    from admission.shared_cluster import Installed  # pylint: disable=import-outside-toplevel
+
+    asked = []
+
+    class AppsV1:
+        def __init__(self, api):
+            pass
+
+        def read_namespaced_deployment(self, name, namespace, _request_timeout):
+            asked.append(("deployment", namespace, name))
+            image = f"registry.k8s.io/{name.split('-')[0]}/{name.split('-')[0]}:v0.12.0"
+            return SimpleNamespace(spec=SimpleNamespace(template=SimpleNamespace(spec=SimpleNamespace(
+                containers=[SimpleNamespace(image=image)]))))
+
+    class CoreV1:
+        def __init__(self, api):
+            pass
+
+        def read_namespaced_config_map(self, name, namespace, _request_timeout):
+            asked.append(("configmap", namespace, name))
+            raise ApiException(status=403, reason="Forbidden")
+
+    monkeypatch.setattr(preflight.k8s_client, "AppsV1Api", AppsV1)
+    monkeypatch.setattr(preflight.k8s_client, "CoreV1Api", CoreV1)
+    found = {"jobset": Installed("jobset", "jobset-validating", ("jobset-system", "jobset")),
+             "kueue": Installed("kueue", "kueue-validating", ("kueue-system", "kueue"))}
+    not_checked: list[str] = []
+    problems = preflight.installed_problems(_existing_queued_config(), k8s_client.ApiClient(), found,
+                                            {"kubernetes.io/metadata.name": "ml-team"}, not_checked)
+    assert asked == [("deployment", "jobset-system", "jobset-controller"),
+                     ("deployment", "kueue-system", "kueue-controller-manager"),
+                     ("configmap", "kueue-system", "kueue-manager-config")]
+    [kueue_version] = problems  # JobSet's image is v0.12.0; the stand-in's Kueue image v0.12.0 too, not v0.19
+    assert "kueue" in str(kueue_version) and "v0.12.0" in str(kueue_version), kueue_version
+    assert not_checked == ["not checked: Kueue's configuration (ConfigMap kueue-system/kueue-manager-config) "
+                           "(403 Forbidden: the stack's credentials may not read it); the cluster itself refuses "
+                           "what it must"]

@@ -126,3 +126,25 @@ def test_kueue_settings_are_refused_where_the_platform_teams_kueue_is_used():
     [problem] = sharing_problems(shared)
     assert str(problem).startswith("kueue.requeueLimit: 2 but existingCluster.controllers is existing")
     assert sharing_problems(config) == []  # installed by the stack: its own settings
+
+
+def test_the_installed_kueue_manages_the_other_teams_namespaces_the_stack_names():
+    """Team A's stack installs Kueue for team B's too (`managedNamespaces`); the configuration team B's preview
+    reads then selects team B's namespace (admission/installed_controllers.py)."""
+    from admission.installed_controllers import kueue_config_problems
+
+    config = reader.validate(values(kueue={"managedNamespaces": ["team-b"]}))
+    loaded = yaml.safe_load(kueue_chart_values(config.runs_namespace, config.kueue)["managerConfig"][
+        "controllerManagerConfigYaml"])
+    assert loaded["managedJobsNamespaceSelector"] == {"matchExpressions": [
+        {"key": "kubernetes.io/metadata.name", "operator": "In", "values": [config.runs_namespace, "team-b"]}]}
+    assert kueue_config_problems(loaded, "team-b", {}, [], "ConfigMap k/c") == []
+    [other] = kueue_config_problems(loaded, "team-c", {}, [], "ConfigMap k/c")
+    assert "does not manage namespace 'team-c'" in str(other)
+    alone = yaml.safe_load(kueue_chart_values(config.runs_namespace)["managerConfig"]["controllerManagerConfigYaml"])
+    assert alone["managedJobsNamespaceSelector"] == {"matchLabels": {"kubernetes.io/metadata.name": config.runs_namespace}}
+
+
+def test_a_managed_namespace_that_is_no_namespace_name_is_refused_naming_it():
+    [message] = problems(kueue={"managedNamespaces": ["team-b", "Team_C"]})
+    assert message.startswith("kueue.managedNamespaces[1]: 'Team_C' is not a namespace name"), message

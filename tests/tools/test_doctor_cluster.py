@@ -44,8 +44,8 @@ class Cluster:
             return Asked(201, {"status": {"allowed": allowed}})
         if key == "webhook configurations":
             return Asked(200, self.webhooks)
-        if key.startswith("deployments "):
-            return Asked(200, [{"spec": {"template": {"spec": {"containers": [{"image": self.image}]}}}}])
+        if key.startswith("deployment "):
+            return Asked(200, {"spec": {"template": {"spec": {"containers": [{"image": self.image}]}}}})
         if key.startswith("quotas "):
             return Asked(200, self.quotas)
         return Asked(200, [])
@@ -70,6 +70,8 @@ def test_a_ready_cluster_passes_every_check(root):
         "cluster": OK, "namespace": OK, "Kubernetes rights": OK, "controller jobset": OK, "namespace policy": OK}
     assert result["cluster"].detail == "context gke_ml-team-prod_us-east5_team-cluster: Kubernetes v1.35.4"
     assert result["controller jobset"].detail == "v0.12.0 in jobset-system"
+    # Read by name, as the chart names the default release's Deployment: the handoff grants exactly that.
+    assert "deployment jobset-system/jobset-controller" in cluster.asked
     assert sum(key.startswith("access ") for key in cluster.asked) > 20  # every verb of the handoff, asked
 
 
@@ -98,6 +100,12 @@ def test_a_controller_at_another_version_and_a_restricted_namespace(root):
     policy = result["namespace policy"]
     assert policy.status == MISS and "needs Pod Security level 'baseline'" in policy.detail
     assert "kubectl label namespace ml-team pod-security.kubernetes.io/enforce=baseline" in policy.fix
+
+
+def test_an_image_tag_that_names_no_version_is_said_so(root):
+    jobset = found(root, Cluster(image="us-central1-docker.pkg.dev/k8s-staging-images/jobset/jobset:main"))[
+        "controller jobset"]
+    assert (jobset.status, jobset.detail) == (OK, "installed in jobset-system; its image tag 'main' names no version")
 
 
 def test_a_quota_too_small_is_a_miss_naming_it(root):

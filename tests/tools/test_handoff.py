@@ -123,3 +123,38 @@ def test_each_granted_verb_is_one_access_review():
 ])
 def test_a_kind_s_resource_is_the_name_its_api_serves(kind, resource):
     assert rbac.plural(kind) == resource
+
+
+def test_with_existing_controllers_the_preview_s_reads_of_them_are_granted_by_name_in_their_namespaces():
+    """A handoff-only deployer's preview reads the controllers' Deployments and Kueue's manager ConfigMap
+    (components/preflight.py): `get` on exactly those names, a Role in each controller's namespace; with
+    `controllers: install` nothing of theirs is read, so nothing is granted."""
+    runs = yaml.safe_load((ROOT / "Pulumi.existing-dev.yaml").read_text())["config"][f"{PREFIX}:runs"]
+    queued = {f"{PREFIX}:runs": [{**runs[0], "priority": "high"}],
+              f"{PREFIX}:existingCluster": {"context": "c", "controllers": "existing"}}
+    deployment = offline.run_stack("existing-dev", overrides=queued)
+    objects, releases = rbac.declared({"type": r.type, "name": r.name, "inputs": r.inputs} for r in deployment.resources)
+    found = rbac.rights(objects, "ml-team", releases, ("jobset", "kueue"))
+    assert {(ns, r.group, r.resources, r.verbs, r.names) for ns, r in found.elsewhere} == {
+        ("jobset-system", "apps", ("deployments",), ("get",), ("jobset-controller",)),
+        ("kueue-system", "apps", ("deployments",), ("get",), ("kueue-controller-manager",)),
+        ("kueue-system", "", ("configmaps",), ("get",), ("kueue-manager-config",))}
+    docs = rbac.rbac_documents(found, "gke-finetune-x", [{"kind": "User", "name": "u"}])
+    roles = {(d["kind"], d["metadata"]["namespace"]): d for d in docs if d["kind"] in ("Role", "RoleBinding")
+             and d["metadata"]["namespace"] != "ml-team"}
+    assert set(roles) == {(k, ns) for k in ("Role", "RoleBinding") for ns in ("jobset-system", "kueue-system")}
+    assert roles[("Role", "kueue-system")]["metadata"]["name"] == "gke-finetune-x:ml-team"
+    assert roles[("RoleBinding", "kueue-system")]["roleRef"]["name"] == "gke-finetune-x:ml-team"
+    assert {"group": "", "resource": "configmaps", "verb": "get", "namespace": "kueue-system",
+            "name": "kueue-manager-config"} in rbac.access_reviews(found)
+    assert rbac.rights(objects, "ml-team", releases).elsewhere == ()
+
+
+def test_the_handoff_reads_only_the_controllers_a_stack_uses_and_does_not_install(tmp_path):
+    text = (ROOT / "Pulumi.existing-dev.yaml").read_text().replace("controllers: install ", "controllers: existing")
+    (tmp_path / "Pulumi.existing-dev.yaml").write_text(text)
+    for program in ("Pulumi.yaml", "__main__.py"):
+        (tmp_path / program).write_text((ROOT / program).read_text())
+    found = handoff("existing-dev", tmp_path).rights
+    assert [(ns, r.names) for ns, r in found.elsewhere] == [("jobset-system", ("jobset-controller",))]
+    assert handoff("existing-dev", ROOT).rights.elsewhere == ()  # controllers: install

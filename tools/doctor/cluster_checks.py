@@ -20,9 +20,10 @@ recording replays them; a read the cluster forbids is a `skip` that says so.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
-from admission.shared_cluster import installed_controllers, release_of
+from admission.shared_cluster import ControllerObjects, controller_objects, installed_controllers, release_of
 from components.namespace_policy import NamespaceFacts, namespace_problems
 from core.names import JOBSET_VERSION, KUEUE_VERSION
 from stack.config import StackConfig
@@ -143,8 +144,8 @@ def controllers(answers, config: StackConfig, needed: tuple[str, ...]) -> list[F
                            name, MISS, f"not installed, and existingCluster.controllers is {mode!r}",
                            f"ask the platform team to install {controller} {PINNED[controller]}"))
             continue
-        service = (shown[controller]["webhooks"][0].get("clientConfig") or {}).get("service") or {}
-        found = _with_version(answers, config, name, controller, service.get("namespace"))
+        found = _with_version(answers, config, name, controller, controller_objects(
+            controller, release_of(shown[controller])))
         if mode == "install":
             release = release_of(shown[controller])
             by = f"Helm release {release[1]!r} in {release[0]!r}" if release else "no Helm release"
@@ -154,20 +155,22 @@ def controllers(answers, config: StackConfig, needed: tuple[str, ...]) -> list[F
     return out
 
 
-def _with_version(answers, config: StackConfig, name: str, controller: str, namespace: str | None) -> Finding:
+def _with_version(answers, config: StackConfig, name: str, controller: str, objects: ControllerObjects) -> Finding:
+    """The controller's version from its Deployment's image, read by name as `pulumi preview` reads it."""
     from kubernetes import client  # pylint: disable=import-outside-toplevel
 
-    if not namespace:
-        return Finding(name, OK, "installed (its webhook names no Service, so its version is not read)")
-    got = _ask(answers, config, f"deployments {namespace}", lambda api: client.AppsV1Api(api).list_namespaced_deployment(
-        namespace, _request_timeout=KUBE_TIMEOUT).items)
+    where = f"{objects.namespace}/{objects.deployment}"
+    got = _ask(answers, config, f"deployment {where}", lambda api: client.AppsV1Api(api).read_namespaced_deployment(
+        objects.deployment, objects.namespace, _request_timeout=KUBE_TIMEOUT))
     if got.status != 200:
-        return Finding(name, OK, f"installed in {namespace}; version not checked: {got.error}")
-    version = _version(got.body, controller)
+        return Finding(name, OK, f"installed; version not checked (Deployment {where}): {got.error}")
+    version = _version([got.body], controller)
+    if not re.fullmatch(r"v?\d+\.\d+\.\d+\S*", version or ""):  # a branch's or a mirror's own tag
+        return Finding(name, OK, f"installed in {objects.namespace}; its image tag {version!r} names no version")
     if version == PINNED[controller]:
-        return Finding(name, OK, f"{version} in {namespace}")
-    return Finding(name, WARN, f"{version or 'an unknown version'} in {namespace}; the stacks are tested with "
-                   f"{PINNED[controller]}", f"ask the platform team for {controller} {PINNED[controller]}")
+        return Finding(name, OK, f"{version} in {objects.namespace}")
+    return Finding(name, WARN, f"{version or 'an unknown version'} in {objects.namespace}; the stacks are tested "
+                   f"with {PINNED[controller]}", f"ask the platform team for {controller} {PINNED[controller]}")
 
 
 def namespace_policy(answers, config: StackConfig, labels: dict | None) -> Finding:
@@ -203,10 +206,10 @@ def cluster_findings(answers, config: StackConfig, root: Path) -> list[Finding]:
     if not answering:
         return [found]
     from components.preflight import needed_controllers  # pylint: disable=import-outside-toplevel
-    from tools.plan.handoff import stack_resources  # pylint: disable=import-outside-toplevel
+    from tools.plan.handoff import stack_resources, used_controllers  # pylint: disable=import-outside-toplevel
 
     ns, labels = namespace(answers, config)
     objects, releases = rbac.declared(stack_resources(config, root))
-    granted = rbac.rights(objects, config.runs_namespace, releases)
+    granted = rbac.rights(objects, config.runs_namespace, releases, used_controllers(config))
     return [found, ns, rights(answers, config, granted), *controllers(answers, config, needed_controllers(config)),
             namespace_policy(answers, config, labels)]

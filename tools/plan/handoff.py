@@ -72,6 +72,14 @@ def stack_resources(config: StackConfig, root: Path) -> list[dict]:
     return [{"type": r.type, "name": r.name, "inputs": r.inputs} for r in deployment.resources]
 
 
+def used_controllers(config: StackConfig) -> tuple[str, ...]:
+    """The installed controllers whose Deployments (and Kueue's configuration) the preview reads: those the
+    stack's runs need, where the platform team installed them (`controllers: existing`)."""
+    from components.preflight import needed_controllers  # pylint: disable=import-outside-toplevel
+
+    return needed_controllers(config) if config.existing.controllers == "existing" else ()
+
+
 def _q(value: str) -> str:
     """`value` single-quoted for the shell, with the project number stand-in replaced by $PROJECT_NUMBER."""
     quoted = "'" + value.replace("'", "'\\''") + "'"
@@ -178,7 +186,7 @@ def handoff(stack: str, root: Path, subjects: Subjects = PLACEHOLDER) -> Handoff
                                    "a stack for an existing cluster (docs/existing-clusters.md)")])
     resources = stack_resources(config, root)
     objects, releases = declared(resources)
-    found = rights(objects, config.runs_namespace, releases)
+    found = rights(objects, config.runs_namespace, releases, used_controllers(config))
     gcloud = [*cluster_access(config, subjects.iam()), "", *bucket_grants(config, resources), "", *firewall(config)]
     return Handoff(stack, found, rbac_documents(found, f"gke-finetune-{stack}", subjects.rbac()), gcloud,
                    subjects == PLACEHOLDER)

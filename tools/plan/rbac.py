@@ -26,7 +26,12 @@ informers select none) and are granted on their kinds. Namespaced kinds get
 their verbs in the stack's namespace. The preview's own reads of the cluster
 (components/preflight.py, components/namespace_policy.py) are added: the
 stack's namespace, the webhook configurations that show the controllers, the
-namespace's ResourceQuotas and LimitRanges. A Helm release (`controllers:
+namespace's ResourceQuotas and LimitRanges; with `controllers: existing`, the installed
+controllers' Deployments and Kueue's manager ConfigMap, `get` by name in the
+controllers' namespaces (a Role there each: admission/shared_cluster.py
+`controller_objects` names them as the charts name the default releases). A
+`get` can be held to names; a `list` only where the client selects the name
+with a field selector, which the preview's reads need not. A Helm release (`controllers:
 install`) installs CRDs, cluster roles and webhooks: no list of rights short
 of cluster-admin covers it, so it is named, not granted.
 https://kubernetes.io/docs/reference/access-authn-authz/rbac/#referring-to-resources
@@ -36,6 +41,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+
+from admission.shared_cluster import controller_objects
 
 WRITE = ("get", "create", "patch", "delete")
 WATCH = ("list", "watch")
@@ -95,6 +102,7 @@ class Rights:
     namespaced: tuple[Rule, ...]
     cluster: tuple[Rule, ...]
     not_covered: tuple[str, ...]  # what the stack declares that no rule here covers (Helm releases)
+    elsewhere: tuple[tuple[str, Rule], ...] = ()  # (namespace, rule): the installed controllers' reads
 
 
 def declared(resources: Iterable[Mapping]) -> tuple[list[Declared], list[str]]:
@@ -128,8 +136,24 @@ def preview_reads(namespace: str) -> tuple[tuple[Rule, ...], tuple[Rule, ...]]:
     return namespaced, cluster
 
 
-def rights(objects: Iterable[Declared], namespace: str, releases: Iterable[str] = ()) -> Rights:
-    """The namespaced and cluster rules the objects need, with the preview's reads."""
+def controller_reads(controllers: Iterable[str]) -> tuple[tuple[str, Rule], ...]:
+    """The preview's reads of the installed controllers it uses (`controllers: existing`;
+    components/preflight.py `installed_problems`): each Deployment's image, Kueue's manager ConfigMap, by name."""
+    reads = []
+    for controller in controllers:
+        objects = controller_objects(controller)
+        reads.append((objects.namespace, Rule("apps", ("deployments",), ("get",), (objects.deployment,),
+                                              f"{controller}'s version: its Deployment's image")))
+        if objects.config_map:
+            reads.append((objects.namespace, Rule("", ("configmaps",), ("get",), (objects.config_map,),
+                                                  "Kueue's configuration: the namespaces and integrations it manages")))
+    return tuple(reads)
+
+
+def rights(objects: Iterable[Declared], namespace: str, releases: Iterable[str] = (),
+           controllers: Iterable[str] = ()) -> Rights:
+    """The namespaced and cluster rules the objects need, with the preview's reads (of the installed
+    `controllers` too: those the stack uses and doesn't install)."""
     objects = list(objects)
     namespaced_objects = [o for o in objects if o.namespace]
     if any(o.namespace != namespace for o in namespaced_objects):
@@ -148,7 +172,8 @@ def rights(objects: Iterable[Declared], namespace: str, releases: Iterable[str] 
     not_covered = tuple(f"Helm release {name!r} (controllers: install): CRDs, cluster roles and webhooks, which "
                         "take cluster-admin; the platform team installs the controllers (controllers: existing)"
                         for name in releases)
-    return Rights(namespace, (*namespaced, *reads_namespaced), (*cluster, *reads_cluster), not_covered)
+    return Rights(namespace, (*namespaced, *reads_namespaced), (*cluster, *reads_cluster), not_covered,
+                  controller_reads(controllers))
 
 
 def rbac_documents(found: Rights, role: str, subjects: list[dict]) -> list[dict]:
@@ -163,6 +188,18 @@ def rbac_documents(found: Rights, role: str, subjects: list[dict]) -> list[dict]
          "metadata": {"name": role, "namespace": found.namespace, "labels": label},
          "roleRef": role_ref, "subjects": subjects},
     ]
+    by_namespace: dict[str, list[dict]] = {}
+    for namespace, rule in found.elsewhere:
+        by_namespace.setdefault(namespace, []).append(rule.manifest())
+    for namespace, rules in by_namespace.items():  # named after the stack's namespace too: one per team
+        name = f"{role}:{found.namespace}"
+        docs += [
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+             "metadata": {"name": name, "namespace": namespace, "labels": label}, "rules": rules},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+             "metadata": {"name": name, "namespace": namespace, "labels": label},
+             "roleRef": {**role_ref, "name": name}, "subjects": subjects},
+        ]
     if found.cluster:
         cluster_role = f"{role}:{found.namespace}"
         docs += [
@@ -178,14 +215,13 @@ def rbac_documents(found: Rights, role: str, subjects: list[dict]) -> list[dict]
 def access_reviews(found: Rights) -> list[dict]:
     """Each (verb, resource, name, namespace) the rules grant, as a SelfSubjectAccessReview's resourceAttributes
     (what `make doctor` asks the cluster)."""
+    scoped = [(found.namespace, r) for r in found.namespaced] + [("", r) for r in found.cluster] + list(found.elsewhere)
     reviews = []
-    for rules, namespace in ((found.namespaced, found.namespace), (found.cluster, "")):
-        for rule in rules:
-            for resource in rule.resources:
-                for verb in rule.verbs:
-                    for name in rule.names or ("",):
-                        attributes = {"group": rule.group, "resource": resource, "verb": verb}
-                        attributes.update({"namespace": namespace} if namespace else {})
-                        attributes.update({"name": name} if name else {})
-                        reviews.append(attributes)
+    for namespace, rule in scoped:
+        for resource, verb, name in ((res, v, n) for res in rule.resources for v in rule.verbs
+                                     for n in rule.names or ("",)):
+            attributes = {"group": rule.group, "resource": resource, "verb": verb}
+            attributes.update({"namespace": namespace} if namespace else {})
+            attributes.update({"name": name} if name else {})
+            reviews.append(attributes)
     return reviews
