@@ -38,11 +38,13 @@ def test_the_namespaced_kinds_get_the_provider_s_verbs_in_the_namespace_only():
         assert rules[kind].verbs == (*WRITE, *WATCH) and not rules[kind].names, kind
     assert "update" not in {v for r in found.namespaced + found.cluster for v in r.verbs}  # server-side apply patches
     assert {res for r in found.namespaced for res in r.resources} >= {"pods", "events", "resourcequotas"}
-    # The cluster: its namespace read by name, the controllers' webhook configurations listed; nothing written.
+    # The cluster: its namespace read by name, the controllers' webhook configurations and the queues and flavors
+    # already on the pools listed; nothing written.
     assert {(r.group, r.resources, r.verbs, r.names) for r in found.cluster} == {
         ("", ("namespaces",), ("get",), ("ml-team",)),
         ("admissionregistration.k8s.io", ("validatingwebhookconfigurations", "mutatingwebhookconfigurations"),
-         ("list",), ())}
+         ("list",), ()),
+        ("kueue.x-k8s.io", ("clusterqueues", "resourceflavors"), ("list",), ())}
     [release] = found.not_covered
     assert release.startswith("Helm release 'jobset' (controllers: install)")
 

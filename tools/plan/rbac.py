@@ -132,7 +132,9 @@ def preview_reads(namespace: str) -> tuple[tuple[Rule, ...], tuple[Rule, ...]]:
     cluster = (Rule("", ("namespaces",), ("get",), (namespace,), "the stack's namespace: it exists, its labels"),
                Rule("admissionregistration.k8s.io", ("validatingwebhookconfigurations",
                                                      "mutatingwebhookconfigurations"), WATCH[:1],
-                    why="which controllers are installed (components/preflight.py)"))
+                    why="which controllers are installed (components/preflight.py)"),
+               Rule("kueue.x-k8s.io", ("clusterqueues", "resourceflavors"), WATCH[:1],
+                    why="the queues already on the stack's pools: an overcommitted pool (admission/shared_pools.py)"))
     return namespaced, cluster
 
 
