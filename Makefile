@@ -369,7 +369,9 @@ e2e-tools:
 # The test files run in E2E_WORKERS processes at once (pytest-xdist `--dist loadfile`: a file's tests
 # in one process, in order, its module's control plane made once; some tests go on from what the one
 # before left): most of an e2e test's time is the control plane's and the controllers' own waits, not
-# this machine's cores. E2E_WORKERS=0 runs them in turn. The images' tests then run in one process of their own: they
+# this machine's cores. e2e/tests/scheduling.py refines loadfile's units (the files on the scenario
+# plane together; each stack of test_stacks.py and of the engine flow apart, each having its own plane;
+# the longest first). E2E_WORKERS=0 runs them in turn. The images' tests then run in one process of their own: they
 # share one Docker engine and registry, which a machine runs once (an xdist group would do it, but
 # pytest-xdist 3.8.0 under pytest 9.2 sends a group's tests to several workers). Both always run; make
 # fails if either did.

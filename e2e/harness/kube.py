@@ -15,7 +15,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -125,6 +125,18 @@ class Kube:
              labels: str | None = None, fields: str | None = None) -> list[dict]:
         query = {k: v for k, v in (("labelSelector", labels), ("fieldSelector", fields)) if v}
         return self.request("GET", self.path(api_version, kind, namespace), query=query).get("items", [])
+
+    def watch(self, api_version: str, kind: str, resource_version: str, seconds: int) -> Iterator[dict]:
+        """The events ({type, object}) of `kind` in every namespace after `resource_version`, as they come,
+        until the API server ends the watch after `seconds`
+        (https://kubernetes.io/docs/reference/using-api/api-concepts/#efficient-detection-of-changes)."""
+        query = {"watch": "true", "resourceVersion": resource_version, "timeoutSeconds": str(seconds)}
+        req = urllib.request.Request(self.server + self.path(api_version, kind) + "?" + urllib.parse.urlencode(query),
+                                     headers={"Authorization": f"Bearer {self.token}", "Accept": "application/json"})
+        with urllib.request.urlopen(req, context=self._ssl, timeout=seconds + self.timeout) as resp:
+            for line in resp:
+                if line.strip():
+                    yield json.loads(line)
 
     def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None,
                propagation: str = "Background") -> None:

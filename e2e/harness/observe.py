@@ -112,12 +112,36 @@ def wait_bound(kube: Kube, jobset: dict, timeout: float) -> list[PodPlacement]:
         pods = placements(kube, ns, name)
         return pods if len(pods) == want and all(p.node for p in pods) else None
 
-    def explain() -> str:
-        pods = placements(kube, ns, name)
-        return f"{len(pods)} of {want} pods: " + "; ".join(
-            f"{p.pod} on {p.node}" if p.node else f"{p.pod} unbound: {p.unschedulable}" for p in pods)
+    return wait_for(f"{want} pods of JobSet {ns}/{name} bound", probe, timeout,
+                    explain=lambda: _where(placements(kube, ns, name), want))
 
-    return wait_for(f"{want} pods of JobSet {ns}/{name} bound", probe, timeout, explain=explain)
+
+def _where(pods: list[PodPlacement], want: int) -> str:
+    """Each pod's node, or the scheduler's own message for a pod it couldn't place."""
+    return f"{len(pods)} of {want} pods: " + "; ".join(
+        f"{p.pod} on {p.node}" if p.node else f"{p.pod} unbound: {p.unschedulable}" for p in pods)
+
+
+def wait_unschedulable(kube: Kube, jobset: dict, timeout: float) -> list[dict]:
+    """Every pod of the JobSet created, none bound, and each refused by the scheduler: its PodScheduled
+    condition False with reason Unschedulable, which kube-scheduler writes after a scheduling attempt
+    finds no node, with the message that says why (k8s.io/kubernetes v1.35.4 pkg/scheduler/schedule_one.go,
+    `handleSchedulingFailure`). A test of a pod that must not be placed waits for that verdict, not a
+    fixed time."""
+    name, ns = jobset["metadata"]["name"], jobset["metadata"]["namespace"]
+    want = expected_pods(jobset)
+
+    def refused(pod: dict) -> bool:
+        return not pod["spec"].get("nodeName") and any(
+            c["type"] == "PodScheduled" and c["status"] == "False" and c.get("reason") == "Unschedulable"
+            for c in pod.get("status", {}).get("conditions") or [])
+
+    def probe():
+        pods = kube.list("v1", "Pod", ns, labels=f"{JOBSET_NAME_LABEL}={name}")
+        return pods if len(pods) == want and all(refused(p) for p in pods) else None
+
+    return wait_for(f"{want} pods of JobSet {ns}/{name} refused by the scheduler", probe, timeout,
+                    explain=lambda: _where(placements(kube, ns, name), want))
 
 
 def scheduler_requests(server: str, token: str) -> dict[tuple[str, str], dict[str, float]]:

@@ -14,12 +14,18 @@ one slice of that pool's nodes, labelled
 requests are left as they are, for a test to set their status itself (a
 failed request: Failed=True).
 
+It acts on the API server's watch of ProvisioningRequests: a request Kueue
+creates is provisioned as soon as the event arrives, as GKE's autoscaler
+reacts to it, not at the next turn of a polling loop. The watch is renewed
+every WATCH_SECONDS, when the mode file is read again.
+
     python -m e2e.harness.provisioner STATE_DIR
 """
 
 from __future__ import annotations
 
 import copy
+import http.client
 import json
 import sys
 import time
@@ -32,7 +38,8 @@ from e2e.harness.kube import ApiError, Kube
 
 PR_API = "autoscaling.x-k8s.io/v1"
 RESIZE_DETAIL = "ResizeRequestName"
-POLL_SECONDS = 1.0
+WATCH_SECONDS = 1  # how soon a mode written to the file counts when no request changes
+RETRY_SECONDS = 1.0  # after an error (the API server away: the faults tests kill it)
 
 
 def _conditions(pr: dict) -> dict[str, str]:
@@ -94,10 +101,10 @@ def provision(kube: Kube, pr: dict, pool: dict) -> list[str]:
     return created
 
 
-def step(kube: Kube, pools: list[dict], mode: str) -> None:
+def step(kube: Kube, pools: list[dict], mode: str, requests: list[dict]) -> None:
     if mode != "provision":
         return
-    for pr in kube.list(PR_API, "ProvisioningRequest"):
+    for pr in requests:
         conditions = _conditions(pr)
         if conditions.get("Provisioned") == "True" or conditions.get("Failed") == "True":
             continue
@@ -111,14 +118,20 @@ def main(argv: list[str]) -> int:
     state = Path(argv[0])
     settings = json.loads((state / "provisioner.json").read_text())
     kube = Kube(settings["server"], settings["token"], settings["ca"])
+    mode_file = state / "provisioner-mode"
     while True:
-        mode_file = state / "provisioner-mode"
-        mode = mode_file.read_text().strip() if mode_file.exists() else "provision"
         try:
-            step(kube, settings["pools"], mode)
-        except (ApiError, OSError) as err:
+            listed = kube.request("GET", kube.path(PR_API, "ProvisioningRequest"))
+            # Read after the list: a test writes the mode before it submits the run whose request is listed.
+            mode = mode_file.read_text().strip() if mode_file.exists() else "provision"
+            step(kube, settings["pools"], mode, listed.get("items", []))
+            # Until a request changes (then list again), or the watch ends (then read the mode again).
+            events = kube.watch(PR_API, "ProvisioningRequest", listed["metadata"]["resourceVersion"], WATCH_SECONDS)
+            next(events, None)
+            events.close()
+        except (ApiError, OSError, ValueError, http.client.HTTPException) as err:
             print(f"provisioner: {err}", flush=True)
-        time.sleep(POLL_SECONDS)
+            time.sleep(RETRY_SECONDS)
 
 
 if __name__ == "__main__":

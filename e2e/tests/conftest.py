@@ -95,6 +95,16 @@ def pytest_report_header(config):
     return [e2e_provider_note()]
 
 
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_make_scheduler(config, log):
+    """`--dist loadfile` (make e2e's) over this suite's units of work (scheduling.py)."""
+    if config.getvalue("dist") == "loadfile":
+        from e2e.tests.scheduling import PlaneScheduling
+
+        return PlaneScheduling(config, log)
+    return None
+
+
 def pytest_configure(config):
     # Before any worker starts: every process of the session writes its report lines there.
     start_session()

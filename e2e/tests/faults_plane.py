@@ -43,6 +43,10 @@ LADDER, MULTISLICE, SECOND, ADMITTING, URGENT = ("gemma3-ladder", "gemma3-multis
                                                  "ladder-urgent")
 TIMEOUT = 120.0
 JOB_INDEX_LABEL = "jobset.sigs.k8s.io/job-index"
+# The restart a JobSet's Jobs and pods belong to: JobSet labels them with its status.restarts when it
+# creates them, and deletes the Jobs of an earlier attempt (sigs.k8s.io/jobset v0.12.0
+# pkg/controllers/jobset_controller.go, labelAndAnnotateObject and getChildJobs).
+RESTART_ATTEMPT_LABEL = "jobset.sigs.k8s.io/restart-attempt"
 
 
 def _file(stack: str) -> dict:
@@ -149,10 +153,14 @@ def workloads(plane: FaultsPlane, run: str) -> list[dict]:
 
 
 def running(plane: FaultsPlane, run: str) -> list[dict] | None:
-    """The run's pods when every one it should have is bound and Running (no more, no fewer)."""
+    """The run's pods when every one it should have is bound and Running (no more, no fewer), all of the
+    JobSet's current restart attempt: right after a restart the pods of the Jobs it is deleting still
+    run for a moment, and must not count as the run running again."""
+    attempt = str(jobset(plane, run).get("status", {}).get("restarts", 0))
     found = [p for p in pods(plane, run) if not p["metadata"].get("deletionTimestamp")]
     want = expected_pods(plane.runs[run])
     ok = len(found) == want and all(p["spec"].get("nodeName") and p["status"].get("phase") == "Running"
+                                    and p["metadata"]["labels"].get(RESTART_ATTEMPT_LABEL) == attempt
                                     for p in found)
     return found if ok else None
 

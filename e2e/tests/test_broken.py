@@ -13,12 +13,9 @@ import pytest
 
 from e2e.harness.apply import apply_one
 from e2e.harness.kube import ApiError
-from e2e.harness.observe import wait_bound
-from e2e.tests.scenario import pod_spec, variant
+from e2e.tests.scenario import pod_spec, refused_by_scheduler, variant
 
 SINGLE_HOST_RUN = "gemma3-single-host"
-# Long enough for the scheduler to have tried and said why; the stack tests wait longer.
-UNSCHEDULABLE_WAIT = 20.0
 
 
 def _too_big(jobset: dict) -> None:
@@ -42,9 +39,8 @@ def _no_tolerations(jobset: dict) -> None:
 def test_a_pod_the_scheduler_cannot_place_fails_with_its_reason(queued, submitted, case, change, reason):
     _, kube, runs = queued
     run = submitted(variant(runs[SINGLE_HOST_RUN], f"broken-{case}", change))
-    with pytest.raises(TimeoutError) as failure:
-        wait_bound(kube, run, UNSCHEDULABLE_WAIT)
-    assert reason in str(failure.value), str(failure.value)
+    said = refused_by_scheduler(kube, run)
+    assert reason in said, said
 
 
 def test_a_typo_in_a_kueue_field_is_refused_by_the_api_server(queued):
