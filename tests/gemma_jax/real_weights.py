@@ -29,25 +29,28 @@ m.save_pretrained(sys.argv[1]); tok.save_pretrained(sys.argv[1])
 """
 
 # Token-weighted mean next-token loss of every segment of the batches of an
-# --inspect_out file, each segment run on its own through transformers.
+# --inspect_out file, each segment run on its own through transformers: one
+# JSON line per (model directory, batches file) pair, all in one process so
+# torch and transformers are imported once.
 _LOSS = """
 import json, sys, numpy as np, torch
 from transformers import AutoModelForCausalLM
-b = np.load(sys.argv[2])
-m = AutoModelForCausalLM.from_pretrained(sys.argv[1], dtype=torch.float32).eval()
-total = count = 0.0
-tok, seg, w = b["input_tokens"], b["segment_ids"], b["loss_weights"]
-with torch.no_grad():
-    for n in range(tok.shape[0]):
-        for r in range(tok.shape[1]):
-            for s in sorted(set(seg[n, r][seg[n, r] > 0].tolist())):
-                idx = np.nonzero(seg[n, r] == s)[0]
-                ids = torch.tensor(tok[n, r, idx][None].astype(np.int64))
-                logits = m(input_ids=ids).logits[0, :-1].float()
-                ce = torch.nn.functional.cross_entropy(logits, ids[0, 1:], reduction="none")
-                weights = torch.tensor(w[n, r, idx][:-1])
-                total += float((ce * weights).sum()); count += float(weights.sum())
-print(json.dumps({"loss": total / count, "targets": count}))
+for hf_dir, npz in zip(sys.argv[1::2], sys.argv[2::2]):
+    b = np.load(npz)
+    m = AutoModelForCausalLM.from_pretrained(hf_dir, dtype=torch.float32).eval()
+    total = count = 0.0
+    tok, seg, w = b["input_tokens"], b["segment_ids"], b["loss_weights"]
+    with torch.no_grad():
+        for n in range(tok.shape[0]):
+            for r in range(tok.shape[1]):
+                for s in sorted(set(seg[n, r][seg[n, r] > 0].tolist())):
+                    idx = np.nonzero(seg[n, r] == s)[0]
+                    ids = torch.tensor(tok[n, r, idx][None].astype(np.int64))
+                    logits = m(input_ids=ids).logits[0, :-1].float()
+                    ce = torch.nn.functional.cross_entropy(logits, ids[0, 1:], reduction="none")
+                    weights = torch.tensor(w[n, r, idx][:-1])
+                    total += float((ce * weights).sum()); count += float(weights.sum())
+    print(json.dumps({"loss": total / count, "targets": count}))
 """
 
 
@@ -69,7 +72,15 @@ def cached_sentencepiece() -> str:
 
 
 def transformers_loss(hf_dir: str, batches_npz: str) -> dict:
-    return json.loads(_run_gpu(_LOSS, hf_dir, batches_npz).strip().splitlines()[-1])
+    return transformers_losses([(hf_dir, batches_npz)])[0]
+
+
+def transformers_losses(pairs: list[tuple[str, str]]) -> list[dict]:
+    """transformers' loss of each (model directory, batches file) pair, in order, from one process."""
+    args = [str(a) for pair in pairs for a in pair]
+    lines = _run_gpu(_LOSS, *args).strip().splitlines()[-len(pairs):]
+    assert len(lines) == len(pairs), lines
+    return [json.loads(line) for line in lines]
 
 
 def write_sentencepiece(out: str) -> str:

@@ -100,14 +100,25 @@ def test_the_readme_shows_the_compiler_s_figure_for_every_shipped_run():
     assert not missing, "README out of date (make tpu-compile prints the rows):\n" + "\n".join(missing)
 
 
-def _aot(tmp_path, tokenizer_file, topology, slices, *flags, lower_only=False):
-    args = ["--model", "tiny", "--tokenizer", tokenizer_file, "--data_path", str(tmp_path),
+def _tiny(tmp_path, tokenizer_file, *flags) -> list[str]:
+    return ["--model", "tiny", "--tokenizer", tokenizer_file, "--data_path", str(tmp_path),
             "--checkpoint_dir", str(tmp_path), *flags]
-    return tpu_table.aot_args(topology, slices, args, *(["--lower-only"] if lower_only else []))
 
 
-def test_the_compiler_places_a_multislice_step_and_its_figures_add_up(tmp_path, tokenizer_file):
-    report = _aot(tmp_path, tokenizer_file, "2x4", 2, "--batch_size", "32", "--maxlen", "64")
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory, tokenizer_file) -> dict[str, dict]:
+    """The compiler's reports on a tiny model, both compiled by one process: a multislice step, and a
+    batch whose [B, L, L] attention mask alone is 64 GiB (batch 1024, maxlen 8192)."""
+    d = tmp_path_factory.mktemp("aot")
+    multislice, too_big = tpu_table.aot_reports([
+        ("2x4", 2, _tiny(d, tokenizer_file, "--batch_size", "32", "--maxlen", "64")),
+        ("1x1", 1, _tiny(d, tokenizer_file, "--batch_size", "1024", "--maxlen", "8192")),
+    ])
+    return {"multislice": multislice, "too_big": too_big}
+
+
+def test_the_compiler_places_a_multislice_step_and_its_figures_add_up(compiled):
+    report = compiled["multislice"]
     b = report["bytes"]
     assert report["chips"] == 16 and report["fits"]
     assert b["per_chip"] == b["argument"] + b["output"] - b["alias"] + b["temp"] + b["generated_code"]
@@ -115,20 +126,20 @@ def test_the_compiler_places_a_multislice_step_and_its_figures_add_up(tmp_path, 
     assert report["hbm_gib"] == memory.HBM_GIB
 
 
-def test_the_compiler_refuses_a_step_that_does_not_fit_a_chip(tmp_path, tokenizer_file):
-    # The [B, L, L] attention mask alone is 64 GiB at batch 1024, maxlen 8192.
-    report = _aot(tmp_path, tokenizer_file, "1x1", 1, "--batch_size", "1024", "--maxlen", "8192")
+def test_the_compiler_refuses_a_step_that_does_not_fit_a_chip(compiled):
+    report = compiled["too_big"]
     assert report["fits"] is False and "CompileTimeHbmOom" in report["error"]
 
 
 def test_the_fingerprint_names_the_program_and_only_it(tmp_path, tokenizer_file):
-    one = _aot(tmp_path, tokenizer_file, "2x4", 1, "--batch_size", "32", lower_only=True)
-    again = _aot(tmp_path, tokenizer_file, "2x4", 1, "--batch_size", "32", "--log_every", "7",
-                 lower_only=True)
-    bigger = _aot(tmp_path, tokenizer_file, "2x4", 1, "--batch_size", "64", lower_only=True)
-    sliced = _aot(tmp_path, tokenizer_file, "2x4", 2, "--batch_size", "32", lower_only=True)
-    assert one["fingerprint"] == again["fingerprint"]
-    assert len({one["fingerprint"], bigger["fingerprint"], sliced["fingerprint"]}) == 3
+    one, again, bigger, sliced = (r["fingerprint"] for r in tpu_table.aot_reports([
+        ("2x4", 1, _tiny(tmp_path, tokenizer_file, "--batch_size", "32")),
+        ("2x4", 1, _tiny(tmp_path, tokenizer_file, "--batch_size", "32", "--log_every", "7")),
+        ("2x4", 1, _tiny(tmp_path, tokenizer_file, "--batch_size", "64")),
+        ("2x4", 2, _tiny(tmp_path, tokenizer_file, "--batch_size", "32")),
+    ], lower_only=True))
+    assert one == again
+    assert len({one, bigger, sliced}) == 3
 
 
 def test_the_memory_table_is_calibrated_on_the_compiler_s_figures():

@@ -16,34 +16,62 @@ pytestmark = pytest.mark.slow
 TOLERANCE = 1e-3
 
 # Random weights, norms and layer scalars moved away from their init so a
-# swapped or untransposed tensor changes the loss.
+# swapped or untransposed tensor changes the loss. Every model of this file is
+# written by one process (torch and transformers imported once): argv[1] is a
+# JSON list of [directory, Gemma4TextConfig keywords]; then the MoE model's
+# router runs on the inputs of argv[3] (_ROUTE) when argv[2] names its directory.
 _MAKE = """
-import sys, torch
+import json, sys, torch
 from transformers import Gemma4ForCausalLM, Gemma4TextConfig
-torch.manual_seed(0)
-vocab = int(sys.argv[2])
-cfg = Gemma4TextConfig(vocab_size=vocab, vocab_size_per_layer_input=vocab, hidden_size=64,
-    intermediate_size=128, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1,
-    head_dim=32, global_head_dim=48, layer_types=["sliding_attention", "full_attention"],
-    sliding_window=32, hidden_size_per_layer_input=8, num_kv_shared_layers=0,
-    final_logit_softcapping=30.0, tie_word_embeddings=True)
-m = Gemma4ForCausalLM(cfg).float().eval()
-with torch.no_grad():
-    for p in m.parameters():
-        p.add_(0.05 * torch.randn_like(p))
-    for layer in m.model.layers:
-        layer.layer_scalar.fill_(0.8)
-m.save_pretrained(sys.argv[1])
+for out, kwargs in json.loads(sys.argv[1]):
+    torch.manual_seed(0)
+    m = Gemma4ForCausalLM(Gemma4TextConfig(**kwargs)).float().eval()
+    with torch.no_grad():
+        for p in m.parameters():
+            p.add_(0.05 * torch.randn_like(p))
+        for layer in m.model.layers:
+            layer.layer_scalar.fill_(0.8)
+    m.save_pretrained(out)
 """
 
 
+def _tiny4_kwargs(vocab: int) -> dict:
+    """transformers' twin of `--model tiny-gemma4`."""
+    return {
+        "vocab_size": vocab, "vocab_size_per_layer_input": vocab, "hidden_size": 64,
+        "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 2,
+        "num_key_value_heads": 1, "head_dim": 32, "global_head_dim": 48,
+        "layer_types": ["sliding_attention", "full_attention"], "sliding_window": 32,
+        "hidden_size_per_layer_input": 8, "num_kv_shared_layers": 0,
+        "final_logit_softcapping": 30.0, "tie_word_embeddings": True,
+    }
+
+
 @pytest.fixture(scope="module")
-def tiny4(tmp_path_factory, tokenizer_file):
+def made(tmp_path_factory, tokenizer_file):
+    """Every transformers model of this file, written by one process: tiny4, each variant, the MoE
+    model and its routing of fixed inputs."""
+    import json  # pylint: disable=g-import-not-at-top
+
     from trainers.gemma_jax import model as model_lib  # pylint: disable=g-import-not-at-top
 
-    d = tmp_path_factory.mktemp("hf4")
     vocab = model_lib.load_tokenizer("tiny-gemma4", tokenizer_file).vocab_size
-    real_weights._run_gpu(_MAKE, str(d / "hf"), str(vocab))  # pylint: disable=protected-access
+    dirs = {name: tmp_path_factory.mktemp(f"hf4_{name}") for name in ["tiny4", "moe", *sorted(VARIANTS)]}
+    kwargs = {"tiny4": _tiny4_kwargs(vocab), "moe": _MOE} | {n: v[0] for n, v in VARIANTS.items()}
+    x = 3 * np.random.default_rng(0).standard_normal((16, 64)).astype(np.float32)
+    np.savez(dirs["moe"] / "route.npz", x=x)
+    models = [[str(dirs[n] / "hf"), kwargs[n]] for n in dirs]
+    real_weights._run_gpu(  # pylint: disable=protected-access
+        _MAKE + _ROUTE, json.dumps(models), str(dirs["moe"] / "hf"), str(dirs["moe"] / "route.npz")
+    )
+    return {"dirs": dirs, "vocab": vocab}
+
+
+@pytest.fixture(scope="module")
+def tiny4(made):
+    from trainers.gemma_jax import model as model_lib  # pylint: disable=g-import-not-at-top
+
+    d, vocab = made["dirs"]["tiny4"], made["vocab"]
     cfg = model_lib.build_model("tiny-gemma4", vocab, "float32", 0).config
     return {"dir": d, "hf": str(d / "hf"), "cfg": cfg, "vocab": vocab}
 
@@ -86,7 +114,9 @@ def test_init_from_hf_loss_matches_transformers_and_the_export_loads(
     res = run_train(_args(stories_file, tokenizer_file, tiny4, d / "ckpt", export_hf=d / "export"))
     assert res.returncode == 0, res.stdout + res.stderr
     first = float(re.search(r"\[train\] step 1 loss=([0-9.]+)", res.stdout).group(1))
-    reference = real_weights.transformers_loss(tiny4["hf"], str(d / "b.npz"))
+    reference, loaded = real_weights.transformers_losses(
+        [(tiny4["hf"], str(d / "b.npz")), (str(d / "export"), str(d / "b.npz"))]
+    )
     print(f"trainer {first:.6f} transformers {reference['loss']:.6f}")
     assert abs(first - reference["loss"]) <= TOLERANCE
 
@@ -105,7 +135,6 @@ def test_init_from_hf_loss_matches_transformers_and_the_export_loads(
     batch = {"tokens": b["input_tokens"][0], "segment_ids": b["segment_ids"][0], "positions": b["positions"][0]}
     total, count = steps.loss_terms(model, params, batch)
     trained = float(total) / float(count)
-    loaded = real_weights.transformers_loss(str(d / "export"), str(d / "b.npz"))
     print(f"after one step: trainer {trained:.6f} transformers on the export {loaded['loss']:.6f}")
     assert abs(trained - loaded["loss"]) <= TOLERANCE
     assert abs(trained - first) > 1e-6  # the step changed the weights
@@ -115,19 +144,6 @@ def test_init_from_hf_loss_matches_transformers_and_the_export_loads(
 # same codec --init_from_hf and --export_hf use, model.load_hf included):
 # E2B's KV-shared last layers with their double-wide MLP, and 31B's global
 # layers whose values are their keys, with fewer key/value heads.
-_MAKE_VARIANT = """
-import json, sys, torch
-from transformers import Gemma4ForCausalLM, Gemma4TextConfig
-torch.manual_seed(0)
-cfg = Gemma4TextConfig(**json.loads(sys.argv[2]))
-m = Gemma4ForCausalLM(cfg).float().eval()
-with torch.no_grad():
-    for p in m.parameters():
-        p.add_(0.05 * torch.randn_like(p))
-    for layer in m.model.layers:
-        layer.layer_scalar.fill_(0.8)
-m.save_pretrained(sys.argv[1])
-"""
 _VOCAB = 256
 _COMMON = {
     "vocab_size": _VOCAB, "vocab_size_per_layer_input": _VOCAB, "hidden_size": 64,
@@ -180,13 +196,9 @@ def _batch(path) -> dict:
 
 
 @pytest.fixture(scope="module", params=sorted(VARIANTS))
-def variant(request, tmp_path_factory):
-    import json  # pylint: disable=g-import-not-at-top
-
-    hf_kwargs, overrides = VARIANTS[request.param]
-    d = tmp_path_factory.mktemp(f"hf4_{request.param}")
-    real_weights._run_gpu(_MAKE_VARIANT, str(d / "hf"), json.dumps(hf_kwargs))  # pylint: disable=protected-access
-    return {"name": request.param, "dir": d, "hf": str(d / "hf"), "cfg": _variant_config(overrides)}
+def variant(request, made):
+    d = made["dirs"][request.param]
+    return {"name": request.param, "dir": d, "hf": str(d / "hf"), "cfg": _variant_config(VARIANTS[request.param][1])}
 
 
 def test_variant_config_and_exact_round_trip(variant):
@@ -232,9 +244,6 @@ def test_variant_loss_matches_transformers_and_the_export_loads(variant):
         return total / count
 
     first, grads = jax.value_and_grad(loss)(params)
-    reference = real_weights.transformers_loss(variant["hf"], str(d / "b.npz"))
-    print(f"{variant['name']}: gemma {float(first):.6f} transformers {reference['loss']:.6f}")
-    assert abs(float(first) - reference["loss"]) <= TOLERANCE
     if variant["name"] == "kv_shared":  # the zeros gemma declares there stay out of the loss
         assert not np.any(np.asarray(grads["layer_2"]["attn"]["kv_einsum"]["w"]))
         assert np.any(np.asarray(grads["layer_0"]["attn"]["kv_einsum"]["w"]))
@@ -245,7 +254,11 @@ def test_variant_loss_matches_transformers_and_the_export_loads(variant):
     out.mkdir()
     hf.write_safetensors(str(out / "model.safetensors"), hf_gemma4.from_gemma(jax.tree.map(np.asarray, stepped), cfg))
     (out / "config.json").write_text(__import__("json").dumps(hf_gemma4.hf_config(cfg, "float32")))
-    loaded = real_weights.transformers_loss(str(out), str(d / "b.npz"))
+    reference, loaded = real_weights.transformers_losses(
+        [(variant["hf"], str(d / "b.npz")), (str(out), str(d / "b.npz"))]
+    )
+    print(f"{variant['name']}: gemma {float(first):.6f} transformers {reference['loss']:.6f}")
+    assert abs(float(first) - reference["loss"]) <= TOLERANCE
     print(f"{variant['name']} after one step: gemma {trained:.6f} transformers on the export {loaded['loss']:.6f}")
     assert abs(trained - loaded["loss"]) <= TOLERANCE
     assert abs(trained - float(first)) > 1e-4  # the step changed the weights
@@ -259,26 +272,20 @@ _MOE = _COMMON | {
     "layer_types": ["sliding_attention", "full_attention"],
     "enable_moe_block": True, "num_experts": 4, "top_k_experts": 2, "moe_intermediate_size": 32,
 }
+# Run after _MAKE in its process (its imports; argv[2] and argv[3]).
 _ROUTE = """
-import sys, numpy as np, torch
-from transformers import Gemma4ForCausalLM
-m = Gemma4ForCausalLM.from_pretrained(sys.argv[1]).float().eval()
-x = torch.from_numpy(np.load(sys.argv[2])["x"])
+import numpy as np
+m = Gemma4ForCausalLM.from_pretrained(sys.argv[2]).float().eval()
+x = torch.from_numpy(np.load(sys.argv[3])["x"])
 with torch.no_grad():
     _, weights, experts = m.model.layers[0].router(x)
-np.savez(sys.argv[2], x=x.numpy(), weights=weights.numpy(), experts=experts.numpy())
+np.savez(sys.argv[3], x=x.numpy(), weights=weights.numpy(), experts=experts.numpy())
 """
 
 
 @pytest.fixture(scope="module")
-def tiny_moe(tmp_path_factory):
-    import json  # pylint: disable=g-import-not-at-top
-
-    d = tmp_path_factory.mktemp("hf4_moe")
-    real_weights._run_gpu(_MAKE_VARIANT, str(d / "hf"), json.dumps(_MOE))  # pylint: disable=protected-access
-    x = 3 * np.random.default_rng(0).standard_normal((16, 64)).astype(np.float32)
-    np.savez(d / "route.npz", x=x)
-    real_weights._run_gpu(_ROUTE, str(d / "hf"), str(d / "route.npz"))  # pylint: disable=protected-access
+def tiny_moe(made):
+    d = made["dirs"]["moe"]
     return {"hf": str(d / "hf"), "route": dict(np.load(d / "route.npz"))}
 
 

@@ -113,6 +113,19 @@ def run_fingerprints(runs: list[dict]) -> dict[str, str]:
             for r in runs}
 
 
+def aot_reports(cases: list[tuple[str, int, list[str]]], lower_only: bool = False) -> list[dict]:
+    """aot_args()'s report of each (topology, slices, trainer flags), in order, all from one process of
+    its own (JAX and the TPU plugin loaded once)."""
+    return _json_of([sys.executable, __file__, "--aot", json.dumps({"cases": cases, "lower_only": lower_only})])
+
+
+def _aot_reports(cases: list, lower_only: bool) -> list[dict]:
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    from trainers.gemma_jax import aot  # pylint: disable=g-import-not-at-top
+
+    return [aot.compile_run(args, topology, slices, lower_only=lower_only) for topology, slices, args in cases]
+
+
 def current_fingerprints() -> dict[str, dict[str, str]]:
     """{"programs": fingerprints() of every shipped program, "runs": run_fingerprints() of every shipped run},
     from a process of its own."""
@@ -188,6 +201,9 @@ if __name__ == "__main__":
     if sys.argv[1:] == ["--fingerprints"]:
         runs = shipped_runs()
         print(json.dumps({"programs": fingerprints(programs(runs)), "runs": run_fingerprints(runs)}))
+        sys.exit(0)
+    if sys.argv[1:2] == ["--aot"]:
+        print(json.dumps(_aot_reports(**json.loads(sys.argv[2]))))
         sys.exit(0)
     if sys.argv[1:] == ["--migrate"]:
         write_table(migrate(read_table()))
