@@ -10,10 +10,8 @@ import json
 import shutil
 
 import pytest
-import yaml
-
 from tests.support.weights_cache import cached_hf_tokenizer
-from tests.support.pulumi_harness import ROOT
+from tests.support.check_data_stack import check, write_stack
 from tools.data import fill
 from tools.data.__main__ import main
 
@@ -36,25 +34,18 @@ def gemma3():
 
 def _stack(tmp_path, rows, run=None, dataset=None, base="dev"):
     """A copy of the dev stack whose run reads `rows` from a local file."""
-    tmp_path.mkdir(parents=True, exist_ok=True)
-    shutil.copy(ROOT / "Pulumi.yaml", tmp_path / "Pulumi.yaml")
     data = tmp_path / "tickets" / "train.jsonl"
-    data.parent.mkdir()
+    data.parent.mkdir(parents=True)
     data.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows))
-    doc = yaml.safe_load((ROOT / f"Pulumi.{base}.yaml").read_text())
-    doc["config"]["gke-finetune:datasets"] = [dataset or {"name": "tickets", "path": "tickets"}]  # inside the project, as paths must be
-    doc["config"]["gke-finetune:runs"] = [{"name": "chat", "trainer": "gemma-jax", "pool": "v6e-1x1",
-                                           "data": "tickets", "format": "conversational",
-                                           "args": ["--batch_size", "8", "--eval_stories", "4"], **(run or {})}]
-    doc["config"].pop("gke-finetune:serve", None)  # it names a run of the copied stack, replaced here
-    (tmp_path / "Pulumi.t.yaml").write_text(yaml.safe_dump(doc))
-    return tmp_path
+    # inside the project, as paths must be
+    return write_stack(tmp_path, [dataset or {"name": "tickets", "path": "tickets"}],
+                       {"name": "chat", "trainer": "gemma-jax", "pool": "v6e-1x1", "data": "tickets",
+                        "format": "conversational", "args": ["--batch_size", "8", "--eval_stories", "4"],
+                        **(run or {})}, base)
 
 
 def _check(capsys, root, *extra):
-    code = main(["check", "--stack", "t", "--run", "chat", "--root", str(root), "--quiet", *extra])
-    out = capsys.readouterr()
-    return code, out.out, out.err
+    return check(capsys, root, "chat", *extra)
 
 
 def test_good_data_reports_rows_lengths_the_split_and_marked_examples(tmp_path, capsys):

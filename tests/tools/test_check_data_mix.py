@@ -5,15 +5,11 @@ of them naming the source's key, the file and the row."""
 from __future__ import annotations
 
 import json
-import shutil
-
-import yaml
 
 from admission import local_data
 from stack.reader import load_files
-from tests.support.pulumi_harness import ROOT
+from tests.support.check_data_stack import check as run_check, write_stack
 from tools.data import check
-from tools.data.__main__ import main
 from trainers.sft_data import formats
 
 CHAT = {"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello."}]}
@@ -28,25 +24,18 @@ TOOLS = {"messages": [{"role": "user", "content": "Weather in Paris?"},
 
 def _stack(tmp_path, files: dict[str, list], mix: list[dict]):
     """A copy of the dev stack whose run `mixed` mixes local files of dataset `local`."""
-    shutil.copy(ROOT / "Pulumi.yaml", tmp_path / "Pulumi.yaml")
     for name, rows in files.items():
         path = tmp_path / "local" / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    doc = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())
-    doc["config"]["gke-finetune:datasets"] = [{"name": "local", "path": "local"},
-                                              {"name": "hub", "url": "https://example.com/more.jsonl"}]
-    doc["config"]["gke-finetune:runs"] = [{"name": "mixed", "trainer": "gemma-jax", "pool": "v6e-1x1", "mix": mix,
-                                           "args": ["--batch_size", "8", "--eval_stories", "4"]}]
-    doc["config"].pop("gke-finetune:serve", None)
-    (tmp_path / "Pulumi.t.yaml").write_text(yaml.safe_dump(doc))
-    return tmp_path
+    return write_stack(tmp_path, [{"name": "local", "path": "local"},
+                                  {"name": "hub", "url": "https://example.com/more.jsonl"}],
+                       {"name": "mixed", "trainer": "gemma-jax", "pool": "v6e-1x1", "mix": mix,
+                        "args": ["--batch_size", "8", "--eval_stories", "4"]})
 
 
 def _check(capsys, root, *extra):
-    code = main(["check", "--stack", "t", "--run", "mixed", "--root", str(root), "--quiet", *extra])
-    out = capsys.readouterr()
-    return code, out.out, out.err
+    return run_check(capsys, root, "mixed", *extra)
 
 
 MIX = [{"data": "local/chats.jsonl", "weight": 3, "format": "conversational"},
