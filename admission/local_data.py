@@ -97,23 +97,16 @@ def local_sources(config: StackConfig, run, root: Path | None = None) -> list[tu
     `root` (default: the current directory, where the CLI runs the program)."""
     if run.trainer is None:
         return []
-    root = root or Path.cwd()
+    root, template = root or Path.cwd(), known_template(run)
     if run.data:
-        return [("data", run.data, _local(config, run.data, run_spec(run), root, known_template(run)))]
+        return [("data", run.data, _local(config, run.data, run_spec(run), root, template))]
     out = []
     for i, source in enumerate(run.mix):
-        found = _local(config, source.data, run_spec(run, source), root, known_template(run))
+        found = _local(config, source.data, run_spec(run, source), root, template)
         if found is not None:
             found = dataclasses.replace(found, key=f"mix[{i}].data", weight=source.weight)
         out.append((f"mix[{i}].data", source.data, found))
     return out
-
-
-def local_data(config: StackConfig, run, root: Path | None = None) -> LocalData | None:
-    """What `run` reads from a `path:` dataset of the stack through its `data`; None for data from
-    elsewhere (local_sources: each source of a mix too)."""
-    return (_local(config, run.data, run_spec(run), root or Path.cwd(), known_template(run))
-            if run.trainer and run.data else None)
 
 
 def bad_rows(data: LocalData, rows_per_file: int | None = None,

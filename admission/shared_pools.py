@@ -47,10 +47,10 @@ class Holder:
 
 
 def _selects(flavor: Mapping, contract: SchedulingContract) -> bool:
-    name = flavor.get("metadata", {}).get("name")
+    """Whether a ResourceFlavor selects the pool's nodes by its label (the stack's own flavor, by name, is
+    counted by `holders` itself)."""
     labels = (flavor.get("spec") or {}).get("nodeLabels") or {}
-    by_label = bool(contract.pool_label) and labels.get(contract.pool_label) in contract.pool_values
-    return name == contract.flavor or by_label
+    return bool(contract.pool_label) and labels.get(contract.pool_label) in contract.pool_values
 
 
 def holders(contract: SchedulingContract, own_queue: str, queues: Iterable[Mapping],
@@ -69,7 +69,8 @@ def holders(contract: SchedulingContract, own_queue: str, queues: Iterable[Mappi
                 chips = sum(int(quantity.parse(str(r.get("nominalQuota", 0)))) for r in flavor.get("resources") or []
                             if r.get("name") == contract.resource_name)
                 if chips:
-                    found.append(Holder(name, flavor["name"], chips, spec.get("cohortName") or spec.get("cohort")))
+                    # v1beta2 names it cohortName (Kueue v0.19.2 apis/kueue/v1beta2/clusterqueue_types.go)
+                    found.append(Holder(name, flavor["name"], chips, spec.get("cohortName")))
     return found
 
 

@@ -228,9 +228,16 @@ def cluster_scoped(namespace: str, name: str = "") -> str:
     is named `<namespace>`."""
     if not name:
         return namespace
-    digest = hashlib.sha256(f"{namespace}/{name}".encode()).hexdigest()[:SCOPE_HASH_CHARS]
-    head = f"{namespace}-{name}"[:SCOPED_NAME_MAX - SCOPE_HASH_CHARS - 1].rstrip("-")
-    return f"{head}-{digest}"
+    return _hashed(f"{namespace}-{name}", f"{namespace}/{name}")
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:SCOPE_HASH_CHARS]
+
+
+def _hashed(head: str, identity: str) -> str:
+    """`<head>-<hash of identity>` within SCOPED_NAME_MAX: a long head is cut, never the hash."""
+    return f"{head[:SCOPED_NAME_MAX - SCOPE_HASH_CHARS - 1].rstrip('-')}-{_digest(identity)}"
 
 
 def legacy_cluster_scoped(namespace: str, name: str) -> str:
@@ -265,18 +272,13 @@ def legacy_compute_class_name(namespace: str, run: str) -> str:
 SHARED_PREFIX = "gke-finetune-shared"
 
 
-def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()[:SCOPE_HASH_CHARS]
-
-
 def shared_flavor_name(node_labels: dict[str, str], tolerations: tuple[dict, ...] | list[dict]) -> str:
     """The ResourceFlavor of a pool several stacks share (`pools[].quota`): named from its spec (the node labels
     and tolerations Kueue gives an admitted pod), so two stacks that select the same nodes the same way name the
     same flavor, and two flavors of one name always have the same spec. `<prefix>-<a label value>-<hash>`."""
     identity = json.dumps({"nodeLabels": node_labels, "tolerations": list(tolerations)}, sort_keys=True)
     hint = slug(sorted(node_labels.values())[0]) if node_labels else "pool"
-    head = f"{SHARED_PREFIX}-{hint}"[:SCOPED_NAME_MAX - SCOPE_HASH_CHARS - 1].rstrip("-")
-    return f"{head}-{_digest(identity)}"
+    return _hashed(f"{SHARED_PREFIX}-{hint}", identity)
 
 
 def cohort_name(shared_flavors: list[str] | tuple[str, ...]) -> str:

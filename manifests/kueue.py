@@ -175,6 +175,10 @@ def cluster_queue(flavors: Sequence[SchedulingContract], namespace: str) -> dict
         spec["cohortName"] = shared
         # A rung within the stack's own quota before another team's idle quota, which it may have to give back;
         # and what the stack lent, it takes back by preempting the borrower (its run checkpoints and is requeued).
+        # https://kueue.sigs.k8s.io/docs/concepts/cluster_queue/#flavorfungibility (whenCanBorrow: TryNextFlavor
+        # tries the next flavor rather than borrow in this one) and #reclaimwithincohort (Any: preempt any
+        # workload of the cohort that uses this queue's nominal quota); Kueue v0.19.2
+        # apis/kueue/v1beta2/clusterqueue_types.go FlavorFungibility, ClusterQueuePreemption.
         spec["flavorFungibility"]["whenCanBorrow"] = "TryNextFlavor"
         spec["preemption"]["reclaimWithinCohort"] = "Any"
     checks = [{"name": check_name(c), "onFlavors": [c.flavor]} for c in flavors if c.queued]

@@ -385,4 +385,3 @@ class StackConfig(StackModel):
             return cls.model_validate(values)
         except ValidationError as err:
             raise ConfigError(from_validation_error(err, cls)) from None
-

@@ -87,7 +87,8 @@ def test_only_the_first_rows_are_read_by_the_plan(tree):
     assert run_stack("dev", overrides=_overrides(tree / "data" / "tickets"), root=tree).of_type(JOBSET)
     config = load_files("dev", ROOT)
     run = config.runs[0]
-    assert local_data.local_data(config, run) is None  # the shipped stack's data is staged in the cluster
+    # the shipped stack's data is staged in the cluster
+    assert local_data.local_sources(config, run) == [("data", run.data, None)]
 
 
 def test_the_trainer_table_s_default_model_is_the_family_template_trainer_s_own_default():

@@ -23,15 +23,14 @@ import json
 import re
 from pathlib import Path
 
+from admission.installed_controllers import SUPPORTED
 from admission.shared_cluster import ControllerObjects, controller_objects, installed_controllers, release_of
 from components.namespace_policy import NamespaceFacts, namespace_problems
-from core.names import JOBSET_VERSION, KUEUE_VERSION
 from stack.config import StackConfig
 from tools.doctor.answers import KUBE_TIMEOUT, Asked
 from tools.doctor.checks import MISS, OK, SKIP, WARN, Finding
 from tools.plan import rbac
 
-PINNED = {"jobset": JOBSET_VERSION, "kueue": KUEUE_VERSION}
 SHOWN_DENIED = 6  # denied rights listed in the detail; the rest counted
 
 
@@ -139,10 +138,10 @@ def controllers(answers, config: StackConfig, needed: tuple[str, ...]) -> list[F
     for controller in needed:
         name = f"controller {controller}"
         if controller not in shown:
-            out.append(Finding(name, OK, f"not installed: `pulumi up` installs {controller} {PINNED[controller]}")
+            out.append(Finding(name, OK, f"not installed: `pulumi up` installs {controller} {SUPPORTED[controller]}")
                        if mode == "install" else Finding(
                            name, MISS, f"not installed, and existingCluster.controllers is {mode!r}",
-                           f"ask the platform team to install {controller} {PINNED[controller]}"))
+                           f"ask the platform team to install {controller} {SUPPORTED[controller]}"))
             continue
         found = _with_version(answers, config, name, controller, controller_objects(
             controller, release_of(shown[controller])))
@@ -167,10 +166,10 @@ def _with_version(answers, config: StackConfig, name: str, controller: str, obje
     version = _version([got.body], controller)
     if not re.fullmatch(r"v?\d+\.\d+\.\d+\S*", version or ""):  # a branch's or a mirror's own tag
         return Finding(name, OK, f"installed in {objects.namespace}; its image tag {version!r} names no version")
-    if version == PINNED[controller]:
+    if version == SUPPORTED[controller]:
         return Finding(name, OK, f"{version} in {objects.namespace}")
     return Finding(name, WARN, f"{version or 'an unknown version'} in {objects.namespace}; the stacks are tested "
-                   f"with {PINNED[controller]}", f"ask the platform team for {controller} {PINNED[controller]}")
+                   f"with {SUPPORTED[controller]}", f"ask the platform team for {controller} {SUPPORTED[controller]}")
 
 
 def namespace_policy(answers, config: StackConfig, labels: dict | None) -> Finding:

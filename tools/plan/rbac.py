@@ -190,26 +190,26 @@ def rbac_documents(found: Rights, role: str, subjects: list[dict]) -> list[dict]
          "metadata": {"name": role, "namespace": found.namespace, "labels": label},
          "roleRef": role_ref, "subjects": subjects},
     ]
+    # Named after the stack's namespace too, outside it: one per team.
+    scoped_role = f"{role}:{found.namespace}"
     by_namespace: dict[str, list[dict]] = {}
     for namespace, rule in found.elsewhere:
         by_namespace.setdefault(namespace, []).append(rule.manifest())
-    for namespace, rules in by_namespace.items():  # named after the stack's namespace too: one per team
-        name = f"{role}:{found.namespace}"
+    for namespace, rules in by_namespace.items():
         docs += [
             {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-             "metadata": {"name": name, "namespace": namespace, "labels": label}, "rules": rules},
+             "metadata": {"name": scoped_role, "namespace": namespace, "labels": label}, "rules": rules},
             {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-             "metadata": {"name": name, "namespace": namespace, "labels": label},
-             "roleRef": {**role_ref, "name": name}, "subjects": subjects},
+             "metadata": {"name": scoped_role, "namespace": namespace, "labels": label},
+             "roleRef": {**role_ref, "name": scoped_role}, "subjects": subjects},
         ]
     if found.cluster:
-        cluster_role = f"{role}:{found.namespace}"
         docs += [
             {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-             "metadata": {"name": cluster_role, "labels": label}, "rules": [r.manifest() for r in found.cluster]},
+             "metadata": {"name": scoped_role, "labels": label}, "rules": [r.manifest() for r in found.cluster]},
             {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-             "metadata": {"name": cluster_role, "labels": label},
-             "roleRef": {**role_ref, "kind": "ClusterRole", "name": cluster_role}, "subjects": subjects},
+             "metadata": {"name": scoped_role, "labels": label},
+             "roleRef": {**role_ref, "kind": "ClusterRole", "name": scoped_role}, "subjects": subjects},
         ]
     return docs
 
