@@ -96,3 +96,17 @@ def test_a_mix_of_data_staged_in_the_cluster_only_is_named_and_not_read(tmp_path
     code, out, err = _check(capsys, _stack(tmp_path, {"chats.jsonl": [CHAT]}, mix))
     assert code == 69 and "reads URL https://example.com/more.jsonl; URL https://example.com/more.jsonl, staged in " \
                           "the cluster" in out + err, out + err
+
+
+def test_a_mixed_jax_run_is_counted_with_its_family_s_chat_template(tmp_path):
+    """The JAX trainer renders a mix's chats with its model family's template (cli.chat_template reads the
+    sources' formats, --data_format staying at its default): check-data's split says the same template."""
+    from admission.check import stack_manifests
+    from tools.data.check import _container_args
+    from tools.data.split import run_split
+
+    root = _stack(tmp_path, {"chats.jsonl": [CHAT], "shared.jsonl": [SHARED]}, MIX)
+    config = load_files("t", root)
+    [run] = config.runs
+    split = run_split(run, _container_args(stack_manifests(config)[run.name]), 1)
+    assert split.template == "gemma3"

@@ -65,12 +65,8 @@ def run_split(run, args: list[str], gpus: int) -> Split | None:
 
 
 def _jax_template(cfg) -> str | None:
-    """The JAX trainer's choice (trainers/gemma_jax/cli.py chat_template): --chat_template, else
-    --init_from_hf's own where that directory is on this machine, else the model family's shipped one."""
-    if cfg.data_format == "text":
+    """The JAX trainer's choice (trainers/gemma_jax/cli.py chat_template); None for plain text alone (a mix's
+    sources say their own formats, so a run with --data_mix gets the template)."""
+    if cfg.data_format == "text" and not cfg.data_mix:
         return None
-    if cfg.chat_template:
-        return cfg.chat_template
-    if cfg.init_from_hf and chat.model_dir_template(cfg.init_from_hf):
-        return cfg.init_from_hf
-    return chat.family_template(cfg.model)
+    return chat.template_choice(cfg.chat_template, cfg.init_from_hf, cfg.model)

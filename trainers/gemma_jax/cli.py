@@ -67,12 +67,7 @@ def chat_template(cfg: Config) -> str | None:
     else the model family's shipped one; None for text."""
     if all(spec.format == "text" for spec in data_specs(cfg)):
         return None
-    if cfg.chat_template:
-        name = cfg.chat_template
-    elif cfg.init_from_hf and chat.model_dir_template(cfg.init_from_hf):
-        name = cfg.init_from_hf
-    else:
-        name = chat.family_template(cfg.model)
+    name = chat.template_choice(cfg.chat_template, cfg.init_from_hf, cfg.model)
     try:
         chat.ChatTemplate.named(name, "<bos>", "<eos>")
     except chat.TemplateError as e:

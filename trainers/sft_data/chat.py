@@ -42,6 +42,16 @@ def family_template(model: str) -> str:
     raise KeyError(model)
 
 
+def template_choice(chat_template: str | None, init_from_hf: str | None, model: str) -> str:
+    """The template a model-family trainer (the JAX one) renders chats with: `chat_template` as given, else
+    `init_from_hf`'s own where that directory holds one, else the model family's shipped one."""
+    if chat_template:
+        return chat_template
+    if init_from_hf and model_dir_template(init_from_hf):
+        return init_from_hf
+    return family_template(model)
+
+
 class TemplateError(Exception):
     """A chat template that can't be found, read or compiled (exit 78)."""
 
