@@ -28,8 +28,9 @@ SCENARIO_UNIT = "e2e/tests: the scenario control plane"
 SCENARIO_FILES = frozenset({"test_behaviour.py", "test_broken.py", "test_fit.py", "test_kueue.py"})
 # file -> the test whose parameters each build their own plane (None: every test of the file).
 PLANE_PER_PARAMETER = {"test_stacks.py": None, "test_engine.py": "test_preview_up_noop_replace_add_destroy"}
-# Seconds per unit (setups, calls and teardowns) measured on this machine (2 cores, three workers, other
-# work beside them), rounded; a unit not listed counts DEFAULT_TEST_SECONDS per test.
+# Seconds per unit (setups, calls and teardowns), rounded from runs on this machine (2 cores, three workers,
+# other work beside them); files grown since are estimates. They only set the order the units are handed
+# out in. A unit not listed counts DEFAULT_TEST_SECONDS per test.
 UNIT_SECONDS = {
     SCENARIO_UNIT: 140, "e2e/tests/test_faults.py": 110, "e2e/tests/test_status.py": 160,
     "e2e/tests/test_handoff.py": 100, "e2e/tests/test_shared_cluster.py": 100,

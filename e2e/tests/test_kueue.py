@@ -220,7 +220,10 @@ def _pending(kube, run: str) -> bool:
 
 
 def _preempted(kube, run: str) -> bool:
-    conditions = _state(kube, run).conditions
+    state = _state(kube, run)
+    if state is None:  # its Workload not made yet, or gone
+        return False
+    conditions = state.conditions
     return conditions.get("Preempted", "").startswith("True") or "Preempted" in conditions.get("Evicted", "")
 
 

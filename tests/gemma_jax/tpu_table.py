@@ -166,21 +166,6 @@ def update() -> dict:
     return table
 
 
-def migrate(old: dict) -> dict:
-    """A table of the former layout ({"runs": {"<stack>/<run>": entry with the run's args}}) keyed by program:
-    each entry under its run's program key, without the run's name or args; ValueError when two runs of one
-    key hold different figures (then the key misses something that decides the program)."""
-    programs_: dict[str, dict] = {}
-    for run, entry in sorted(old["runs"].items()):
-        key = memory.program_key(entry["args"], entry["topology"], entry["slices"])
-        new = entry_of(key, {k: v for k, v in entry.items() if k != "args"})
-        name = key_name(key)
-        if name in programs_ and programs_[name] != new:
-            raise ValueError(f"{run}: program {name} holds other figures than another run of it")
-        programs_[name] = new
-    return {"programs": programs_}
-
-
 def markdown_rows(table: dict, runs: list[dict]) -> list[str]:
     """The README's rows (trainers/gemma_jax/README.md, "Memory per chip on v6e"): each shipped run, its
     program's figure."""
@@ -204,10 +189,6 @@ if __name__ == "__main__":
         sys.exit(0)
     if sys.argv[1:2] == ["--aot"]:
         print(json.dumps(_aot_reports(**json.loads(sys.argv[2]))))
-        sys.exit(0)
-    if sys.argv[1:] == ["--migrate"]:
-        write_table(migrate(read_table()))
-        print(f"re-keyed {TABLE} by program")
         sys.exit(0)
     table = update()
     print("\n".join(markdown_rows(table, shipped_runs())))

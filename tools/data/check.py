@@ -23,7 +23,7 @@ from admission import local_data
 from admission.check import stack_manifests
 from tools.data import fill, tokens
 from tools.data.split import run_split
-from trainers.sft_data import formats, messages
+from trainers.sft_data import formats, messages, parts
 
 EX_OK, EX_DATAERR, EX_NOINPUT, EX_UNAVAILABLE, EX_CONFIG = 0, 65, 66, 69, 78
 
@@ -56,7 +56,7 @@ def marked(spec: formats.Spec, read: formats.Record) -> list[tuple[str, bool]]:
     """A record's text as (text, trained) parts; a chat as its turns, the trained ones marked (the chat
     template that wraps them is the model's, applied by the trainer)."""
     if not read.chat:
-        return [(text, trained or spec.loss_on == "all") for text, trained in read.plain]
+        return list(parts.example_of_read(spec, read, None).parts)
     out = []
     for i, m in enumerate(read.messages):
         trained = spec.loss_on == "all" or (m["role"] == formats.TRAINED_ROLE and i >= read.trained_from)
@@ -92,8 +92,7 @@ def check(config, run_name: str, limit: int = 20, examples: int = 3,
         return EX_NOINPUT, {"run": run.name, "error": str(err)}
     seen = _Seen(local[0].spec, tok, examples, progress)
     per_source = [_read(data, seen) for data in local]
-    if tok is not None:
-        seen.flush()
+    seen.flush()
     extra = _mix_report(run, sources, per_source) if run.mix else {}
     return _report(run, local, split, seen, limit, where, extra)
 

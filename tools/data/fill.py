@@ -10,8 +10,8 @@ padding, from the examples' token counts.
   `_pack_bfd`: longest first, each into the open row with the least room that holds it, else a new one);
   without it (the shipped configs) TRL's collator pads each batch of --per_device_train_batch_size examples
   to its longest (trl/trainer/sft_trainer.py `DataCollatorForLanguageModeling`, through trl/trainer/utils.py
-  `pad`: the largest shape of the batch), the batches drawn in a
-  seeded random order as the Trainer's sampler draws them.
+  `pad`: the largest shape of the batch), the batches drawn here in a seeded random order of their own (an
+  estimate of the padding: not the Trainer's sampler's order).
 """
 
 from __future__ import annotations

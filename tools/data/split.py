@@ -35,7 +35,8 @@ class Split:
     def eval_rows(self, rows: int) -> int:
         """Rows held out of `rows` (may exceed them: the caller warns)."""
         if self.eval_fraction:
-            return math.ceil(min(rows, self.max_rows or rows) * self.eval_fraction)  # datasets rounds up
+            # datasets rounds up (datasets/arrow_dataset.py Dataset.train_test_split: n_test = ceil(test_size * n_samples))
+            return math.ceil(min(rows, self.max_rows or rows) * self.eval_fraction)
         return self.eval_first
 
     def train_rows(self, rows: int) -> int:

@@ -14,7 +14,7 @@ import re
 
 from trainers.gemma_jax import flags, token_shards
 from trainers.gemma_jax import model as model_lib
-from trainers.exit_codes import ConfigError  # noqa: F401 (cli.ConfigError: the trainer's modules raise it)
+from trainers.exit_codes import ConfigError  # cli.ConfigError: the trainer's modules raise it too
 from trainers.sft_data import chat, formats, mixture
 
 SAMPLE_PROMPT = flags.SAMPLE_PROMPT
@@ -24,7 +24,6 @@ build_parser = flags.build_parser
 # gs://BUCKET/OBJECT, bucket names as Cloud Storage allows them
 # (https://cloud.google.com/storage/docs/buckets#naming).
 _GCS_URL = re.compile(r"^gs://[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]/\S+$")
-
 
 
 def check_path(flag: str, value: str | None) -> None:

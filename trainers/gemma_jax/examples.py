@@ -24,11 +24,6 @@ import numpy as np
 
 from trainers.sft_data import chat, formats, parts
 
-# Templates a model's pretrained checkpoint has no chat template for: Gemma's turn formats (chat.BUILT_IN).
-DEFAULT_TEMPLATES = chat.FAMILY_TEMPLATES
-default_template = chat.family_template
-
-
 @functools.cache
 def _specials(tokenizer) -> tuple[dict[str, int], re.Pattern | None]:
     sp = tokenizer._sp  # pylint: disable=protected-access  # gemma's SentencePieceProcessor

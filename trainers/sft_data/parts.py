@@ -141,7 +141,7 @@ def tool_chat_parts(render: Render, messages: Sequence[dict], trained_from: int,
 
 
 def _difference(a: str, b: str) -> str:
-    i = next((k for k, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+    i = _common(a, b)
     return f"first difference at character {i}: {a[i:i + 30]!r} vs {b[i:i + 30]!r}"
 
 
