@@ -32,6 +32,15 @@ charts/jobset/templates/controller/deployment.yaml), Kueue's chart
 (v0.19.2 charts/kueue/templates/manager/manager.yaml). A Deployment is what a
 read-only previewer may read; a Helm release's values live in a Secret, which
 it may not (and should not).
+
+How it is installed names what the preview reads of it (`controller_objects`):
+a Helm release's chart names its objects after the release, the projects'
+release manifests (`kubectl apply --server-side -f manifests.yaml`) with
+kustomize's fixed prefix. Where it runs is the namespace of the Service its
+webhooks call. The stack says which install it expects
+(`existingCluster.controllerReleases`, stack/controller_releases.py), since
+`make handoff` grants the reads offline; a cluster that shows another is
+refused (`release_problems`), naming the value to set.
 """
 
 from __future__ import annotations
@@ -39,7 +48,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from core.names import JOBSET_NAMESPACE, KUEUE_NAMESPACE, STACK_LABEL, stack_label_value
+from core.names import STACK_LABEL, stack_label_value
+from stack.controller_releases import HOME_NAMESPACES, ControllerInstall
 from stack.problems import Problem
 
 JOBSET_GROUP = "jobset.x-k8s.io"
@@ -48,6 +58,9 @@ CONTROLLERS = ("jobset", "kueue")
 RELEASE_NAME = "meta.helm.sh/release-name"
 RELEASE_NAMESPACE = "meta.helm.sh/release-namespace"
 OWNER_ANNOTATION = "gke-finetune/owner"
+# The labels every object of the charts carries (charts/<chart>/templates/_helpers.tpl `<chart>.labels`).
+CHART_LABEL = "helm.sh/chart"
+INSTANCE_LABEL = "app.kubernetes.io/instance"
 
 
 def owner_values(controller: str, namespace: str, stack: str) -> dict:
@@ -74,6 +87,7 @@ class Installed:
     configuration: str  # the webhook configuration that shows it
     release: tuple[str, str] | None = None  # (namespace, name) of its Helm release; None: not by Helm
     owner: Mapping | None = None  # its Deployment's `gke-finetune/owner` ({namespace, stack}); None: not a stack's
+    install: ControllerInstall | None = None  # how it is installed, where it runs (`install_of`); None: not read
 
     def installed_by(self) -> str:
         if self.owner:
@@ -107,11 +121,6 @@ def installed_controllers(configurations: Iterable[Mapping]) -> dict[str, Mappin
     return found
 
 
-# The Helm release each controller is installed as, by the stacks and by the install the docs name
-# (components/jobset.py, components/kueue.py): (namespace, release name).
-DEFAULT_RELEASES = {"jobset": (JOBSET_NAMESPACE, "jobset"), "kueue": (KUEUE_NAMESPACE, "kueue")}
-
-
 @dataclass(frozen=True)
 class ControllerObjects:
     """What the preview reads of an installed controller: its Deployment (its image: the version) and, for
@@ -120,6 +129,10 @@ class ControllerObjects:
     namespace: str
     deployment: str
     config_map: str | None = None
+
+    def described(self) -> str:
+        config_map = f" and ConfigMap {self.namespace}/{self.config_map}" if self.config_map else ""
+        return f"Deployment {self.namespace}/{self.deployment}{config_map}"
 
 
 def _fullname(chart: str, release: str) -> str:
@@ -130,18 +143,26 @@ def _fullname(chart: str, release: str) -> str:
     return name[:63].rstrip("-")
 
 
-def controller_objects(controller: str, release: tuple[str, str] | None = None) -> ControllerObjects:
-    """The objects the preview reads of a controller installed as Helm `release` (namespace, name); None: not
-    by Helm, read under the names the default release gives them. JobSet's Deployment is
-    `<fullname>-controller` (charts/jobset/templates/controller/_helpers.tpl `jobset.controller.name`),
-    Kueue's `<fullname>-controller-manager` and its ConfigMap `<fullname>-manager-config`
-    (charts/kueue/templates/manager/manager.yaml, manager-config.yaml). Read by name, so that a Role can
-    grant exactly these (tools/plan/rbac.py `controller_reads`)."""
-    namespace, name = release or DEFAULT_RELEASES[controller]
-    full = _fullname(controller, name)
-    if controller == "kueue":
-        return ControllerObjects(namespace, f"{full}-controller-manager", f"{full}-manager-config")
-    return ControllerObjects(namespace, f"{full}-controller")
+def controller_objects(controller: str, install: ControllerInstall) -> ControllerObjects:
+    """The objects the preview reads of a controller installed as `install` says, in its namespace. Read by
+    name, so that a Role can grant exactly these (tools/plan/rbac.py `controller_reads`).
+
+    A Helm release: JobSet's Deployment is `<fullname>-controller` (charts/jobset/templates/controller/
+    _helpers.tpl `jobset.controller.name`), Kueue's `<fullname>-controller-manager` and its ConfigMap
+    `<fullname>-manager-config` (charts/kueue/templates/manager/manager.yaml, manager-config.yaml).
+    The release manifests: kustomize prefixes every name with `<project>-` (config/default/kustomization.yaml
+    `namePrefix` of JobSet v0.12.0 and Kueue v0.19.2) to the manager's `controller-manager`
+    (config/components/manager/manager.yaml) and Kueue's `manager-config`, generated without a hash suffix
+    (config/components/manager/kustomization.yaml `disableNameSuffixHash`)."""
+    if install.release is None:
+        prefix, manager = controller, "controller-manager"
+    else:
+        prefix, manager = _fullname(controller, install.release), _CHART_MANAGER[controller]
+    config_map = f"{prefix}-manager-config" if controller == "kueue" else None
+    return ControllerObjects(install.namespace, f"{prefix}-{manager}", config_map)
+
+
+_CHART_MANAGER = {"jobset": "controller", "kueue": "controller-manager"}
 
 
 def release_of(configuration: Mapping) -> tuple[str, str] | None:
@@ -149,6 +170,48 @@ def release_of(configuration: Mapping) -> tuple[str, str] | None:
     if RELEASE_NAME in annotations and RELEASE_NAMESPACE in annotations:
         return annotations[RELEASE_NAMESPACE], annotations[RELEASE_NAME]
     return None
+
+
+def service_namespace(configuration: Mapping) -> str | None:
+    """The namespace of the Service the configuration's webhooks call: where the controller runs, however it
+    was installed (admissionregistration.k8s.io/v1 `webhooks[].clientConfig.service.namespace`). None where
+    the webhooks call a `url` instead."""
+    for webhook in configuration.get("webhooks") or ():
+        namespace = ((webhook.get("clientConfig") or {}).get("service") or {}).get("namespace")
+        if namespace:
+            return namespace
+    return None
+
+
+def install_of(controller: str, configuration: Mapping) -> ControllerInstall:
+    """How a controller is installed, from its webhook configuration: a Helm release by Helm's annotations,
+    or by the chart's labels where the chart was rendered without Helm installing it (`helm template`, as
+    Argo CD does: `helm.sh/chart`, and the release as `app.kubernetes.io/instance`,
+    charts/<chart>/templates/_helpers.tpl `<chart>.labels`); otherwise the release manifests, whose
+    configurations carry neither. It runs where its webhooks' Service is; with webhooks called by url, in its
+    Helm release's namespace, else in the project's own namespace."""
+    release = release_of(configuration)
+    labels = (configuration.get("metadata") or {}).get("labels") or {}
+    namespace = service_namespace(configuration) or (release[0] if release else HOME_NAMESPACES[controller])
+    if release:
+        return ControllerInstall(namespace, release[1])
+    if CHART_LABEL in labels and labels.get(INSTANCE_LABEL):
+        return ControllerInstall(namespace, labels[INSTANCE_LABEL])
+    return ControllerInstall(namespace)
+
+
+def release_problems(controller: str, said: ControllerInstall, found: ControllerInstall, stack: str) -> list[Problem]:
+    """`existingCluster.controllerReleases.<controller>` against the install the cluster shows: where they name
+    other objects, the handoff's Role (granted from the key, offline) doesn't cover what the preview reads."""
+    read, granted = controller_objects(controller, found), controller_objects(controller, said)
+    if read == granted:
+        return []
+    return [Problem(
+        f"existingCluster.controllerReleases.{controller}", said.value(controller),
+        f"but {controller} is installed {found.described()} (its webhook configuration says so): the preview reads "
+        f"its {read.described()}, and `make handoff` grants get on {granted.described()} only",
+        f"{found.value(controller)}; then the platform team applies the RBAC of `make handoff STACK={stack}` "
+        "again, so that the deployer may read them")]
 
 
 def controller_problems(controllers: str, needed: Iterable[str], found: Mapping[str, Installed],

@@ -32,8 +32,8 @@ from pulumi.runtime.mocks import MockMonitor
 from pulumi.runtime.settings import get_monitor
 
 from admission.shared_cluster import (
-    ControllerObjects, Installed, controller_objects, controller_problems, deployment_owner, installed_controllers,
-    namespace_problems, release_of,
+    ControllerObjects, Installed, controller_objects, controller_problems, deployment_owner, install_of,
+    installed_controllers, namespace_problems, release_of, release_problems,
 )
 from admission.installed_controllers import CONFIG_KEY, kueue_config_problems, version_problems
 from admission.shared_pools import overcommit_problems
@@ -109,7 +109,8 @@ def read_controllers(api: k8s_client.ApiClient, not_checked: list[str] | None = 
     for controller, configuration in installed_controllers(configurations).items():
         release = release_of(configuration)
         owner = _owner(api, release, not_checked) if release and owners else None
-        found[controller] = Installed(controller, configuration["metadata"]["name"], release, owner)
+        found[controller] = Installed(controller, configuration["metadata"]["name"], release, owner,
+                                      install_of(controller, configuration))
     return found
 
 
@@ -172,10 +173,15 @@ def installed_problems(cfg: StackConfig, api: k8s_client.ApiClient, found: Mappi
                        labels: Mapping[str, str], not_checked: list[str]) -> list[Problem]:
     """The platform team's controllers (`controllers: existing`): their versions (Deployment images) and
     Kueue's configuration (its manager ConfigMap) against the stack's namespace and runs. Each object is read
-    by its name (admission/shared_cluster.py `controller_objects`), which `make handoff` grants exactly."""
+    by its name, as the install the cluster shows names it (admission/shared_cluster.py `controller_objects`);
+    `make handoff` grants exactly the names `existingCluster.controllerReleases` gives, and a key that names
+    others is refused (`release_problems`)."""
     problems = []
     for controller in (c for c in needed_controllers(cfg) if c in found):
-        objects = controller_objects(controller, found[controller].release)
+        said = cfg.existing.controller_releases.install(controller)
+        install = found[controller].install or said
+        problems += release_problems(controller, said, install, cfg.stack)
+        objects = controller_objects(controller, install)
         where = f"Deployment {objects.namespace}/{objects.deployment}"
         images = _read(f"{controller}'s version ({where})", not_checked, lambda: [
             c.image for c in k8s_client.AppsV1Api(api).read_namespaced_deployment(

@@ -23,6 +23,7 @@ from pydantic import Field, model_validator
 from pydantic.alias_generators import to_camel
 
 from core.syntax import DNS_1035_LABEL
+from stack.controller_releases import ControllerReleases
 from stack.models import Flag, PoolConfig, StackModel
 from stack.problems import MISSING, Problem, raise_problems
 
@@ -43,11 +44,14 @@ class ExistingCluster(StackModel):
     dns_endpoint: Flag = False
     controllers: Literal["install", "existing"] = Field(
         default="install", description="install: the stack installs JobSet (and Kueue); existing: they are installed")
+    # How the platform team installed them (stack/controller_releases.py): the names the preview reads and
+    # `make handoff` grants.
+    controller_releases: ControllerReleases = ControllerReleases()
     bucket_grants: Flag = Field(default=False, description="declare the bucket grants to the workload identities")
 
     @model_validator(mode="after")
     def _one_way_in(self) -> ExistingCluster:
-        raise_problems(access_problems(self))
+        raise_problems(access_problems(self) + releases_problems(self))
         return self
 
     @property
@@ -75,6 +79,16 @@ def access_problems(e: ExistingCluster) -> list[Problem]:
         problems.append(Problem("kubeconfig", e.kubeconfig, "without `context`",
                                 "a kubeconfig file only with `context`"))
     return problems
+
+
+def releases_problems(e: ExistingCluster) -> list[Problem]:
+    """`controllerReleases` describes controllers the platform team installed: with `install` the stack's own
+    releases are the defaults, and another value would say something the stack ignores."""
+    if e.controllers == "existing" or e.controller_releases.is_default:
+        return []
+    return [Problem("controllerReleases", e.controller_releases.model_dump(by_alias=True), "with controllers: install",
+                    "no controllerReleases (the stack installs its own releases, jobset-system/jobset and "
+                    "kueue-system/kueue), or controllers: existing")]
 
 
 class Charts(StackModel):

@@ -20,6 +20,10 @@ prints. Shown, in order:
 - with the handoff's Role, ClusterRole and bindings applied: `make doctor`
   finds every right, `pulumi up` creates the stack and the run's pods are
   bound (restricted namespace, quota), a second preview changes nothing;
+- JobSet installed from its release manifests (kustomize's names): the
+  preview refuses the default `controllerReleases`, naming `manifests`;
+  with it and the handoff applied again, the doctor and the preview's checks
+  read its Deployment as the deployer;
 - one verb taken out of the Role (`delete` on JobSets) and `destroy` fails on
   it; put back, `destroy` removes everything the stack applied.
 """
@@ -28,11 +32,15 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable
 
 import pytest
 import yaml
+from kubernetes import config as k8s_config
 
 from admission.pod_security import ENFORCE_LABEL, RESTRICTED
+from admission.shared_cluster import CHART_LABEL, controller_of
+from components import preflight
 from e2e.harness.controllers import MANAGER_CONFIG_KEY
 from e2e.harness.engine import engine, existing_cluster_config
 from e2e.harness.install import install_stack
@@ -55,6 +63,8 @@ DEPLOYER = "team-r-deployer"
 STACK = "team-r"
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"
 TIMEOUT = 180.0
+ADMISSION_API = "admissionregistration.k8s.io/v1"
+MANIFESTS_DEPLOYMENT = "jobset-controller-manager"  # kustomize's name (JobSet v0.12.0 config/default namePrefix)
 HANDOFF_REPORT = Report("handoff")
 
 
@@ -181,6 +191,76 @@ def test_with_the_handoff_alone_the_preview_checks_the_installed_kueue_s_configu
     HANDOFF_REPORT.append(f"== as {DEPLOYER} with the handoff: preview checks Kueue's configuration (no 'not "
                           f"checked'); a Kueue not managing {NAMESPACE}: preview exited {refused.returncode}: "
                           + next(line.strip() for line in refused.output.splitlines() if expected in line)[:300])
+
+
+def _as_release_manifests(kube) -> Callable[[], None]:
+    """The platform team's JobSet as its release manifests install it (`kubectl apply -f manifests.yaml`):
+    webhook configurations without the chart's label, and the manager's Deployment under kustomize's name
+    `jobset-controller-manager` (a copy of the chart's, no replicas). Returns what puts the chart's install
+    back."""
+    labels = {c["metadata"]["name"]: (kind, c["metadata"]["labels"][CHART_LABEL])
+              for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
+              for c in kube.list(ADMISSION_API, kind)
+              if controller_of(c) == "jobset" and CHART_LABEL in (c["metadata"].get("labels") or {})}
+    assert labels, "the chart's JobSet webhook configurations carry its helm.sh/chart label"
+    for name, (kind, _) in labels.items():
+        kube.patch(ADMISSION_API, kind, name, None, {"metadata": {"labels": {CHART_LABEL: None}}})
+    chart = kube.get("apps/v1", "Deployment", "jobset-controller", "jobset-system")
+    copy = {"e2e/install": "manifests"}
+    spec = {**chart["spec"], "replicas": 0,
+            "selector": {"matchLabels": {**chart["spec"]["selector"]["matchLabels"], **copy}},
+            "template": {**chart["spec"]["template"], "metadata": {
+                "labels": {**chart["spec"]["template"]["metadata"]["labels"], **copy}}}}
+    kube.apply({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {
+        "name": MANIFESTS_DEPLOYMENT, "namespace": "jobset-system"}, "spec": spec})
+
+    def restore() -> None:
+        kube.delete("apps/v1", "Deployment", MANIFESTS_DEPLOYMENT, "jobset-system")
+        for name, (kind, value) in labels.items():
+            kube.patch(ADMISSION_API, kind, name, None, {"metadata": {"labels": {CHART_LABEL: value}}})
+    return restore
+
+
+def _apply_handoff(kube, made) -> None:
+    for document in handoff(STACK, made.workdir, Subjects(users=(DEPLOYER,))).rbac:
+        kube.apply(document)
+
+
+def test_a_jobset_from_its_release_manifests_is_read_under_their_names_once_the_stack_says_so(handed):
+    """JobSet installed from its release manifests: its Deployment is kustomize's `jobset-controller-manager`,
+    which the handoff for the default Helm release doesn't grant. The deployer's preview finds the install on
+    the cluster, reads that Deployment (403 with the handoff's Role) and is refused, naming
+    `controllerReleases.jobset` and the value to set; with `manifests` set and the handoff applied again, the
+    doctor and the preview's checks read it as the deployer, every right granted, nothing "not checked"."""
+    cp, kube, made = handed
+    config = made.read_stack()
+    restore = _as_release_manifests(kube)
+    try:
+        refused = made.run("preview", check=False)
+        expected = ("existingCluster.controllerReleases.jobset: 'jobset-system/jobset' but jobset is installed from "
+                    "its release manifests in namespace 'jobset-system'")
+        assert refused.returncode != 0 and expected in refused.output, refused.output[-3000:]
+        assert "allowed: manifests; then the platform team applies the RBAC of `make handoff STACK=team-r`" \
+            in refused.output, refused.output[-3000:]
+        forbidden = f"Deployment jobset-system/{MANIFESTS_DEPLOYMENT}) (403"
+        assert forbidden in refused.output, refused.output[-3000:]
+        existing = {**config["gke-finetune:existingCluster"], "controllerReleases": {"jobset": "manifests"}}
+        made.write_stack({**config, "gke-finetune:existingCluster": existing})
+        _apply_handoff(kube, made)
+        doctor = _doctor(made)
+        assert (doctor["controller jobset"].status, doctor["Kubernetes rights"].status) == ("ok", "ok"), doctor
+        api = preflight.api_client(k8s_config.load_kube_config, config_file=str(cp.state / "deployer.kubeconfig"),
+                                   context="e2e")
+        problems, not_checked = preflight.cluster_problems(load_files(made.stack, made.workdir), api)
+        assert problems == [] and not_checked == [], (problems, not_checked)
+    finally:
+        restore()
+        made.write_stack(config)
+        _apply_handoff(kube, made)
+    HANDOFF_REPORT.append(f"== JobSet from its release manifests, controllerReleases at its default: preview exited "
+                          f"{refused.returncode}: {expected}; with `manifests` and the handoff again: make doctor "
+                          f"{doctor['controller jobset'].detail}, the preview's checks: nothing refused, nothing "
+                          "not checked")
 
 
 def test_a_quota_too_small_and_a_level_too_strict_are_refused_at_preview_before_anything_is_created(handed):

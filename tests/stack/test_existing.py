@@ -70,3 +70,54 @@ def test_grants_are_the_platform_teams_by_default_and_need_the_project_number_wh
 def test_an_existing_cluster_takes_no_cluster_keys_at_their_defaults():
     cfg = config(clusterName="", registryName="", releaseChannel="REGULAR", systemNodeCount=1)
     assert cfg.existing.context == "team"
+
+
+def test_the_controllers_are_the_stacks_default_helm_releases_unless_the_key_says_otherwise():
+    from stack.controller_releases import ControllerInstall  # pylint: disable=import-outside-toplevel
+
+    default = config(existingCluster={"context": "team", "controllers": "existing"}).existing.controller_releases
+    assert (default.install("jobset"), default.install("kueue")) == (
+        ControllerInstall("jobset-system", "jobset"), ControllerInstall("kueue-system", "kueue"))
+    said = config(existingCluster={"context": "team", "controllers": "existing", "controllerReleases": {
+        "jobset": "manifests", "kueue": "platform/queues"}}).existing.controller_releases
+    assert (said.install("jobset"), said.install("kueue")) == (
+        ControllerInstall("jobset-system"), ControllerInstall("platform", "queues"))
+    moved = config(existingCluster={"context": "team", "controllers": "existing", "controllerReleases": {
+        "kueue": "manifests:queues"}}).existing.controller_releases
+    assert moved.install("kueue") == ControllerInstall("queues") and moved.install("kueue").value("kueue") == \
+        "manifests:queues" and moved.install("jobset").value("jobset") == "jobset-system/jobset"
+
+
+ALLOWED_RELEASE = ("allowed: <namespace>/<Helm release name> (a Helm release of the project's chart), manifests (the "
+                   "project's release manifests, in {home}) or manifests:<namespace> (the release manifests in "
+                   "another namespace)")
+
+
+@pytest.mark.parametrize("value", [
+    "jobset",  # no namespace
+    "Jobset-System/jobset",  # not a namespace name
+    "jobset-system/",  # no release
+    "jobset-system/my_release",  # not a Helm release name
+    "jobset-system/" + "r" * 54,  # Helm's 53 characters
+    "manifests:",  # no namespace
+    "manifests:Batch",
+    "helm:jobset-system/jobset",
+])
+def test_a_controller_release_that_says_no_install_is_refused_naming_the_key_the_value_and_the_forms(value):
+    found = problems(existingCluster={"context": "team", "controllers": "existing",
+                                      "controllerReleases": {"jobset": value}})
+    assert found == [f"existingCluster.controllerReleases.jobset: {value!r} does not say how jobset is installed; "
+                     + ALLOWED_RELEASE.format(home="jobset-system")]
+
+
+def test_controller_releases_describe_the_platform_teams_install_only():
+    """With `controllers: install` the stack installs its own releases: another value would be ignored."""
+    assert problems(existingCluster={"context": "team", "controllerReleases": {"kueue": "manifests"}}) == [
+        "existingCluster.controllerReleases: {'jobset': 'jobset-system/jobset', 'kueue': 'manifests'} with "
+        "controllers: install; allowed: no controllerReleases (the stack installs its own releases, "
+        "jobset-system/jobset and kueue-system/kueue), or controllers: existing"]
+    assert config(existingCluster={"context": "team", "controllerReleases": {"kueue": "kueue-system/kueue"}})
+    assert problems(existingCluster={"context": "team", "controllers": "existing",
+                                     "controllerReleases": {"kueue": None}}) == [
+        "existingCluster.controllerReleases.kueue: null is no value; allowed: text (quote a number or a boolean "
+        "to make it text)"]

@@ -17,9 +17,17 @@ from tools.doctor.cluster_checks import cluster_findings
 from tools.doctor.checks import MISS, OK, SKIP, WARN
 from tests.tools.test_doctor import HERE
 
-JOBSET_WEBHOOK = {"metadata": {"name": "jobset-validating-webhook-configuration"},
+# JobSet as the stacks' default Helm release (Helm's annotations on the configuration).
+JOBSET_WEBHOOK = {"metadata": {"name": "jobset-validating-webhook-configuration",
+                               "annotations": {"meta.helm.sh/release-name": "jobset",
+                                               "meta.helm.sh/release-namespace": "jobset-system"}},
                   "webhooks": [{"rules": [{"apiGroups": ["jobset.x-k8s.io"]}],
-                                "clientConfig": {"service": {"namespace": "jobset-system", "name": "jobset-webhook"}}}]}
+                                "clientConfig": {"service": {"namespace": "jobset-system",
+                                                             "name": "jobset-webhook-service"}}}]}
+# JobSet from its release manifests (kustomize's names: no Helm annotation, no chart label).
+JOBSET_MANIFESTS = {"metadata": {"name": "jobset-validating-webhook-configuration",
+                                 "labels": {"app.kubernetes.io/managed-by": "kustomize"}},
+                    "webhooks": JOBSET_WEBHOOK["webhooks"]}
 
 
 class Cluster:
@@ -73,6 +81,30 @@ def test_a_ready_cluster_passes_every_check(root):
     # Read by name, as the chart names the default release's Deployment: the handoff grants exactly that.
     assert "deployment jobset-system/jobset-controller" in cluster.asked
     assert sum(key.startswith("access ") for key in cluster.asked) > 20  # every verb of the handoff, asked
+
+
+def test_a_controller_installed_otherwise_than_the_stack_says_is_a_miss_naming_the_value_to_set(root):
+    """JobSet from its release manifests, the stack's key at its default: the doctor reads the Deployment the
+    cluster's install names (`jobset-controller-manager`), and says the key the handoff's Role follows must
+    change, and the RBAC be applied again."""
+    cluster = Cluster(webhooks=(JOBSET_MANIFESTS,))
+    jobset = found(root, cluster)["controller jobset"]
+    assert "deployment jobset-system/jobset-controller-manager" in cluster.asked
+    assert "deployment jobset-system/jobset-controller" not in cluster.asked
+    assert jobset.status == MISS and jobset.detail.startswith(
+        "existingCluster.controllerReleases.jobset: 'jobset-system/jobset' but jobset is installed from its release "
+        "manifests in namespace 'jobset-system'") and jobset.detail.endswith("; v0.12.0 in jobset-system")
+    assert jobset.fix.startswith("manifests; then the platform team applies the RBAC of `make handoff "
+                                 "STACK=doctor-existing` again")
+    stack = root / "Pulumi.doctor-existing.yaml"
+    stack.write_text(stack.read_text().replace("    controllers: existing\n", "    controllers: existing\n"
+                                               "    controllerReleases: {jobset: manifests}\n"))
+    said = Cluster(webhooks=(JOBSET_MANIFESTS,))
+    result = found(root, said)
+    assert (result["controller jobset"].status, result["controller jobset"].detail) == (OK, "v0.12.0 in jobset-system")
+    assert result["Kubernetes rights"].status == OK
+    assert 'access {"group": "apps", "name": "jobset-controller-manager", "namespace": "jobset-system", ' \
+           '"resource": "deployments", "verb": "get"}' in said.asked
 
 
 def test_a_cluster_that_does_not_answer_is_one_miss_and_nothing_more_is_asked(root):

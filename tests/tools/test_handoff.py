@@ -17,6 +17,7 @@ from tools.offline import ROOT
 from tools.plan import rbac
 from tools.plan.handoff import PLACEHOLDER, Subjects, handoff
 from tools.plan.rbac import WATCH, WRITE
+from stack.controller_releases import DEFAULT_INSTALLS, ControllerInstall
 
 PREFIX = offline.PROJECT
 
@@ -136,7 +137,7 @@ def test_with_existing_controllers_the_preview_s_reads_of_them_are_granted_by_na
               f"{PREFIX}:existingCluster": {"context": "c", "controllers": "existing"}}
     deployment = offline.run_stack("existing-dev", overrides=queued)
     objects, releases = rbac.declared({"type": r.type, "name": r.name, "inputs": r.inputs} for r in deployment.resources)
-    found = rbac.rights(objects, "ml-team", releases, ("jobset", "kueue"))
+    found = rbac.rights(objects, "ml-team", releases, dict(DEFAULT_INSTALLS))
     assert {(ns, r.group, r.resources, r.verbs, r.names) for ns, r in found.elsewhere} == {
         ("jobset-system", "apps", ("deployments",), ("get",), ("jobset-controller",)),
         ("kueue-system", "apps", ("deployments",), ("get",), ("kueue-controller-manager",)),
@@ -153,10 +154,33 @@ def test_with_existing_controllers_the_preview_s_reads_of_them_are_granted_by_na
 
 
 def test_the_handoff_reads_only_the_controllers_a_stack_uses_and_does_not_install(tmp_path):
-    text = (ROOT / "Pulumi.existing-dev.yaml").read_text().replace("controllers: install ", "controllers: existing")
-    (tmp_path / "Pulumi.existing-dev.yaml").write_text(text)
-    for program in ("Pulumi.yaml", "__main__.py"):
-        (tmp_path / program).write_text((ROOT / program).read_text())
+    _existing_dev_with(tmp_path, "controllers: existing")
     found = handoff("existing-dev", tmp_path).rights
     assert [(ns, r.names) for ns, r in found.elsewhere] == [("jobset-system", ("jobset-controller",))]
     assert handoff("existing-dev", ROOT).rights.elsewhere == ()  # controllers: install
+
+
+def _existing_dev_with(tmp_path, existing: str):
+    """The existing-dev stack file in `tmp_path` with its existingCluster's `controllers: install` replaced."""
+    text = (ROOT / "Pulumi.existing-dev.yaml").read_text().replace("controllers: install ", existing)
+    (tmp_path / "Pulumi.existing-dev.yaml").write_text(text)
+    for program in ("Pulumi.yaml", "__main__.py"):
+        (tmp_path / program).write_text((ROOT / program).read_text())
+
+
+def test_the_handoff_grants_the_reads_of_the_controllers_as_controller_releases_says_they_are_installed(tmp_path):
+    """JobSet from its release manifests (kustomize's `jobset-controller-manager`), moved to batch-system: the
+    Role is in that namespace and grants that name only; the default release's name is not granted."""
+    _existing_dev_with(tmp_path, "controllers: existing\n    controllerReleases: {jobset: 'manifests:batch-system'}")
+    found = handoff("existing-dev", tmp_path)
+    assert [(ns, r.resources, r.names) for ns, r in found.rights.elsewhere] == [
+        ("batch-system", ("deployments",), ("jobset-controller-manager",))]
+    roles = [d for d in found.rbac if d["kind"] == "Role" and d["metadata"]["namespace"] == "batch-system"]
+    assert [r["rules"] for r in roles] == [[{"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["get"],
+                                             "resourceNames": ["jobset-controller-manager"]}]]
+
+
+def test_a_renamed_kueue_release_is_granted_under_its_chart_s_names():
+    installs = {"kueue": ControllerInstall("platform", "queues")}
+    assert {(ns, r.names) for ns, r in rbac.controller_reads(installs)} == {
+        ("platform", ("queues-kueue-controller-manager",)), ("platform", ("queues-kueue-manager-config",))}

@@ -8,7 +8,8 @@
   answers for the identity that asks (any signed-in user may ask it);
   https://kubernetes.io/docs/reference/access-authn-authz/authorization/#checking-api-access
 - the controllers: JobSet (and Kueue, where a run goes through it) installed
-  by whom the stack's `controllers` expects (admission/shared_cluster.py), and
+  by whom the stack's `controllers` expects (admission/shared_cluster.py),
+  installed as `controllerReleases` says (the names the handoff grants), and
   their versions, read off their Deployments' images, against the pinned ones;
 - the namespace's Pod Security level, ResourceQuotas and LimitRanges admit the
   stack's pods (admission/namespace_needs.py, admission/quota.py).
@@ -21,12 +22,16 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 
 from admission.installed_controllers import SUPPORTED
-from admission.shared_cluster import ControllerObjects, controller_objects, installed_controllers, release_of
+from admission.shared_cluster import (
+    ControllerObjects, controller_objects, install_of, installed_controllers, release_of, release_problems,
+)
 from components.namespace_policy import NamespaceFacts, namespace_problems
 from stack.config import StackConfig
+from stack.controller_releases import ControllerInstall
 from tools.doctor.answers import KUBE_TIMEOUT, Asked
 from tools.doctor.checks import MISS, OK, SKIP, WARN, Finding
 from tools.plan import rbac
@@ -143,8 +148,10 @@ def controllers(answers, config: StackConfig, needed: tuple[str, ...]) -> list[F
                            name, MISS, f"not installed, and existingCluster.controllers is {mode!r}",
                            f"ask the platform team to install {controller} {SUPPORTED[controller]}"))
             continue
-        found = _with_version(answers, config, name, controller, controller_objects(
-            controller, release_of(shown[controller])))
+        install = install_of(controller, shown[controller])
+        found = _with_version(answers, config, name, controller, controller_objects(controller, install))
+        if mode == "existing":
+            found = _as_said(config, controller, install, found)
         if mode == "install":
             release = release_of(shown[controller])
             by = f"Helm release {release[1]!r} in {release[0]!r}" if release else "no Helm release"
@@ -152,6 +159,17 @@ def controllers(answers, config: StackConfig, needed: tuple[str, ...]) -> list[F
                             "`pulumi preview` refuses controllers: install", "existingCluster.controllers: existing")
         out.append(found)
     return out
+
+
+def _as_said(config: StackConfig, controller: str, install: ControllerInstall, found: Finding) -> Finding:
+    """A MISS where the cluster's install names other objects than `controllerReleases` says, whose names the
+    handoff grants (admission/shared_cluster.py `release_problems`)."""
+    problems = release_problems(controller, config.existing.controller_releases.install(controller), install,
+                                config.stack)
+    if not problems:
+        return found
+    [problem] = problems
+    return Finding(found.check, MISS, f"{replace(problem, allowed='')}; {found.detail}", problem.allowed)
 
 
 def _with_version(answers, config: StackConfig, name: str, controller: str, objects: ControllerObjects) -> Finding:

@@ -28,6 +28,7 @@ import yaml
 from core.ids import webhook_firewall_name
 from manifests.controllers import webhook_ports
 from stack.config import StackConfig
+from stack.controller_releases import ControllerInstall
 from stack.problems import MISSING, ConfigError, Problem
 from stack.reader import load_files
 from tools import offline
@@ -72,12 +73,15 @@ def stack_resources(config: StackConfig, root: Path) -> list[dict]:
     return [{"type": r.type, "name": r.name, "inputs": r.inputs} for r in deployment.resources]
 
 
-def used_controllers(config: StackConfig) -> tuple[str, ...]:
-    """The installed controllers whose Deployments (and Kueue's configuration) the preview reads: those the
-    stack's runs need, where the platform team installed them (`controllers: existing`)."""
+def used_controllers(config: StackConfig) -> dict[str, ControllerInstall]:
+    """The installed controllers whose Deployments (and Kueue's configuration) the preview reads, each as
+    `existingCluster.controllerReleases` says it is installed: those the stack's runs need, where the platform
+    team installed them (`controllers: existing`)."""
     from components.preflight import needed_controllers  # pylint: disable=import-outside-toplevel
 
-    return needed_controllers(config) if config.existing.controllers == "existing" else ()
+    if config.existing.controllers != "existing":
+        return {}
+    return {c: config.existing.controller_releases.install(c) for c in needed_controllers(config)}
 
 
 def _q(value: str) -> str:

@@ -29,7 +29,9 @@ stack's namespace, the webhook configurations that show the controllers, the
 namespace's ResourceQuotas and LimitRanges; with `controllers: existing`, the installed
 controllers' Deployments and Kueue's manager ConfigMap, `get` by name in the
 controllers' namespaces (a Role there each: admission/shared_cluster.py
-`controller_objects` names them as the charts name the default releases). A
+`controller_objects` names them for the install `existingCluster.controllerReleases`
+says, stack/controller_releases.py; the preview refuses a cluster whose install
+names others, so that what it reads is what is granted here). A
 `get` can be held to names; a `list` only where the client selects the name
 with a field selector, which the preview's reads need not. A Helm release (`controllers:
 install`) installs CRDs, cluster roles and webhooks: no list of rights short
@@ -43,6 +45,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from admission.shared_cluster import controller_objects
+from stack.controller_releases import ControllerInstall
 
 WRITE = ("get", "create", "patch", "delete")
 WATCH = ("list", "watch")
@@ -138,12 +141,13 @@ def preview_reads(namespace: str) -> tuple[tuple[Rule, ...], tuple[Rule, ...]]:
     return namespaced, cluster
 
 
-def controller_reads(controllers: Iterable[str]) -> tuple[tuple[str, Rule], ...]:
+def controller_reads(controllers: Mapping[str, ControllerInstall]) -> tuple[tuple[str, Rule], ...]:
     """The preview's reads of the installed controllers it uses (`controllers: existing`;
-    components/preflight.py `installed_problems`): each Deployment's image, Kueue's manager ConfigMap, by name."""
+    components/preflight.py `installed_problems`), each installed as given: its Deployment's image, Kueue's
+    manager ConfigMap, by name."""
     reads = []
-    for controller in controllers:
-        objects = controller_objects(controller)
+    for controller, install in controllers.items():
+        objects = controller_objects(controller, install)
         reads.append((objects.namespace, Rule("apps", ("deployments",), ("get",), (objects.deployment,),
                                               f"{controller}'s version: its Deployment's image")))
         if objects.config_map:
@@ -153,9 +157,9 @@ def controller_reads(controllers: Iterable[str]) -> tuple[tuple[str, Rule], ...]
 
 
 def rights(objects: Iterable[Declared], namespace: str, releases: Iterable[str] = (),
-           controllers: Iterable[str] = ()) -> Rights:
+           controllers: Mapping[str, ControllerInstall] | None = None) -> Rights:
     """The namespaced and cluster rules the objects need, with the preview's reads (of the installed
-    `controllers` too: those the stack uses and doesn't install)."""
+    `controllers` too, by how each is installed: those the stack uses and doesn't install)."""
     objects = list(objects)
     namespaced_objects = [o for o in objects if o.namespace]
     if any(o.namespace != namespace for o in namespaced_objects):
@@ -175,7 +179,7 @@ def rights(objects: Iterable[Declared], namespace: str, releases: Iterable[str] 
                         "take cluster-admin; the platform team installs the controllers (controllers: existing)"
                         for name in releases)
     return Rights(namespace, (*namespaced, *reads_namespaced), (*cluster, *reads_cluster), not_covered,
-                  controller_reads(controllers))
+                  controller_reads(controllers or {}))
 
 
 def rbac_documents(found: Rights, role: str, subjects: list[dict]) -> list[dict]:
