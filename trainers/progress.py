@@ -16,7 +16,9 @@ Format, schema 1 (times are UTC ISO 8601, seconds are wall-clock):
   tokens_per_s      real (unpadded) tokens per second over the last logged steps, or null
   loss, eval_loss   the last training loss, the last held-out loss (null until measured)
   eval_step         the step eval_loss was measured at, or null
-  checkpoint_step   the newest checkpoint saved (its write may still be finishing), or null
+  checkpoint_step   the newest checkpoint known to be written whole (a restart resumes from it), or null;
+                    an async write is confirmed when the next save starts or the run ends, so this
+                    may trail the last save by one interval, never lead it
   started_at        the run's first start (kept across restarts)
   attempt_started_at  this process's start
   updated_at        this record's write

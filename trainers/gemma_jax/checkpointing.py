@@ -64,6 +64,11 @@ class Checkpointer:
         self.directory = os.path.abspath(directory) if "://" not in directory else directory
         self._keep = keep
         self._mngr = self._open()
+        # The step whose async write is under way, and the newest known to be written whole: confirmed when
+        # orbax waits for it (the next save, `wait`, `close`), so it may trail a finished write by one save,
+        # never lead it. A restart resumes from it or a later one; the progress record reports it.
+        self._writing: int | None = None
+        self.durable_step: int | None = None
 
     def _open(self) -> ocp.CheckpointManager:
         options = ocp.CheckpointManagerOptions(
@@ -86,13 +91,25 @@ class Checkpointer:
             data=grain.checkpoint.CheckpointSave(data_iter),
             meta=ocp.args.JsonSave(meta),
         )
-        return self._mngr.save(step, args=args, force=True)
+        started = self._mngr.save(step, args=args, force=True)
+        # CheckpointManager.save waits for the previous async save to finish before it starts this
+        # one (orbax-checkpoint 0.12.8, checkpoint_manager.py `save`: "Wait for ongoing saves to
+        # complete"), so the step written before is whole on storage now.
+        self._settled()
+        if started:
+            self._writing = step
+        return started
+
+    def _settled(self) -> None:
+        if self._writing is not None:
+            self.durable_step, self._writing = self._writing, None
 
     def wait(self) -> None:
         self._mngr.wait_until_finished()
+        self._settled()
 
     def close(self) -> None:
-        self._mngr.wait_until_finished()
+        self.wait()
         self._mngr.close()
 
     def _restore_step(self, step: int, abstract_state, data_iter):

@@ -151,7 +151,18 @@ class Loop:
 
     def _save(self, step, state, data_iter):
         self.ckpt.save(step, state, data_iter, self.meta)
-        self.progress.checkpointed(step)
+        self._report_durable()
+
+    def _close_checkpoints(self):
+        self.ckpt.close()
+        self._report_durable()
+
+    def _report_durable(self):
+        """The progress record names a checkpoint once its async write is known to be whole (the next save or
+        the close waits for it), not when it starts: a pod lost in between resumes from the one before, and
+        `make status` must not promise more."""
+        if self.ckpt.durable_step is not None:
+            self.progress.checkpointed(self.ckpt.durable_step)
 
     def evaluate_at(self, step, state):
         loss = evaluate(
@@ -209,7 +220,7 @@ class Loop:
 
     def _terminate(self, step, state, data_iter) -> int:
         self._save(step, state, data_iter)
-        self.ckpt.close()
+        self._close_checkpoints()
         self.samples.close()
         log(f"[signal] checkpoint of step {step} written; exiting {exit_codes.TERMINATED}")
         return exit_codes.TERMINATED
@@ -219,7 +230,7 @@ class Loop:
         if not (self.cfg.eval_every and step % self.cfg.eval_every == 0):
             self.evaluate_at(step, state)
         self._save(step, state, data_iter)
-        self.ckpt.close()
+        self._close_checkpoints()
         self.samples.close()
         self.state = state
         log(f"[train] done: {step} steps; final checkpoint in {self.ckpt.directory}")
