@@ -11,7 +11,8 @@ most of a test's time is a control plane's, so that wastes time three ways:
   other on one worker: each parameter is a unit of its own, which any worker may take;
 - a unit of one long test (an engine flow) would be handed out last, after the files with many short
   tests: units go out longest first, by the seconds each took in a measured run (UNIT_SECONDS), so the
-  workers end together. An estimate only orders the units: nothing is skipped or timed by it.
+  workers end together (tests/support/xdist_order.py, which the trainers' suites use too). An estimate
+  only orders the units: nothing is skipped or timed by it.
 
 Every test still runs, in its file's order, with its own fixtures; what a unit shares is only what its
 tests shared before (the scenario plane: a session fixture, made per worker).
@@ -19,20 +20,19 @@ tests shared before (the scenario plane: a session fixture, made per worker).
 
 from __future__ import annotations
 
-from collections import OrderedDict
-
-from xdist.scheduler import LoadScopeScheduling
+from tests.support.xdist_order import LongestFirstScheduling
 
 SCENARIO_UNIT = "e2e/tests: the scenario control plane"
 # The files whose tests use conftest.py's `queued` plane.
-SCENARIO_FILES = frozenset({"test_behaviour.py", "test_broken.py", "test_fit.py", "test_kueue.py"})
+SCENARIO_FILES = frozenset({"test_behaviour.py", "test_broken.py", "test_fit.py", "test_kueue.py",
+                            "test_kueue_eviction.py"})
 # file -> the test whose parameters each build their own plane (None: every test of the file).
 PLANE_PER_PARAMETER = {"test_stacks.py": None, "test_engine.py": "test_preview_up_noop_replace_add_destroy"}
 # Seconds per unit (setups, calls and teardowns), rounded from runs on this machine (2 cores, three workers,
 # other work beside them); files grown since are estimates. They only set the order the units are handed
 # out in. A unit not listed counts DEFAULT_TEST_SECONDS per test.
 UNIT_SECONDS = {
-    SCENARIO_UNIT: 140, "e2e/tests/test_faults.py": 110, "e2e/tests/test_status.py": 160,
+    SCENARIO_UNIT: 155, "e2e/tests/test_faults.py": 110, "e2e/tests/test_status.py": 160,
     "e2e/tests/test_handoff.py": 100, "e2e/tests/test_shared_cluster.py": 100,
     "e2e/tests/test_engine.py[tpu-queued]": 200, "e2e/tests/test_engine.py[a4]": 165,
     "e2e/tests/test_engine.py[tpu-multislice]": 135, "e2e/tests/test_engine.py[dev]": 110,
@@ -57,24 +57,11 @@ def unit_of(nodeid: str) -> str:
     return path
 
 
-def seconds_of(unit: str, tests: int) -> float:
-    return UNIT_SECONDS.get(unit, DEFAULT_TEST_SECONDS * tests)
-
-
-class _LongestFirst(OrderedDict):
-    """The scheduler's queue of units (it takes the next with `popitem(last=False)`): the longest unit left."""
-
-    def popitem(self, last: bool = True) -> tuple[str, dict[str, bool]]:
-        unit = max(self, key=lambda u: seconds_of(u, len(self[u])))
-        return unit, self.pop(unit)
-
-
-class PlaneScheduling(LoadScopeScheduling):
+class PlaneScheduling(LongestFirstScheduling):
     """loadfile's scheduling over the units of `unit_of`, the longest first."""
 
-    def __init__(self, config, log=None) -> None:
-        super().__init__(config, log)
-        self.workqueue = _LongestFirst()
+    unit_seconds = UNIT_SECONDS
+    default_test_seconds = DEFAULT_TEST_SECONDS
 
     def _split_scope(self, nodeid: str) -> str:
         return unit_of(nodeid)

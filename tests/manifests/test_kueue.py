@@ -9,6 +9,7 @@ import pytest
 from core.catalog import QUEUED_LABEL, QUEUED_TAINT
 from core.names import LOCAL_QUEUE, RUNS_NAMESPACE, WORKLOAD_PRIORITIES
 from manifests import kueue
+from manifests.controllers import kueue_manager_config
 from stack import reader
 from tests.support import schemas
 from tools import render
@@ -148,3 +149,12 @@ def test_a_quota_is_written_as_the_api_server_writes_it_back():
         canonical = (quantity.canonical_millis(int(value * 1000)) if resource == "cpu"
                      else quantity.canonical_bytes(int(value)))
         assert written == canonical and "." not in written, (resource, written)
+
+
+def test_no_queue_or_kueue_configuration_uses_the_alpha_concurrent_admission():
+    """docs/capacity.md "After an eviction": with Kueue 0.19.2's ConcurrentAdmission, a pods-ready eviction
+    readmits the run on the same rung at once (e2e-measured), so neither its policy nor its gate is set."""
+    queues = [m for _, _, m in (c.values for c in CASES) if m["kind"] == "ClusterQueue"]
+    assert queues, "the shipped stacks declare ClusterQueues"
+    assert [q["metadata"]["name"] for q in queues if "concurrentAdmissionPolicy" in q["spec"]] == []
+    assert "ConcurrentAdmission" not in (kueue_manager_config(RUNS_NAMESPACE).get("featureGates") or {})
