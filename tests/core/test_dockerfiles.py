@@ -9,6 +9,9 @@ from __future__ import annotations
 import ast
 import json
 import re
+import shlex
+import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -44,12 +47,38 @@ def _makefile() -> str:
     return (REPO_ROOT / "Makefile").read_text()
 
 
-def _install_rule(image: TrainerImage) -> str:
-    """The Makefile recipe that builds the trainer's test environment."""
+def _make(*args: str) -> str:
+    return subprocess.run(["make", "-s", "--no-print-directory", *args], cwd=REPO_ROOT, check=True,
+                          capture_output=True, text=True).stdout
+
+
+def _make_var(name: str) -> str:
+    """A Makefile variable as make expands it."""
+    return _make("--eval", "print-var-%: ; @echo $($*)", f"print-var-{name}").strip()
+
+
+@dataclass(frozen=True)
+class InstallRule:
+    """How make builds a trainer's test environment: the rule's prerequisites (a change rebuilds it), the
+    interpreter it is created with and each `pip install` step's requirement files (tools/venvs.py)."""
+
+    prerequisites: list[str]
+    python: str
+    installs: list[list[str]]
+
+
+def _install_rule(image: TrainerImage) -> InstallRule:
+    """The rule that builds the trainer's test environment, read from make itself: its prerequisites
+    expanded, and the command its recipe runs (`make -n -B`: printed, not run)."""
     venv, _ = MAKE_ENVS[image.trainer]
-    match = re.search(rf"^\$\({venv}\)/\.installed:(.*?)(?=^\S|\Z)", _makefile(), re.M | re.S)
+    match = re.search(rf"^\$\({venv}\)/\.installed:(.*)$", _makefile(), re.M)
     assert match, f"no $({venv})/.installed rule in the Makefile"
-    return match.group(0)
+    prerequisites = [word for part in match.group(1).split()
+                     for word in (_make_var(part[2:-1]).split() if part.startswith("$(") else [part])]
+    argv = shlex.split(_make("-n", "-B", f"{_make_var(venv)}/.installed").strip())
+    assert argv[1:4] == ["-m", "tools.venvs", "link"], argv
+    installs = [argv[i + 1].split() for i, arg in enumerate(argv) if arg == "--install"]
+    return InstallRule(prerequisites, argv[argv.index("--python") + 1], installs)
 
 
 def _pins(path: Path) -> dict[str, str]:
@@ -86,7 +115,7 @@ def test_python_matches_the_test_environment(image):
     base = _values(image, "FROM")[-1].split()[0]
     image_minor = re.match(r".*python:(\d+\.\d+)\.", base).group(1)
     _, interpreter = MAKE_ENVS[image.trainer]
-    assert f"$({interpreter}) -m venv" in _install_rule(image)
+    assert _install_rule(image).python == _make_var(interpreter)
     assert interpreter == "PY" + image_minor.replace(".", "")
 
 
@@ -103,8 +132,8 @@ def test_installs_the_requirements_the_tests_install(image):
     copies = copy_sources(_instructions(image))
     assert image.requirements in copies
     rule = _install_rule(image)
-    assert f"-r {image.requirements}" in rule
-    assert image.requirements in rule.splitlines()[0], "the environment must rebuild when it changes"
+    assert any(image.requirements in step for step in rule.installs)
+    assert image.requirements in rule.prerequisites, "the environment must rebuild when it changes"
     runs = " ".join(_values(image, "RUN"))
     assert "pip install -r /tmp/requirements.txt" in runs
     pins = _pins(REPO_ROOT / image.requirements)
@@ -299,4 +328,4 @@ def test_the_tpu_image_installs_the_compiler_the_tests_compile_with():
     runs = " ".join(_values(image, "RUN"))
     assert re.search(r"pip install -r /tmp/requirements\.txt -r /tmp/requirements-tpu\.txt \"jax\[tpu\]", runs)
     rule = _install_rule(image)
-    assert f"-r {pinned}" in rule and pinned in rule.splitlines()[0]
+    assert any(pinned in step for step in rule.installs) and pinned in rule.prerequisites

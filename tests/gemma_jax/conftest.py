@@ -108,8 +108,21 @@ def stacked_pretrained_dir(pretrained_dir) -> str:
     return pretrained_dir + "_stacked"
 
 
-def pytest_collection_modifyitems(config, items):
-    """The real-weight tests (Gemma 3 270M, minutes each) first: `make test`'s xdist workers take whole files in
-    collection order (--dist loadfile), so the longest file starts at once on one worker while the other
-    takes the rest, instead of running last while the other waits."""
-    items.sort(key=lambda item: item.path.name != "test_real_weights.py")  # stable: the rest keep their order
+# Seconds per test file (setups, calls, teardowns), rounded from a measured run (`--durations=60`, two
+# workers, this machine under other load too); they only order the files (tests/support/xdist_order.py).
+FILE_SECONDS = {
+    "test_real_weights.py": 630, "test_train.py": 205, "test_sft_data.py": 200, "test_multihost.py": 185,
+    "test_resume.py": 170, "test_gemma4_lora.py": 130, "test_data_mix.py": 100, "test_hf_gemma4.py": 80,
+    "test_memory.py": 70, "test_compiled_hbm.py": 70, "test_token_shards.py": 55, "test_multihost_agreement.py": 55,
+    "test_export.py": 30, "test_pretrained.py": 20, "test_real_tokenizer.py": 15, "test_check_data_tokens.py": 15,
+    "test_flops.py": 10,
+}
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_make_scheduler(config, log):
+    """`--dist loadfile` (make test-jax's), the longest file first: the real-weight file (Gemma 3 270M, minutes
+    per test) starts at once on one worker while the other takes the rest, and no file queues behind it."""
+    from tests.support.xdist_order import files_longest_first  # pylint: disable=g-import-not-at-top
+
+    return files_longest_first(config, log, "tests/gemma_jax", FILE_SECONDS, default_test_seconds=2)

@@ -28,7 +28,8 @@ from gemma_jax_helpers import (
 from trainers import exit_codes
 
 pytestmark = pytest.mark.slow
-STEPS = 12
+# Enough steps for an eval and a save half-way and at the end, each on both processes.
+STEPS = 4
 
 
 def _free_port() -> int:
@@ -70,7 +71,7 @@ def _flatten(rows):
 
 
 def test_two_processes_equal_one(tmp_path, stories_file, tokenizer_file):
-    common = {"steps": STEPS, "log_samples": True, "eval_every": 6, "save_every": 6}
+    common = {"steps": STEPS, "log_samples": True, "eval_every": STEPS // 2, "save_every": STEPS // 2}
     multi = tmp_path / "multi"
     procs = _start_two(multi, stories_file, tokenizer_file, sample_tokens=4, **common)
     outs = [p.communicate(timeout=600)[0] for p in procs]

@@ -186,13 +186,18 @@ def test_a_mapping_to_a_column_the_file_lacks_exits_78_naming_column_and_row(cha
     assert res.returncode == exit_codes.CONFIG_ERROR and "row 6: column 'answer' is missing" in res.stderr
 
 
-def test_bad_data_settings_exit_78_before_reading_anything(chats, chat_tokenizer, tmp_path):
+def test_bad_data_settings_exit_78_before_reading_anything(chats, chat_tokenizer, tmp_path, capsys):
+    """The entry point's main() in this process (its process exits with what main returns: test_train.py)."""
+    from trainers.gemma_jax import train  # pylint: disable=g-import-not-at-top
+
     for overrides, message in [({"data_format": "chat"}, "--data_format: 'chat' is not one of"),
                                ({"columns": "messages"}, "--columns: 'messages' is not <standard name>=<column>"),
                                ({"prompt_template": "{q}"}, "prompt_template='{q}' builds a prompt"),
                                ({"chat_template": "gemma9"}, "--chat_template=gemma9")]:
-        res = run_train(_args(chats, chat_tokenizer, tmp_path / "c", tmp_path / "l", **overrides))
-        assert res.returncode == exit_codes.CONFIG_ERROR and message in res.stderr, (overrides, res.stderr)
+        code = train.main(_args(chats, chat_tokenizer, tmp_path / "c", tmp_path / "l", **overrides))
+        err = capsys.readouterr().err
+        assert code == exit_codes.CONFIG_ERROR and message in err, (overrides, err)
+        assert not (tmp_path / "c").exists()  # nothing started
 
 
 def test_the_31b_template_trains_the_answer_after_its_empty_thought_block(chat_tokenizer):

@@ -97,16 +97,26 @@ def test_lora_fsdp_with_mfu_and_merged_export(
         ({"data_path": "/nonexistent/TinyStories-train.txt"}, "--data_path"),
         ({"maxlen": 0}, "--maxlen"),
         ({"profile_steps": "7"}, "--profile_steps"),
-        ({"batch_size": 6}, "--batch_size"),  # not a multiple of 4 devices
         # A field inside a field: str.format would look up {w} in each row at start-up and crash-loop the pod.
         ({"data_format": "prompt-completion", "prompt_template": "{q:{w}}"}, "--prompt_template"),
     ],
 )
-def test_config_errors_exit_78(tmp_path, stories_file, tokenizer_file, override, flag):
+def test_config_errors_exit_78(tmp_path, stories_file, tokenizer_file, override, flag, capsys):
+    """The entry point's main() in this process: a flag error is found before anything starts (the process's
+    own exit code 78 is shown by the test below, through a real interpreter)."""
+    from trainers.gemma_jax import train  # pylint: disable=g-import-not-at-top
+
     args = base_args(stories_file, tokenizer_file, tmp_path / "ckpt", tmp_path / "logs", **override)
-    res = run_train(args, devices=4)
+    assert train.main(args) == exit_codes.CONFIG_ERROR
+    err = capsys.readouterr().err
+    assert "configuration error" in err and flag in err, err
+
+
+def test_a_batch_not_divisible_by_the_devices_exits_78_from_the_process(tmp_path, stories_file, tokenizer_file):
+    args = base_args(stories_file, tokenizer_file, tmp_path / "ckpt", tmp_path / "logs", batch_size=6)
+    res = run_train(args, devices=4)  # not a multiple of 4 devices
     assert res.returncode == exit_codes.CONFIG_ERROR, res.stdout + res.stderr
-    assert "configuration error" in res.stderr and flag in res.stderr
+    assert "configuration error" in res.stderr and "--batch_size" in res.stderr
 
 
 @pytest.fixture(scope="module")

@@ -122,4 +122,4 @@ def test_checkov_is_pinned_in_its_own_environment():
     lines = [line for line in (ROOT / "requirements-scan.txt").read_text().splitlines() if line and line[0] != "#"]
     assert "checkov==3.3.30" in lines
     assert all(re.fullmatch(r"[A-Za-z0-9_.\-]+==[^=\s]+", line) for line in lines), lines
-    assert ".venv-scan/" in (ROOT / ".gitignore").read_text().splitlines()
+    assert ".venv-scan" in (ROOT / ".gitignore").read_text().splitlines()
