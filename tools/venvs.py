@@ -49,6 +49,11 @@ class VenvError(Exception):
     """A requirement file or interpreter that cannot be used: one line, exit 78."""
 
 
+class BuildFailed(Exception):
+    """A step of a build failed (pip's own message above it; an index that didn't answer, say): exit 1, since
+    the next make retries the build from scratch."""
+
+
 def cache_root() -> Path:
     return Path(os.environ.get("GKE_FINETUNE_VENVS") or Path.home() / ".cache" / "gke-finetune" / "venvs")
 
@@ -146,8 +151,8 @@ def _build(plan: Plan, root: Path, where: Path) -> None:
         commands.append([python, "-m", "pip", "install", "-q", *[arg for name in step for arg in ("-r", name)]])
     for command in commands:
         if subprocess.run(command, cwd=root).returncode != 0:
-            raise VenvError(f"{' '.join(command)} failed (see above); {where} is left incomplete and will be "
-                            "rebuilt by the next make")
+            raise BuildFailed(f"{' '.join(command)} failed (see above); {where} is left incomplete and will be "
+                              "rebuilt by the next make")
     record = {"python": plan.python, "pip": plan.pip, "steps": [list(step) for step in plan.steps],
               "seconds": round(time.monotonic() - started), "built": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     (where / ".installed.tmp").write_text(json.dumps(record) + "\n")
@@ -218,6 +223,9 @@ def main(argv: list[str] | None = None, root: Path | None = None) -> int:
     except VenvError as error:
         print(f"venvs: {error}", file=sys.stderr)
         return EX_CONFIG
+    except BuildFailed as error:
+        print(f"venvs: {error}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

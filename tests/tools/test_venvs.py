@@ -69,6 +69,17 @@ def test_a_missing_requirement_file_is_one_line_and_exit_78(tmp_path, cache, cap
     assert err.count("\n") == 1 and "nope.txt does not exist" in err and not (root / ".venv").exists()
 
 
+def test_a_failed_install_exits_1_for_a_retry_and_is_never_linked(tmp_path, cache, capsys):
+    # pip refuses a line that is no requirement before it asks an index: a failure a retry may fix (an
+    # index that didn't answer fails the same step), so not 78.
+    root = checkout(tmp_path / "a", **{"req.txt": "!!! not a requirement\n"})
+    assert venvs.main(["link", ".venv", "--python", BASE, "--pip", PIP, "--install", "req.txt"], root=root) == 1
+    err = capsys.readouterr().err
+    assert "failed (see above)" in err and "rebuilt by the next make" in err, err
+    entry = venvs.entry(plan("req.txt"), root)
+    assert entry.is_dir() and not venvs.complete(entry) and not (root / ".venv").exists()
+
+
 def test_an_interpreter_that_hangs_is_one_line_and_exit_78(tmp_path, cache, capsys, monkeypatch):
     root = checkout(tmp_path / "a", **{"req.txt": "# nothing\n"})
     hangs = tmp_path / "python-that-hangs"
