@@ -94,7 +94,8 @@ class Checkpointer:
         started = self._mngr.save(step, args=args, force=True)
         # CheckpointManager.save waits for the previous async save to finish before it starts this
         # one (orbax-checkpoint 0.12.8, checkpoint_manager.py `save`: "Wait for ongoing saves to
-        # complete"), so the step written before is whole on storage now.
+        # complete"; with force=True no early return skips that wait), so the step written before is whole
+        # on storage now.
         self._settled()
         if started:
             self._writing = step
