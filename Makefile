@@ -22,7 +22,8 @@ PYTEST_ARGS ?=
 # trained run, a real checkpoint), and only one file loads the real 270M weights (about 10 GB).
 TEST_WORKERS ?= 2
 # The platform's tests, by layer (ARCHITECTURE.md).
-PLATFORM_TESTS := tests/core tests/stack tests/manifests tests/admission tests/components tests/tools tests/staging tests/sft_data tests/progress
+PLATFORM_TESTS := tests/core tests/stack tests/manifests tests/admission tests/components tests/tools tests/staging tests/sft_data tests/progress \
+  tests/controllers
 
 # Pulumi keeps its state where Pulumi.yaml's `backend` says (.pulumi-state/ here), for make and a bare
 # `pulumi` alike, unless PULUMI_BACKEND_URL points elsewhere.
@@ -285,7 +286,8 @@ venv: $(VENV)/.installed
 # Python 3.11), apart from the Pulumi program's .venv. It does not know the
 # JobSet kind and checks nothing inside one, so each run's child Jobs are also
 # rendered as batch/v1 Jobs (tools/render.py --explode-jobs), where its pod
-# and container checks run; a stack's Kueue objects (--kueue) are scanned too.
+# and container checks run; a stack's Kueue objects (--kueue) and its ladder controller's (--ladder) are
+# scanned too.
 # Any failed check fails the target, unless
 # tools/scan_skips.yaml skips it with a reason; `tools.scan summary` fails it
 # when checkov ran no check at all.
@@ -304,6 +306,7 @@ scan: $(VENV)/.installed $(VENV_SCAN)/.installed
 	  $(VENV)/bin/python -m tools.render --stack $$stack --out $(SCAN_DIR)/manifests/$$stack/jobsets >/dev/null; \
 	  $(VENV)/bin/python -m tools.render --stack $$stack --explode-jobs --out $(SCAN_DIR)/manifests/$$stack/jobs >/dev/null; \
 	  $(VENV)/bin/python -m tools.render --stack $$stack --kueue --out $(SCAN_DIR)/manifests/$$stack/kueue >/dev/null; \
+	  $(VENV)/bin/python -m tools.render --stack $$stack --ladder --out $(SCAN_DIR)/manifests/$$stack/ladder >/dev/null; \
 	done
 	skips="$$($(VENV)/bin/python -m tools.scan skips)" && \
 	  $(VENV_SCAN)/bin/checkov --directory $(SCAN_DIR)/manifests --framework kubernetes --compact --quiet \

@@ -8,6 +8,7 @@ import pulumi
 import pulumi_gcp as gcp
 
 from core.ids import node_network_tag, workload_identity_pool
+from core.names import SYSTEM_POOL
 from stack.config import StackConfig
 
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
@@ -210,7 +211,7 @@ class Cluster(pulumi.ComponentResource):
             project=cfg.project,
             cluster=self.cluster.id,
             location=cfg.region,
-            name="system",
+            name=SYSTEM_POOL,
             node_count=cfg.system_node_count,  # per zone of the regional cluster
             management=gcp.container.NodePoolManagementArgs(auto_repair=True, auto_upgrade=True),
             node_config=gcp.container.NodePoolNodeConfigArgs(

@@ -22,6 +22,7 @@ from components.serving import ModelServer, ModelServerArgs
 from components.token_access import TokenAccess, TokenAccessArgs
 from components.uploads import DatasetUploads, DatasetUploadsArgs
 from components.workspace import RunsWorkspace, RunsWorkspaceArgs
+from manifests.ladder import controller_manifests
 from stack.config import StackConfig
 from stack.secrets import datasets_needing_hf_token, runs_needing_hf_token
 from stack.places import stack_run_links
@@ -71,7 +72,7 @@ def in_cluster(cfg: StackConfig, at: Footing) -> None:
             owner=owner_values("kueue", cfg.runs_namespace, cfg.stack),
             depends_on=controllers,
             namespace_dependencies=workspace.namespaced, charts=cfg.charts, install=at.install_controllers,
-            settings=cfg.kueue))
+            settings=cfg.kueue, ladder=controller_manifests(cfg)))
         queue_ready = kueue.ready
 
     # Autopilot: one ComputeClass per capacity ladder, which the ladder's run selects.

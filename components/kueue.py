@@ -41,6 +41,8 @@ class KueueArgs:
     # only the stack's queueing objects are declared.
     install: bool = True
     settings: KueueSettings = field(default_factory=KueueSettings)  # the installed Kueue's (stack/sharing.py)
+    # The ladder controller's objects in the runs' namespace (manifests/ladder.py); empty without a ladder.
+    ladder: Mapping[str, Mapping] = field(default_factory=dict)
 
 
 class KubernetesObject(pulumi.CustomResource):
@@ -54,7 +56,9 @@ class KubernetesObject(pulumi.CustomResource):
     def __init__(self, name: str, manifest: Mapping, opts: pulumi.ResourceOptions | None = None,
                  shared: bool = False):
         kind = f"{manifest['kind']}Patch" if shared else manifest["kind"]
-        super().__init__(f"kubernetes:{manifest['apiVersion']}:{kind}", name, dict(manifest), opts)
+        # The core group's type tokens say `core/v1` where the manifest says `v1` (kubernetes:core/v1:ConfigMap).
+        api = manifest["apiVersion"] if "/" in manifest["apiVersion"] else f"core/{manifest['apiVersion']}"
+        super().__init__(f"kubernetes:{api}:{kind}", name, dict(manifest), opts)
 
 
 def shared_object(manifest: Mapping) -> bool:
@@ -87,7 +91,7 @@ class Kueue(pulumi.ComponentResource):
             pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=args.depends_on),
             values={**kueue_chart_values(args.namespace, args.settings), **args.owner},
         ) if args.install else None
-        manifests = kueue_manifests(args.flavors)
+        manifests = {**kueue_manifests(args.flavors), **args.ladder}
         renamed = renamed_from(args.flavors)
         self.objects = {key: self._object(name, key, m, args, renamed.get(key)) for key, m in manifests.items()}
         self.register_outputs({"version": KUEUE_CHART_VERSION, "objects": sorted(self.objects)})

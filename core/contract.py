@@ -61,6 +61,9 @@ class SchedulingContract:
     # A run Kueue admits: the values of `pool_label` on every rung of its ladder (stack/queueing.py
     # `run_contract`), which its pods' node affinity allows.
     rung_values: tuple[str, ...] = ()
+    # The same run's rungs in order, each as the one value of `pool_label` that selects it, where every rung
+    # has one (the ladder controller pins an evicted run to the next: manifests/ladder.py); else empty.
+    rung_pins: tuple[str, ...] = ()
 
     @property
     def allocatable(self) -> Allocatable:

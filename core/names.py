@@ -13,6 +13,9 @@ PROJECT = "gke-finetune"
 # holds the stack's service accounts, the Hugging Face token's SecretProviderClass and every run.
 # A stack sets another with `namespace` (an existing cluster's stack must).
 RUNS_NAMESPACE = "finetune"
+# The node pool a Standard cluster the platform creates keeps its system pods on (components/cluster.py), where
+# the platform's own CPU-only pods go too (staging, the ladder controller).
+SYSTEM_POOL = "system"
 # The Hugging Face token: the Secret Manager secret that holds it by default (`hfTokenSecret`), the
 # SecretProviderClass in the runs' namespace that mounts it, and the file it is mounted as.
 HF_TOKEN_SECRET = "hf-token"

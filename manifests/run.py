@@ -14,6 +14,7 @@ from core.catalog import Family
 from core.contract import SchedulingContract
 from core.names import APP_LABEL, POOL_LABEL, PROJECT, RUN_LABEL, BucketLayout, RunPrefixes
 from manifests import jobset, kueue, pod, storage
+from manifests.ladder import ladder_annotation
 from stack.queueing import run_contract, rungs
 from stack.config import StackConfig
 from stack.runs import RunConfig
@@ -89,6 +90,7 @@ def metadata(run: RunConfig, contract: SchedulingContract, facts: PlatformFacts)
     annotations = dict(SKIP_AWAIT)
     if contract.family is Family.TPU and contract.hosts_per_slice > 1:
         annotations.update(jobset.EXCLUSIVE_TOPOLOGY)
+    annotations.update(ladder_annotation(contract))  # the ladder controller's (manifests/ladder.py)
     return {"name": run.name, "namespace": facts.namespace, "labels": labels, "annotations": annotations}
 
 

@@ -16,7 +16,7 @@ import json
 from collections.abc import Mapping
 
 from core.catalog import NODEPOOL_LABEL
-from core.names import APP_LABEL, DATASET_LABEL, PROJECT
+from core.names import APP_LABEL, DATASET_LABEL, PROJECT, SYSTEM_POOL
 from core.trainers import CONFIG_ERROR, STAGING_MODULE, TRAINERS, WORKDIR, Trainer
 from manifests import pod
 from manifests.storage import CSI_DRIVER, WRITE_OPTIONS, Owner, fuse_annotations
@@ -26,7 +26,6 @@ from stack.datasets import TOKENS_DIR, DatasetConfig
 
 DATASETS_DIR = "/datasets"
 SOURCE_DIR = "/source"
-SYSTEM_POOL = "system"
 # Hours a staging Job may run before it is failed (a stalled download).
 DEADLINE_SECONDS = 6 * 3600
 RETRIES = 3

@@ -287,8 +287,10 @@ def run_contract(run: RunConfig, contracts: Mapping[str, SchedulingContract]) ->
     first = contracts[run.pool]
     if first.queue is not None:
         # Kueue admits the run to one of its rungs: its pods may land on any of them.
-        values = tuple(dict.fromkeys(v for rung in _ladder_contracts(run, contracts) for v in rung.pool_values))
-        return dataclasses.replace(first, rung_values=values)
+        ladder = _ladder_contracts(run, contracts)
+        values = tuple(dict.fromkeys(v for rung in ladder for v in rung.pool_values))
+        pins = tuple(r.pool_values[0] for r in ladder) if all(len(r.pool_values) == 1 for r in ladder) else ()
+        return dataclasses.replace(first, rung_values=values, rung_pins=pins)
     if not (first.autopilot and run.ladder):
         return first
     name = _compute_class(run, contracts)

@@ -20,6 +20,7 @@ from pydantic import Field
 from core.catalog import Family
 from core.contract import SchedulingContract
 from core.images import image_problem
+from core.names import SYSTEM_POOL
 from stack.models import Count, StackModel
 from stack.problems import MISSING, Problem
 
@@ -32,7 +33,6 @@ PLACEHOLDER_DIGEST = "sha256:" + "0" * 64
 MAX_MODEL_LEN_FLOOR = 256
 MAX_REPLICAS = 64
 # The system node pool a Standard cluster gets (components/cluster.py): it has no accelerator to serve on.
-SYSTEM_POOL = "system"
 
 
 class ServeConfig(StackModel):

@@ -15,7 +15,8 @@ JobSet kind and would check nothing inside its pod template. `--kueue` writes
 the stack's Kueue objects instead (manifests/kueue.py), one `<kind>-<name>.yaml`
 each; none for a stack without Kueue. `--compute-classes` writes an Autopilot
 stack's ComputeClasses, one per capacity ladder (manifests/compute_class.py). `--serve` writes the
-model server's Deployment, Service and PriorityClass (`serve:`, manifests/serving.py).
+model server's Deployment, Service and PriorityClass (`serve:`, manifests/serving.py). `--ladder` writes the
+ladder controller's objects (manifests/ladder.py), where a run Kueue admits has a ladder.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from manifests.staging import stack_staging_jobs
 from manifests.jobset import child_jobs
 from manifests.compute_class import compute_class_manifests
 from manifests.kueue import kueue_manifests
+from manifests.ladder import controller_manifests
 from manifests.run import PlatformFacts, build_runs, platform_facts
 from stack import reader
 from stack.images import offline_images
@@ -42,9 +44,10 @@ from tools.cli import guarded, stack_name
 from tools.files import WriteRefused
 from tools.yaml_files import to_yaml, write_manifests
 
-__all__ = ["compute_class_objects", "config_inputs", "explode_jobs", "kueue_objects", "run_manifests", "serve_objects",
-           "stack_compute_class_manifests", "stack_inputs", "stack_kueue_manifests", "stack_manifests",
-           "stack_serve_manifests", "staging_jobs", "to_yaml", "write_manifests"]
+__all__ = ["compute_class_objects", "config_inputs", "explode_jobs", "kueue_objects", "ladder_objects", "run_manifests",
+           "serve_objects", "stack_compute_class_manifests", "stack_inputs", "stack_kueue_manifests",
+           "stack_ladder_manifests", "stack_manifests", "stack_serve_manifests", "staging_jobs", "to_yaml",
+           "write_manifests"]
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -72,6 +75,12 @@ def staging_jobs(config: StackConfig) -> dict[str, dict]:
 def kueue_objects(config: StackConfig) -> dict[str, dict]:
     """The stack's Kueue objects by `<kind>-<name>`; empty when the stack installs no Kueue."""
     return kueue_manifests(config.kueue_flavors())
+
+
+def ladder_objects(config: StackConfig) -> dict[str, dict]:
+    """The stack's ladder controller's objects by `<kind>-<name>` (manifests/ladder.py); empty without a ladder
+    run Kueue admits."""
+    return controller_manifests(config)
 
 
 def serve_objects(config: StackConfig) -> dict[str, dict]:
@@ -106,6 +115,10 @@ def stack_kueue_manifests(stack: str, root: Path = ROOT) -> dict[str, dict]:
     return kueue_objects(reader.load_files(stack, root))
 
 
+def stack_ladder_manifests(stack: str, root: Path = ROOT) -> dict[str, dict]:
+    return ladder_objects(reader.load_files(stack, root))
+
+
 def stack_compute_class_manifests(stack: str, root: Path = ROOT) -> dict[str, dict]:
     return compute_class_objects(reader.load_files(stack, root))
 
@@ -134,6 +147,7 @@ def _main(argv: list[str] | None) -> int:
     parser.add_argument("--compute-classes", action="store_true",
                         help="write the stack's ComputeClasses (Autopilot ladders) instead")
     parser.add_argument("--serve", action="store_true", help="write the stack's model server objects (serve:) instead")
+    parser.add_argument("--ladder", action="store_true", help="write the stack's ladder controller's objects instead")
     args = parser.parse_args(argv)
     try:
         config = reader.load_files(args.stack, ROOT)
@@ -142,6 +156,8 @@ def _main(argv: list[str] | None) -> int:
         return 1
     if args.serve:
         manifests = serve_objects(config)
+    elif args.ladder:
+        manifests = ladder_objects(config)
     elif args.compute_classes:
         manifests = compute_class_objects(config)
     else:

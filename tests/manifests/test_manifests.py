@@ -301,6 +301,14 @@ def test_kueue_goldens_match(stack):
     assert directory.is_dir() == bool(goldens.kueue_manifests_for(stack))
 
 
+@pytest.mark.parametrize("stack", STACKS)
+def test_ladder_goldens_match(stack):
+    """tests/golden/<stack>/ladder/: the stack's ladder controller, and no directory for a stack without one."""
+    directory = goldens.GOLDEN_DIR / stack / goldens.LADDER
+    assert golden_drift(stack, directory, goldens.ladder_manifests_for(stack)) == [], REGENERATE
+    assert directory.is_dir() == bool(goldens.ladder_manifests_for(stack))
+
+
 @pytest.mark.parametrize("stack", render.shipped_stacks())
 def test_every_shipped_stack_has_goldens_for_its_runs(stack):
     runs, _contracts, _facts = render.stack_inputs(stack)

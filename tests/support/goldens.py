@@ -7,7 +7,8 @@ Pulumi.<stack>.yaml, tests/golden/<stack>/kueue/<kind>-<name>.yaml its
 Kueue objects (none for a stack without Kueue), and
 tests/golden/<stack>/compute-classes/<kind>-<name>.yaml its ComputeClasses
 (Autopilot ladders only), tests/golden/<stack>/serve/<kind>-<name>.yaml its model
-server's objects (`serve:` only); tests/golden/examples/
+server's objects (`serve:` only), tests/golden/<stack>/ladder/<kind>-<name>.yaml its ladder controller's
+(a ladder run Kueue admits); tests/golden/examples/
 renders tests/support/examples.py, one run of every manifest shape the
 platform builds.
 """
@@ -19,8 +20,8 @@ from pathlib import Path
 
 from manifests.run import build_runs
 from tests.support import examples
-from tools.render import (ROOT, shipped_stacks, stack_compute_class_manifests, stack_kueue_manifests, stack_manifests,
-                          stack_serve_manifests, staging_manifests, write_manifests)
+from tools.render import (ROOT, shipped_stacks, stack_compute_class_manifests, stack_kueue_manifests, stack_ladder_manifests,
+                          stack_manifests, stack_serve_manifests, staging_manifests, write_manifests)
 
 GOLDEN_DIR = ROOT / "tests" / "golden"
 EXAMPLES = "examples"
@@ -28,6 +29,7 @@ DATASETS = "datasets"
 KUEUE = "kueue"
 COMPUTE_CLASSES = "compute-classes"
 SERVE = "serve"
+LADDER = "ladder"
 
 
 def example_manifests() -> dict[str, dict]:
@@ -51,6 +53,10 @@ def compute_class_manifests_for(stack: str) -> dict[str, dict]:
     return {} if stack == EXAMPLES else stack_compute_class_manifests(stack)
 
 
+def ladder_manifests_for(stack: str) -> dict[str, dict]:
+    return {} if stack == EXAMPLES else stack_ladder_manifests(stack)
+
+
 def serve_manifests_for(stack: str) -> dict[str, dict]:
     """The model server's objects: the stack's (`serve:`), or the examples' GPU and TPU servers."""
     return examples.serve_manifests() if stack == EXAMPLES else stack_serve_manifests(stack)
@@ -62,7 +68,7 @@ def update_goldens() -> list[Path]:
         paths += write_manifests(manifests_for(stack), GOLDEN_DIR / stack, whole_folder=True)
         paths += write_manifests(staging_for(stack), GOLDEN_DIR / stack / DATASETS, whole_folder=True)
         for sub, objects in ((KUEUE, kueue_manifests_for(stack)), (COMPUTE_CLASSES, compute_class_manifests_for(stack)),
-                             (SERVE, serve_manifests_for(stack))):
+                             (SERVE, serve_manifests_for(stack)), (LADDER, ladder_manifests_for(stack))):
             sub_dir = GOLDEN_DIR / stack / sub
             if objects or sub_dir.is_dir():
                 paths += write_manifests(objects, sub_dir, whole_folder=True)

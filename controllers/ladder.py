@@ -1,0 +1,230 @@
+"""The ladder's next rung after an eviction: moves a run Kueue evicted for `PodsReadyTimeout` one rung down.
+
+Kueue 0.19.2 requeues an evicted run and scans its flavors from the first again, so a run whose nodes never
+came (a stock-out) is admitted on the same rung again (docs/capacity.md, "After an eviction"). This process
+runs in the stack's namespace (manifests/ladder.py declares it) and, for every JobSet that carries its
+ladder (annotation `gke-finetune/ladder`: the node label that tells the rungs apart and its value on each
+rung, in order):
+
+- while the run is admitted (not suspended), it records the rung Kueue put it on (the label's value Kueue
+  injected into the pod templates' nodeSelector with the flavor's node labels) in the annotation
+  `gke-finetune/ladder-admitted`;
+- once its Workload is evicted for `PodsReadyTimeout` and Kueue has suspended the JobSet, it pins the pod
+  templates' nodeSelector to the rung after the recorded one. JobSet v0.12 accepts that change on a
+  suspended JobSet only (pkg/webhooks/jobset_webhook.go, ValidateUpdate: a suspended JobSet's pod template
+  nodeSelector, labels, annotations, tolerations and scheduling gates may change); Kueue sees the pod sets
+  differ from the Workload's, makes a new Workload, and matches flavors against the pinned selector, where
+  only a flavor whose node labels hold the same value fits (pkg/scheduler/flavorassigner/flavorassigner.go,
+  flavorSelector: only the keys a flavor's nodeLabels name count). The requeue backoff
+  (`kueue.requeueBackoffSeconds`) is the time it has to do so before the run is admitted again.
+
+On the last rung nothing moves: Kueue's own backoff and `kueue.requeueLimit` apply there. Each move is
+written to standard output as a JSON line and as an Event on the JobSet.
+
+Standard library only: the file is shipped in a ConfigMap and run by a stock Python image. It talks to the
+API server with its pod's service account (the token file is read again for every request: kubelet rotates
+it). Outside a pod (the e2e), SERVICE_ACCOUNT_DIR and KUBERNETES_SERVICE_HOST/PORT say where they are.
+"""
+
+from __future__ import annotations
+
+import datetime
+import http.client
+import json
+import os
+import ssl
+import sys
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+LADDER = "gke-finetune/ladder"
+ADMITTED = "gke-finetune/ladder-admitted"
+JOBSETS = "/apis/jobset.x-k8s.io/v1alpha2/namespaces/{ns}/jobsets"
+WORKLOADS = "/apis/kueue.x-k8s.io/v1beta2/namespaces/{ns}/workloads"
+EVENTS = "/api/v1/namespaces/{ns}/events"
+NOT_READY = "PodsReadyTimeout"
+CONFIG_ERROR = 78  # trainers/exit_codes.py: a restart can't fix it
+
+
+@dataclass(frozen=True)
+class Ladder:
+    label: str  # the node label whose value tells the rungs apart
+    rungs: tuple[str, ...]  # its value on each rung, in the order Kueue tries them
+
+    @classmethod
+    def of(cls, jobset: dict) -> Ladder | None:
+        text = ((jobset.get("metadata") or {}).get("annotations") or {}).get(LADDER)
+        if not text:
+            return None
+        value = json.loads(text)
+        return cls(value["label"], tuple(value["rungs"]))
+
+    def after(self, rung: str | None) -> str | None:
+        """The rung after `rung` (after the first where `rung` is unknown); None past the last."""
+        i = self.rungs.index(rung) if rung in self.rungs else 0
+        return self.rungs[i + 1] if i + 1 < len(self.rungs) else None
+
+
+def _pod_specs(jobset: dict) -> list[dict]:
+    return [rj["template"]["spec"]["template"]["spec"] for rj in jobset["spec"].get("replicatedJobs", [])]
+
+
+def _on(jobset: dict, label: str) -> str | None:
+    """The rung the pod templates select, where they all select one."""
+    values = {(spec.get("nodeSelector") or {}).get(label) for spec in _pod_specs(jobset)}
+    return values.pop() if len(values) == 1 else None
+
+
+def _pointer(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def evicted_not_ready(workload: dict) -> bool:
+    """Kueue evicted it because its pods were not all ready in time, and hasn't admitted it again."""
+    conditions = (workload.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Evicted" and c.get("status") == "True" and c.get("reason") == NOT_READY
+               for c in conditions)
+
+
+def owned_by(workload: dict, jobset: dict) -> bool:
+    uid = jobset["metadata"]["uid"]
+    return any(o.get("uid") == uid for o in workload["metadata"].get("ownerReferences") or []) \
+        and not workload["metadata"].get("deletionTimestamp")
+
+
+@dataclass(frozen=True)
+class Step:
+    ops: list[dict]  # the JSON patch of the JobSet
+    moved: tuple[str | None, str] | None = None  # (from, to) when the run moves down its ladder
+
+
+def next_step(jobset: dict, workloads: list[dict]) -> Step | None:
+    """What the JobSet needs now, given its Workloads: record its rung, pin the next, or nothing."""
+    ladder = Ladder.of(jobset)
+    if ladder is None or jobset["metadata"].get("deletionTimestamp"):
+        return None
+    annotations = jobset["metadata"].get("annotations") or {}
+    on = _on(jobset, ladder.label)
+    if not jobset["spec"].get("suspend"):
+        # Admitted: Kueue injected the flavor's labels. Record the rung, durable across restarts of this process.
+        if on in ladder.rungs and annotations.get(ADMITTED) != on:
+            return Step([{"op": "add", "path": f"/metadata/annotations/{_pointer(ADMITTED)}", "value": on}])
+        return None
+    if not any(evicted_not_ready(w) for w in workloads if owned_by(w, jobset)):
+        return None
+    left = annotations.get(ADMITTED) or on
+    target = ladder.after(left)
+    if target is None or on == target:
+        return None  # the last rung (Kueue's backoff and limit apply), or already pinned
+    # The test makes the patch fail if Kueue admitted the run again meanwhile (a running JobSet's selector is
+    # immutable anyway): the next eviction gets the next chance.
+    ops: list[dict] = [{"op": "test", "path": "/spec/suspend", "value": True}]
+    for i, spec in enumerate(_pod_specs(jobset)):
+        base = f"/spec/replicatedJobs/{i}/template/spec/template/spec/nodeSelector"
+        if "nodeSelector" in spec:
+            ops.append({"op": "add", "path": f"{base}/{_pointer(ladder.label)}", "value": target})
+        else:
+            ops.append({"op": "add", "path": base, "value": {ladder.label: target}})
+    return Step(ops, (left, target))
+
+
+class Api:
+    """The API server, as the pod's service account."""
+
+    def __init__(self, account_dir: Path, host: str, port: int, timeout: float = 30.0):
+        self.account_dir, self.host, self.port, self.timeout = account_dir, host, port, timeout
+        self.namespace = (account_dir / "namespace").read_text().strip()
+        self._ssl = ssl.create_default_context(cafile=str(account_dir / "ca.crt"))
+
+    def call(self, method: str, path: str, body: object = None,
+             content_type: str = "application/json") -> dict:
+        token = (self.account_dir / "token").read_text().strip()
+        conn = http.client.HTTPSConnection(self.host, self.port, context=self._ssl, timeout=self.timeout)
+        try:
+            headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
+            data = None if body is None else json.dumps(body).encode()
+            if data is not None:
+                headers["Content-Type"] = content_type
+            conn.request(method, path.format(ns=self.namespace), body=data, headers=headers)
+            response = conn.getresponse()
+            payload = response.read()
+            if response.status >= 300:
+                raise ApiError(response.status, f"{method} {path}: {response.status} {payload[:300]!r}")
+            return json.loads(payload) if payload else {}
+        finally:
+            conn.close()
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+
+
+def event(jobset: dict, moved: tuple[str | None, str], namespace: str) -> dict:
+    """A core/v1 Event on the JobSet (what `kubectl describe jobset` and `kubectl get events` show)."""
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    name = jobset["metadata"]["name"]
+    return {
+        "apiVersion": "v1", "kind": "Event",
+        "metadata": {"name": f"{name}.{uuid.uuid4().hex[:12]}", "namespace": namespace},
+        "involvedObject": {"apiVersion": jobset["apiVersion"], "kind": "JobSet", "name": name,
+                           "namespace": namespace, "uid": jobset["metadata"]["uid"]},
+        "reason": "NextRung", "type": "Normal",
+        "message": f"pods not ready on rung {moved[0]} within Kueue's waitForPodsReady timeout: "
+                   f"pinned to rung {moved[1]}",
+        "source": {"component": "gke-finetune-ladder"}, "firstTimestamp": now, "lastTimestamp": now, "count": 1,
+    }
+
+
+def sync(api: Api) -> int:
+    """One pass over the namespace's JobSets; the number of JobSets patched."""
+    jobsets = api.call("GET", JOBSETS).get("items") or []
+    workloads = api.call("GET", WORKLOADS).get("items") or []
+    patched = 0
+    for jobset in jobsets:
+        step = next_step(jobset, workloads)
+        if step is None:
+            continue
+        try:
+            api.call("PATCH", f"{JOBSETS}/{jobset['metadata']['name']}", step.ops, "application/json-patch+json")
+        except ApiError as e:
+            if e.status not in (409, 422):  # 422: the test failed (admitted again) or the webhook refused
+                raise
+            log("skipped", jobset=jobset["metadata"]["name"], why=str(e))
+            continue
+        patched += 1
+        if step.moved:
+            log("moved", jobset=jobset["metadata"]["name"], rung_from=step.moved[0], rung_to=step.moved[1])
+            try:
+                api.call("POST", EVENTS, event(jobset, step.moved, api.namespace))
+            except ApiError as e:  # the move stands without its Event
+                log("event not written", why=str(e))
+    return patched
+
+
+def log(what: str, **fields: object) -> None:
+    print(json.dumps({"time": time.time(), "what": what, **fields}), flush=True)
+
+
+def main() -> int:
+    account_dir = Path(os.environ.get("SERVICE_ACCOUNT_DIR", "/var/run/secrets/kubernetes.io/serviceaccount"))
+    host, port = os.environ.get("KUBERNETES_SERVICE_HOST"), os.environ.get("KUBERNETES_SERVICE_PORT", "443")
+    interval = float(os.environ.get("LADDER_POLL_SECONDS", "2"))
+    if not host or not (account_dir / "token").is_file():
+        log("no API server", host=host, account_dir=str(account_dir))
+        return CONFIG_ERROR
+    api = Api(account_dir, host, int(port))
+    log("started", namespace=api.namespace, poll_seconds=interval)
+    while True:
+        try:
+            sync(api)
+        except (ApiError, OSError, ValueError) as e:  # the API server restarting, a timeout: the next pass retries
+            log("pass failed", why=str(e))
+        time.sleep(interval)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

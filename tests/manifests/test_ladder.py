@@ -1,0 +1,99 @@
+"""The ladder controller's objects and the ladder a run carries (manifests/ladder.py), from the shipped stacks."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+
+import pytest
+
+from admission.pod_security import RESTRICTED, evaluate
+from controllers.ladder import LADDER
+from core.names import POOL_LABEL, SYSTEM_POOL
+from manifests import ladder
+from stack import reader
+from stack.queueing import run_contract
+from tools import render
+
+QUEUED = "tpu-queued"
+
+
+def _config():
+    return reader.load_files(QUEUED, render.ROOT)
+
+
+def test_each_ladder_run_carries_its_rungs_in_order_and_the_label_that_tells_them_apart():
+    config = _config()
+    jobsets = render.run_manifests(config)
+    for run in config.runs:
+        annotation = jobsets[run.name]["metadata"].get("annotations", {}).get(LADDER)
+        if not run.ladder:
+            assert annotation is None, run.name
+            continue
+        assert json.loads(annotation) == {"label": POOL_LABEL, "rungs": [run.pool, *run.ladder]}, run.name
+
+
+def test_a_rung_no_single_value_selects_gives_no_ladder_to_move_along():
+    """An existing cluster's multislice pool: one node pool per slice, none of which alone is the rung."""
+    config = _config()
+    contracts = dict(config.contracts())
+    run = next(r for r in config.runs if r.ladder)
+    rung = run.ladder[0]
+    contracts[rung] = dataclasses.replace(contracts[rung], pool_values=("pool-a", "pool-b"))
+    contract = run_contract(run, contracts)
+    assert contract.rung_pins == () and ladder.ladder_annotation(contract) == {}
+    assert ladder.ladder_manifests([contract], "ns", system_pool=False) == {}
+
+
+def test_only_a_stack_with_a_queued_ladder_runs_the_controller():
+    with_controller = {s for s in render.shipped_stacks() if render.stack_ladder_manifests(s)}
+    assert with_controller == {QUEUED}  # autopilot's ladders are ComputeClasses; no other stack has a ladder
+
+
+def _objects() -> dict[str, dict]:
+    return render.stack_ladder_manifests(QUEUED)
+
+
+def test_the_controller_pod_meets_the_restricted_profile_with_limits_equal_to_requests():
+    deployment = _objects()["deployment-gke-finetune-ladder"]
+    pod = deployment["spec"]["template"]
+    assert evaluate(pod, RESTRICTED) == []
+    (container,) = pod["spec"]["containers"]
+    assert container["resources"]["limits"] == container["resources"]["requests"]
+    assert re.fullmatch(r"[^@:]+(:[\w.-]+)?@sha256:[0-9a-f]{64}", container["image"]), container["image"]
+    assert pod["spec"]["nodeSelector"] == {"cloud.google.com/gke-nodepool": SYSTEM_POOL}
+    assert deployment["spec"]["strategy"] == {"type": "Recreate"}  # never two at once
+
+
+def test_the_configmap_holds_the_controller_file_and_a_change_rolls_the_pod():
+    objects = _objects()
+    script = (render.ROOT / "controllers" / "ladder.py").read_text()
+    assert objects["configmap-gke-finetune-ladder"]["data"] == {"ladder.py": script}
+    annotation = objects["deployment-gke-finetune-ladder"]["spec"]["template"]["metadata"]["annotations"]
+    assert annotation["gke-finetune/script"]
+
+
+# The API paths controllers/ladder.py names, as the (group, resource) a Role grants.
+PATHS = {"JOBSETS": ("jobset.x-k8s.io", "jobsets"), "WORKLOADS": ("kueue.x-k8s.io", "workloads"),
+         "EVENTS": ("", "events")}
+VERBS = {"GET": "list", "PATCH": "patch", "POST": "create"}  # on these paths: collections, or one object's patch
+
+
+def test_the_role_grants_exactly_the_calls_the_controller_makes():
+    source = (render.ROOT / "controllers" / "ladder.py").read_text()
+    calls = set(re.findall(r'api\.call\("(\w+)", (?:f")?\{?(\w+)', source))
+    assert calls, "no API call found in controllers/ladder.py"
+    wanted: dict[tuple[str, str], set[str]] = {}
+    for method, path in calls:
+        wanted.setdefault(PATHS[path], set()).add(VERBS[method])
+    role = _objects()["role-gke-finetune-ladder"]
+    granted = {(g, r): set(rule["verbs"]) for rule in role["rules"] for g in rule["apiGroups"]
+               for r in rule["resources"]}
+    assert granted == wanted
+
+
+@pytest.mark.parametrize("kind", ["ServiceAccount", "Role", "RoleBinding", "ConfigMap", "Deployment"])
+def test_every_object_is_in_the_stack_namespace(kind):
+    (manifest,) = [m for m in _objects().values() if m["kind"] == kind]
+    assert manifest["metadata"]["namespace"] == _config().runs_namespace
