@@ -184,3 +184,23 @@ def test_a_renamed_kueue_release_is_granted_under_its_chart_s_names():
     installs = {"kueue": ControllerInstall("platform", "queues")}
     assert {(ns, r.names) for ns, r in rbac.controller_reads(installs)} == {
         ("platform", ("queues-kueue-controller-manager",)), ("platform", ("queues-kueue-manager-config",))}
+
+
+def test_a_ladder_s_controller_role_is_granted_to_the_deployer_who_creates_it():
+    """RBAC lets only a user who holds a Role's rights create it and bind it: the ladder controller's
+    (manifests/ladder.py) are in the deployer's Role."""
+    config = yaml.safe_load((ROOT / "Pulumi.existing-dev.yaml").read_text())["config"]
+    pool, run = config[f"{PREFIX}:pools"][0], config[f"{PREFIX}:runs"][0]
+    spot = {**pool, "name": "spot-v6e-1x1", "capacity": "spot", "nodePool": "tpu-v6e-1x1-spot"}
+    found = _rights({f"{PREFIX}:pools": [spot, pool], f"{PREFIX}:runs": [{**run, "pool": spot["name"],
+                                                                          "ladder": [pool["name"]]}]})
+    held = {(r.group, res, v) for r in found.namespaced for res in r.resources for v in r.verbs}
+    assert {("jobset.x-k8s.io", "jobsets", "patch"), ("kueue.x-k8s.io", "workloads", "list"),
+            ("", "events", "create")} <= held
+    written = _rules(found.namespaced)
+    for kind in (("rbac.authorization.k8s.io", "roles"), ("rbac.authorization.k8s.io", "rolebindings"),
+                 ("apps", "deployments"), ("", "configmaps")):
+        assert written[kind].verbs == (*WRITE, *WATCH), kind
+    assert "escalate" not in {v for _, _, v in held} and "bind" not in {v for _, _, v in held}
+    without = {(r.group, res, v) for r in _rights().namespaced for res in r.resources for v in r.verbs}
+    assert ("kueue.x-k8s.io", "workloads", "list") not in without

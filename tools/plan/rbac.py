@@ -41,6 +41,7 @@ https://kubernetes.io/docs/reference/access-authn-authz/rbac/#referring-to-resou
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -72,6 +73,8 @@ class Declared:
     kind: str
     name: str
     namespace: str  # "" for a cluster-scoped object
+    # A Role's rules: whoever creates a Role must hold what it grants (below, `rights`).
+    grants: tuple[Rule, ...] = ()
 
     @property
     def group(self) -> str:
@@ -116,8 +119,11 @@ def declared(resources: Iterable[Mapping]) -> tuple[list[Declared], list[str]]:
             releases.append(r["inputs"].get("name") or r["name"])
         elif r["type"].startswith("kubernetes:") and "apiVersion" in r["inputs"]:
             meta = r["inputs"].get("metadata") or {}
+            grants = tuple(Rule(g, tuple(rule["resources"]), tuple(rule["verbs"]), tuple(rule.get("resourceNames", ())))
+                           for rule in r["inputs"].get("rules") or [] for g in rule["apiGroups"]) \
+                if r["inputs"]["kind"] == "Role" else ()
             objects.append(Declared(r["inputs"]["apiVersion"], r["inputs"]["kind"], meta["name"],
-                                    meta.get("namespace", "")))
+                                    meta.get("namespace", ""), grants))
     return objects, releases
 
 
@@ -170,6 +176,11 @@ def rights(objects: Iterable[Declared], namespace: str, releases: Iterable[str] 
     if any(o.kind == "Job" and o.group == "batch" for o in namespaced_objects):
         namespaced.append(Rule("", ("pods",), WATCH, why="the awaited staging Jobs' pods"))
     namespaced.append(Rule("", ("events",), WATCH, why="the provider shows the objects' events"))
+    # RBAC's escalation check: a Role (and a RoleBinding to it) is created only by a user who holds every right it
+    # grants, short of the `escalate` and `bind` verbs, which would let the user grant itself anything through it.
+    # https://kubernetes.io/docs/reference/access-authn-authz/rbac/#privilege-escalation-prevention-and-bootstrapping
+    namespaced += [dataclasses.replace(rule, why=f"granted by the stack's Role {o.name}: held to create it")
+                   for o in namespaced_objects for rule in o.grants]
     cluster = []
     for (group, resource), names in sorted(_by_kind(o for o in objects if not o.namespace).items()):
         cluster.append(Rule(group, (resource,), WRITE, tuple(sorted(names)), f"the stack's {resource}, by name"))
