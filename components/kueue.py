@@ -7,7 +7,8 @@ JobSet integration only and scoped to the runs' namespace
 provisioning admission check controller is part of Kueue and on by default
 (GA since v0.14: site/content/en/docs/concepts/admission_check/provisioning_request.md).
 A stack installs Kueue only when `config.kueue_flavors()` is not empty
-(stack/queueing.py); the program then declares this component.
+(stack/queueing.py); the program then declares this component, and in it the
+ladder controller's objects where a run's ladder can move (manifests/ladder.py).
 """
 
 from __future__ import annotations

@@ -24,26 +24,22 @@ retries the admission check is Rejected and the workload deactivated
 admission). It never falls to the next rung. So a queued pool may only be a
 ladder's last rung, where "no capacity" ends the run whatever the ladder.
 
-After an eviction it is the same: a run admitted on a rung whose pods are not
-all ready within `kueue.podsReadyTimeoutSeconds` (its nodes never came) is
-evicted, its quota released, and requeued after a backoff; Kueue then scans the
-flavors from the first again, so the run goes back to the first rung with room,
-which is the rung it left unless another run took it meanwhile. Kueue 0.19.2
-keeps no record of the flavor a workload was evicted from (the Workload's status
-has `requeueState` and `schedulingStats.evictions`, reasons and counts only:
-apis/kueue/v1beta2/workload_types.go), and the scan's progress is dropped on
-admission and whenever the ClusterQueue's usage changes, which an eviction does
-(pkg/scheduler/scheduler.go `lastAssignmentOutdated`); KEP-1282 says as much
-(keps/1282-pods-ready-requeue-strategy, Story 2: a workload "will be readmitted
-on the same flavor indefinitely"), and the alpha ConcurrentAdmission
-(keps/8691-concurrent-admission) reactivates every rung after an eviction too.
-No setting or feature gate makes the next attempt start at the next rung. What
-the platform does instead: a rung's quota is what its nodes hold (a shared
-pool's queues in one cohort, their quotas together at most the pool, checked by
-the preflight: admission/shared_pools.py), so a rung held by another team's run
-is full to Kueue and the ladder falls through on quota, the case it handles;
-and a rung whose nodes can't come is retried `kueue.requeueLimit` times, with
-a backoff in which other runs may take it, before Kueue deactivates the run.
+After an eviction Kueue alone does the same: a run admitted on a rung whose pods
+are not all ready within `kueue.podsReadyTimeoutSeconds` (its nodes never came)
+is evicted, its quota released, and requeued after a backoff; Kueue then scans
+the flavors from the first again, so the run goes back to the first rung with
+room. Kueue 0.19.2 keeps no record of the flavor a workload was evicted from
+(the Workload's status has `requeueState` and `schedulingStats.evictions`,
+reasons and counts only: apis/kueue/v1beta2/workload_types.go), and the scan's
+progress is dropped on admission and whenever the ClusterQueue's usage changes,
+which an eviction does (pkg/scheduler/scheduler.go `lastAssignmentOutdated`;
+keps/1282-pods-ready-requeue-strategy, Story 2). So the stack runs a controller
+of its own (controllers/ladder.py, manifests/ladder.py) that pins an evicted
+run's pods to its next rung, whose value of the pool label `run_contract` gives
+as `rung_pins`. Besides, a rung's quota is what its nodes hold (a shared pool's
+queues in one cohort, their quotas together at most the pool, checked by the
+preflight: admission/shared_pools.py), so a rung held by another team's run is
+full to Kueue and the ladder falls through on quota.
 
 Autopilot installs no Kueue: there a run's ladder over `shapes:` becomes a
 custom ComputeClass of its own (manifests/compute_class.py), whose
