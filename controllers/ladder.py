@@ -9,14 +9,18 @@ rung, in order):
 - while the run is admitted (not suspended), it records the rung Kueue put it on (the label's value Kueue
   injected into the pod templates' nodeSelector with the flavor's node labels) in the annotation
   `gke-finetune/ladder-admitted`;
-- once its Workload is evicted for `PodsReadyTimeout` and Kueue has suspended the JobSet, it pins the pod
-  templates' nodeSelector to the rung after the recorded one. JobSet v0.12 accepts that change on a
-  suspended JobSet only (pkg/webhooks/jobset_webhook.go, ValidateUpdate: a suspended JobSet's pod template
-  nodeSelector, labels, annotations, tolerations and scheduling gates may change); Kueue sees the pod sets
-  differ from the Workload's, makes a new Workload, and matches flavors against the pinned selector, where
-  only a flavor whose node labels hold the same value fits (pkg/scheduler/flavorassigner/flavorassigner.go,
-  flavorSelector: only the keys a flavor's nodeLabels name count). The requeue backoff
-  (`kueue.requeueBackoffSeconds`) is the time it has to do so before the run is admitted again.
+- once its Workload is evicted for `PodsReadyTimeout` and Kueue has suspended the JobSet, it moves the run
+  to the rung after the recorded one, in three requests that a later pass repeats or finishes: it marks
+  the evicted Workload with the target rung (annotation `gke-finetune/ladder-moving-to`) and deactivates it
+  (`spec.active: false`, so Kueue can't admit it again meanwhile), pins the pod templates' nodeSelector to
+  the target, and deletes the marked Workload. JobSet v0.12 accepts a nodeSelector change on a suspended
+  JobSet only (pkg/webhooks/jobset_webhook.go, ValidateUpdate: a suspended JobSet's pod template
+  nodeSelector, labels, annotations, tolerations and scheduling gates may change). Kueue 0.19.2 keeps a
+  Workload whose JobSet's selector changed, so the old one is deleted, and Kueue makes a new Workload from
+  the JobSet as it now is; it matches flavors against the pinned selector, where only a flavor whose node
+  labels hold the same value fits (pkg/scheduler/flavorassigner/flavorassigner.go, flavorSelector: only the
+  keys a flavor's nodeLabels name count). The requeue backoff (`kueue.requeueBackoffSeconds`) leaves the
+  time to mark the Workload before Kueue could admit it again.
 
 On the last rung nothing moves: Kueue's own backoff and `kueue.requeueLimit` apply there. Each move is
 written to standard output as a JSON line and as an Event on the JobSet.
@@ -41,6 +45,9 @@ from pathlib import Path
 
 LADDER = "gke-finetune/ladder"
 ADMITTED = "gke-finetune/ladder-admitted"
+MOVING = "gke-finetune/ladder-moving-to"  # on a Workload being replaced: the rung its JobSet moves to
+JSON_PATCH = "application/json-patch+json"
+MERGE_PATCH = "application/merge-patch+json"
 JOBSETS = "/apis/jobset.x-k8s.io/v1alpha2/namespaces/{ns}/jobsets"
 WORKLOADS = "/apis/kueue.x-k8s.io/v1beta2/namespaces/{ns}/workloads"
 EVENTS = "/api/v1/namespaces/{ns}/events"
@@ -95,31 +102,35 @@ def owned_by(workload: dict, jobset: dict) -> bool:
 
 
 @dataclass(frozen=True)
+class Action:
+    """One request to the API server: `path` under the namespace (JOBSETS or WORKLOADS, then a name)."""
+
+    method: str
+    path: str
+    body: object = None
+    content_type: str = "application/json"
+
+
+@dataclass(frozen=True)
 class Step:
-    ops: list[dict]  # the JSON patch of the JobSet
-    moved: tuple[str | None, str] | None = None  # (from, to) when the run moves down its ladder
+    actions: tuple[Action, ...]
+    moved: tuple[str | None, str] | None = None  # (from, to) when the run starts down its ladder
 
 
-def next_step(jobset: dict, workloads: list[dict]) -> Step | None:
-    """What the JobSet needs now, given its Workloads: record its rung, pin the next, or nothing."""
-    ladder = Ladder.of(jobset)
-    if ladder is None or jobset["metadata"].get("deletionTimestamp"):
-        return None
-    annotations = jobset["metadata"].get("annotations") or {}
+def _record(jobset: dict, ladder: Ladder) -> Step | None:
+    """An admitted run: the rung Kueue put it on, recorded once (durable across restarts of this process)."""
     on = _on(jobset, ladder.label)
-    if not jobset["spec"].get("suspend"):
-        # Admitted: Kueue injected the flavor's labels. Record the rung, durable across restarts of this process.
-        if on in ladder.rungs and annotations.get(ADMITTED) != on:
-            return Step([{"op": "add", "path": f"/metadata/annotations/{_pointer(ADMITTED)}", "value": on}])
+    if on not in ladder.rungs or (jobset["metadata"].get("annotations") or {}).get(ADMITTED) == on:
         return None
-    if not any(evicted_not_ready(w) for w in workloads if owned_by(w, jobset)):
-        return None
-    left = annotations.get(ADMITTED) or on
-    target = ladder.after(left)
-    if target is None or on == target:
-        return None  # the last rung (Kueue's backoff and limit apply), or already pinned
-    # The test makes the patch fail if Kueue admitted the run again meanwhile (a running JobSet's selector is
-    # immutable anyway): the next eviction gets the next chance.
+    op = {"op": "add", "path": f"/metadata/annotations/{_pointer(ADMITTED)}", "value": on}
+    return Step((Action("PATCH", f"{JOBSETS}/{jobset['metadata']['name']}", [op], JSON_PATCH),))
+
+
+def _pin(jobset: dict, ladder: Ladder, target: str) -> list[Action]:
+    """The pod templates' selector set to `target`; none if it is already. The test makes the patch fail
+    if Kueue unsuspended the run meanwhile (a running JobSet's selector is immutable anyway)."""
+    if _on(jobset, ladder.label) == target:
+        return []
     ops: list[dict] = [{"op": "test", "path": "/spec/suspend", "value": True}]
     for i, spec in enumerate(_pod_specs(jobset)):
         base = f"/spec/replicatedJobs/{i}/template/spec/template/spec/nodeSelector"
@@ -127,7 +138,47 @@ def next_step(jobset: dict, workloads: list[dict]) -> Step | None:
             ops.append({"op": "add", "path": f"{base}/{_pointer(ladder.label)}", "value": target})
         else:
             ops.append({"op": "add", "path": base, "value": {ladder.label: target}})
-    return Step(ops, (left, target))
+    return [Action("PATCH", f"{JOBSETS}/{jobset['metadata']['name']}", ops, JSON_PATCH)]
+
+
+def _replace(jobset: dict, ladder: Ladder, workload: dict, target: str) -> list[Action]:
+    """Pin the run to `target`, then delete the Workload Kueue made for its old pod sets: Kueue 0.19.2 keeps a
+    Workload whose JobSet's selector changed and would admit it on its old flavor, then fail to start it on
+    the conflicting selector (`FailedToStart`, seen in e2e/tests/test_kueue_eviction.py); for a suspended
+    JobSet without a Workload it makes a new one from the JobSet as it is now."""
+    return [*_pin(jobset, ladder, target),
+            Action("DELETE", f"{WORKLOADS}/{workload['metadata']['name']}")]
+
+
+def next_step(jobset: dict, workloads: list[dict]) -> Step | None:
+    """What the JobSet needs now, given the namespace's Workloads: record its rung, move it on, or nothing.
+
+    A move is three requests, each safe to repeat, so that a pass cut short is finished by the next:
+    mark the evicted Workload with its target rung and deactivate it (`spec.active: false`: Kueue admits
+    it no more, and evicts it if it was admitted meanwhile), pin the JobSet to the target, delete the
+    marked Workload."""
+    ladder = Ladder.of(jobset)
+    if ladder is None or jobset["metadata"].get("deletionTimestamp"):
+        return None
+    owned = [w for w in workloads if owned_by(w, jobset)]
+    marked = [w for w in owned if (w["metadata"].get("annotations") or {}).get(MOVING)]
+    if not jobset["spec"].get("suspend"):
+        # Admitted; or admitted again before a move was done, which the marked Workload's deactivation undoes.
+        return None if marked else _record(jobset, ladder)
+    if marked:
+        target = marked[0]["metadata"]["annotations"][MOVING]
+        return Step(tuple(a for w in marked for a in _replace(jobset, ladder, w, target)))
+    evicted = [w for w in owned if evicted_not_ready(w)]
+    if not evicted:
+        return None
+    left = (jobset["metadata"].get("annotations") or {}).get(ADMITTED) or _on(jobset, ladder.label)
+    target = ladder.after(left)
+    if target is None:
+        return None  # the last rung: Kueue's backoff and requeueLimit apply there
+    workload = evicted[0]
+    mark = Action("PATCH", f"{WORKLOADS}/{workload['metadata']['name']}",
+                  {"metadata": {"annotations": {MOVING: target}}, "spec": {"active": False}}, MERGE_PATCH)
+    return Step((mark, *_replace(jobset, ladder, workload, target)), (left, target))
 
 
 class Api:
@@ -180,29 +231,34 @@ def event(jobset: dict, moved: tuple[str | None, str], namespace: str) -> dict:
 
 
 def sync(api: Api) -> int:
-    """One pass over the namespace's JobSets; the number of JobSets patched."""
+    """One pass over the namespace's JobSets; the number of JobSets acted on."""
     jobsets = api.call("GET", JOBSETS).get("items") or []
     workloads = api.call("GET", WORKLOADS).get("items") or []
-    patched = 0
+    acted = 0
     for jobset in jobsets:
         step = next_step(jobset, workloads)
         if step is None:
             continue
+        name = jobset["metadata"]["name"]
+        done = 0
         try:
-            api.call("PATCH", f"{JOBSETS}/{jobset['metadata']['name']}", step.ops, "application/json-patch+json")
+            for action in step.actions:
+                api.call(action.method, action.path, action.body, action.content_type)
+                done += 1
         except ApiError as e:
-            if e.status not in (409, 422):  # 422: the test failed (admitted again) or the webhook refused
+            # 404: gone meanwhile; 409 and 422: changed meanwhile (the test failed: admitted again) or refused.
+            # The marks stay, and the next pass goes on from them.
+            if e.status not in (404, 409, 422):
                 raise
-            log("skipped", jobset=jobset["metadata"]["name"], why=str(e))
-            continue
-        patched += 1
-        if step.moved:
-            log("moved", jobset=jobset["metadata"]["name"], rung_from=step.moved[0], rung_to=step.moved[1])
+            log("left for the next pass", jobset=name, why=str(e))
+        acted += 1
+        if step.moved and done:  # the Workload is marked: the move is under way
+            log("moved", jobset=name, rung_from=step.moved[0], rung_to=step.moved[1])
             try:
                 api.call("POST", EVENTS, event(jobset, step.moved, api.namespace))
             except ApiError as e:  # the move stands without its Event
                 log("event not written", why=str(e))
-    return patched
+    return acted
 
 
 def log(what: str, **fields: object) -> None:

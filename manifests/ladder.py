@@ -2,9 +2,9 @@
 
 A stack that has a run with a ladder of two rungs or more, each selected by one value of the pool label,
 runs the controller: a ConfigMap holding its one file, run by Google's distroless Python image (the standard
-library and nothing else, which is all the file needs) under a service account whose Role reads the
-namespace's Workloads and JobSets, patches JobSets and writes Events: nothing cluster-wide, so each team's
-stack runs its own next to its runs. The pod meets the `restricted` Pod Security Standard.
+library and nothing else, which is all the file needs) under a service account whose Role lists and patches
+the namespace's Workloads and JobSets, deletes Workloads and writes Events: nothing cluster-wide, so each
+team's stack runs its own next to its runs. The pod meets the `restricted` Pod Security Standard.
 
 A ladder whose rung is an existing cluster's multislice pool (selected by several node pools' names: no
 single value pins it) gets no controller; such a run is requeued as Kueue does (docs/capacity.md).
@@ -56,10 +56,11 @@ def _meta(kind: str, api_version: str, namespace: str, **more: object) -> dict:
 
 
 def role(namespace: str) -> dict:
-    """Exactly what controllers/ladder.py calls: list JobSets and Workloads, patch JobSets, create Events."""
+    """Exactly what controllers/ladder.py calls: list and patch JobSets and Workloads, delete Workloads,
+    create Events."""
     return _meta("Role", "rbac.authorization.k8s.io/v1", namespace, rules=[
         {"apiGroups": ["jobset.x-k8s.io"], "resources": ["jobsets"], "verbs": ["list", "patch"]},
-        {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads"], "verbs": ["list"]},
+        {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads"], "verbs": ["list", "patch", "delete"]},
         {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
     ])
 

@@ -1,7 +1,8 @@
-"""controllers/ladder.py: what it does to a JobSet, given its Workloads, at each point of an eviction.
+"""controllers/ladder.py: what it does to a JobSet and its Workloads at each point of an eviction.
 
-The real API server, JobSet webhook and Kueue take its patches in e2e/tests/test_kueue_eviction.py; here each
-decision is checked on its own, with the JobSets and Workloads as the API server returns them.
+The real API server, JobSet webhook and Kueue take its requests in e2e/tests/test_kueue_eviction.py; here each
+decision is checked on its own, with the JobSets and Workloads as the API server returns them, and applied to
+them as the API server would (RFC 6902 `test` and `add`, a merge patch, a delete).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import sys
 import pytest
 
 from controllers import ladder
-from controllers.ladder import ADMITTED, LADDER, Ladder, next_step
+from controllers.ladder import ADMITTED, JOBSETS, LADDER, MOVING, WORKLOADS, Ladder, next_step
 from tests.conftest import ROOT
 
 LABEL = "gke-finetune/pool"
@@ -37,22 +38,54 @@ def _jobset(suspend: bool, selector: str | None = None, admitted: str | None = N
     }
 
 
-def _workload(reason: str | None = "PodsReadyTimeout", owner: str = UID, status: str = "True") -> dict:
+def _workload(reason: str | None = "PodsReadyTimeout", owner: str = UID, status: str = "True",
+              name: str = "jobset-run-1") -> dict:
     conditions = [{"type": "Evicted", "status": status, "reason": reason}] if reason else []
-    return {"metadata": {"name": "jobset-run-1", "ownerReferences": [{"kind": "JobSet", "uid": owner}]},
-            "status": {"conditions": conditions}}
+    return {"metadata": {"name": name, "ownerReferences": [{"kind": "JobSet", "uid": owner}]},
+            "spec": {"active": True}, "status": {"conditions": conditions}}
 
 
-def _apply(jobset: dict, ops: list[dict]) -> dict:
-    """RFC 6902 `test` and `add` as the API server applies them (the only two the controller sends)."""
-    out = copy.deepcopy(jobset)
+class Cluster:
+    """One JobSet and its Workloads, changed by the controller's actions as the API server would."""
+
+    def __init__(self, jobset: dict, workloads: list[dict]):
+        self.jobset, self.workloads, self.calls = jobset, {w["metadata"]["name"]: w for w in workloads}, []
+
+    def step(self) -> ladder.Step | None:
+        step = next_step(self.jobset, list(self.workloads.values()))
+        for action in step.actions if step else ():
+            self.apply(action)
+        return step
+
+    def apply(self, action: ladder.Action) -> None:
+        kind, _, name = action.path.rpartition("/")
+        self.calls.append((action.method, kind))
+        if action.method == "DELETE":
+            del self.workloads[name]
+        elif kind == WORKLOADS:
+            _merge(self.workloads[name], action.body)
+        else:
+            self.jobset = _json_patch(self.jobset, action.body)
+
+
+def _merge(target: dict, patch: dict) -> None:
+    for key, value in patch.items():
+        if isinstance(value, dict):
+            _merge(target.setdefault(key, {}), value)
+        else:
+            target[key] = value
+
+
+def _json_patch(obj: dict, ops: list[dict]) -> dict:
+    out = copy.deepcopy(obj)
     for op in ops:
         *parents, last = [p.replace("~1", "/").replace("~0", "~") for p in op["path"].split("/")[1:]]
         node = out
         for key in parents:
             node = node[int(key)] if isinstance(node, list) else node[key]
         if op["op"] == "test":
-            assert node[last] == op["value"], f"test failed at {op['path']}"
+            if node[last] != op["value"]:
+                raise AssertionError(f"422: test failed at {op['path']}")
         else:
             node[last] = op["value"]
     return out
@@ -64,30 +97,46 @@ def _selectors(jobset: dict) -> set[str | None]:
 
 
 def test_an_admitted_run_has_its_rung_recorded_once():
-    running = _jobset(suspend=False, selector="on-demand")
-    step = next_step(running, [])
-    recorded = _apply(running, step.ops)
-    assert recorded["metadata"]["annotations"][ADMITTED] == "on-demand" and step.moved is None
-    assert next_step(recorded, []) is None
+    cluster = Cluster(_jobset(suspend=False, selector="on-demand"), [])
+    assert cluster.step().moved is None
+    assert cluster.jobset["metadata"]["annotations"][ADMITTED] == "on-demand"
+    assert cluster.step() is None
 
 
-def test_an_evicted_run_is_pinned_to_the_rung_after_the_one_it_was_admitted_on():
-    evicted = _jobset(suspend=True, admitted="spot")
-    step = next_step(evicted, [_workload()])
+def test_an_evicted_run_moves_to_the_rung_after_the_one_it_was_admitted_on():
+    cluster = Cluster(_jobset(suspend=True, admitted="spot"), [_workload()])
+    step = cluster.step()
     assert step.moved == ("spot", "on-demand")
-    assert step.ops[0] == {"op": "test", "path": "/spec/suspend", "value": True}
-    pinned = _apply(evicted, step.ops)
-    assert _selectors(pinned) == {"on-demand"}  # every slice's pods
-    assert pinned["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["nodeSelector"][
+    # The Workload marked and deactivated first, the JobSet pinned while suspended, the Workload deleted.
+    assert cluster.calls == [("PATCH", WORKLOADS), ("PATCH", JOBSETS), ("DELETE", WORKLOADS)]
+    assert step.actions[0].body == {"metadata": {"annotations": {MOVING: "on-demand"}}, "spec": {"active": False}}
+    assert step.actions[1].body[0] == {"op": "test", "path": "/spec/suspend", "value": True}
+    assert _selectors(cluster.jobset) == {"on-demand"}  # every slice's pods
+    assert cluster.jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["nodeSelector"][
         "cloud.google.com/gke-tpu-topology"] == "2x4"  # the rest of the selector stays
-    # Until Kueue makes the new Workload, the evicted one is still there: nothing more is done.
-    assert next_step(pinned, [_workload()]) is None
+    assert cluster.workloads == {}
+    # Kueue makes a new Workload from the pinned JobSet: nothing more to do.
+    cluster.workloads["jobset-run-2"] = _workload(reason=None, name="jobset-run-2")
+    assert cluster.step() is None
+
+
+def test_a_move_cut_short_is_finished_by_the_next_pass():
+    """The Workload marked, then the pin refused (Kueue admitted the run again meanwhile): the deactivated
+    Workload is evicted, the JobSet suspended, and the next pass pins it and deletes the Workload."""
+    cluster = Cluster(_jobset(suspend=True, admitted="spot"), [_workload()])
+    step = next_step(cluster.jobset, list(cluster.workloads.values()))
+    cluster.apply(step.actions[0])  # marked; the rest refused
+    cluster.jobset["spec"]["suspend"] = False  # admitted meanwhile: no record while the mark stands
+    assert next_step(cluster.jobset, list(cluster.workloads.values())) is None
+    cluster.jobset["spec"]["suspend"] = True  # Kueue evicts the deactivated Workload
+    again = cluster.step()
+    assert again.moved is None and cluster.calls[-2:] == [("PATCH", JOBSETS), ("DELETE", WORKLOADS)]
+    assert _selectors(cluster.jobset) == {"on-demand"} and cluster.workloads == {}
 
 
 def test_a_pinned_run_evicted_again_moves_on_and_stops_at_the_last_rung():
-    on_demand = _apply(_jobset(suspend=True, selector="on-demand", admitted="on-demand"), [])
-    step = next_step(on_demand, [_workload()])
-    assert step.moved == ("on-demand", "queued") and _selectors(_apply(on_demand, step.ops)) == {"queued"}
+    cluster = Cluster(_jobset(suspend=True, selector="on-demand", admitted="on-demand"), [_workload()])
+    assert cluster.step().moved == ("on-demand", "queued") and _selectors(cluster.jobset) == {"queued"}
     last = _jobset(suspend=True, selector="queued", admitted="queued")
     assert next_step(last, [_workload()]) is None  # Kueue's backoff and requeueLimit apply there
 
@@ -119,7 +168,9 @@ def test_a_jobset_without_a_ladder_or_being_deleted_is_left_alone():
 def test_a_pod_template_without_a_selector_gets_one():
     bare = _jobset(suspend=True, admitted="spot", replicated=1)
     del bare["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["nodeSelector"]
-    assert _selectors(_apply(bare, next_step(bare, [_workload()]).ops)) == {"on-demand"}
+    cluster = Cluster(bare, [_workload()])
+    cluster.step()
+    assert _selectors(cluster.jobset) == {"on-demand"}
 
 
 def test_the_ladder_reads_its_annotation():
@@ -137,7 +188,7 @@ def test_the_event_names_both_rungs_and_the_jobset():
 def test_without_an_api_server_it_exits_78_and_it_needs_no_package_beyond_the_standard_library(tmp_path):
     """Run as its pod runs it (one file, a bare Python: `-S` leaves out every installed package)."""
     env = {k: v for k, v in os.environ.items() if k != "KUBERNETES_SERVICE_HOST"}
-    done = subprocess.run([sys.executable, "-S", str(ROOT / "controllers" / "ladder.py")], capture_output=True, text=True,
-                          env={**env, "SERVICE_ACCOUNT_DIR": str(tmp_path)}, timeout=60)
+    done = subprocess.run([sys.executable, "-S", str(ROOT / "controllers" / "ladder.py")], capture_output=True,
+                          text=True, env={**env, "SERVICE_ACCOUNT_DIR": str(tmp_path)}, timeout=60)
     assert done.returncode == 78, done
     assert "no API server" in done.stdout
