@@ -27,7 +27,9 @@ written to standard output as a JSON line and as an Event on the JobSet.
 
 Standard library only: the file is shipped in a ConfigMap and run by a stock Python image. It talks to the
 API server with its pod's service account (the token file is read again for every request: kubelet rotates
-it). Outside a pod (the e2e), SERVICE_ACCOUNT_DIR and KUBERNETES_SERVICE_HOST/PORT say where they are.
+it). Outside a pod (the e2e), SERVICE_ACCOUNT_DIR and KUBERNETES_SERVICE_HOST/PORT say where they are. The
+pod's probes run the same file with `--probe alive` (the loop turns) and `--probe ready` (a pass succeeded
+lately), which read the times it writes to LADDER_STATE_DIR.
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ WORKLOADS = "/apis/kueue.x-k8s.io/v1beta2/namespaces/{ns}/workloads"
 EVENTS = "/api/v1/namespaces/{ns}/events"
 NOT_READY = "PodsReadyTimeout"
 CONFIG_ERROR = 78  # trainers/exit_codes.py: a restart can't fix it
+PROBE_MIN_SECONDS = 60  # a probe fails once the last pass is older than this (or 10 polls)
 
 
 @dataclass(frozen=True)
@@ -265,10 +268,33 @@ def log(what: str, **fields: object) -> None:
     print(json.dumps({"time": time.time(), "what": what, **fields}), flush=True)
 
 
-def main() -> int:
+def _touch(path: Path) -> None:
+    try:
+        path.write_text(str(time.time()))
+    except OSError as e:  # no probe file: the probe fails, which says so
+        log("probe file not written", path=str(path), why=str(e))
+
+
+def probe(state_dir: Path, which: str, interval: float) -> int:
+    """The pod's probes: `alive`, a pass was tried lately (the loop turns); `ready`, one succeeded lately."""
+    path = state_dir / which
+    try:
+        age = time.time() - path.stat().st_mtime
+    except OSError:
+        return 1
+    return 0 if age <= max(PROBE_MIN_SECONDS, 10 * interval) else 1
+
+
+def main(argv: list[str]) -> int:
     account_dir = Path(os.environ.get("SERVICE_ACCOUNT_DIR", "/var/run/secrets/kubernetes.io/serviceaccount"))
     host, port = os.environ.get("KUBERNETES_SERVICE_HOST"), os.environ.get("KUBERNETES_SERVICE_PORT", "443")
     interval = float(os.environ.get("LADDER_POLL_SECONDS", "2"))
+    state_dir = Path(os.environ.get("LADDER_STATE_DIR", "/run/ladder"))
+    if argv[:1] == ["--probe"] and argv[1:] in (["alive"], ["ready"]):
+        return probe(state_dir, argv[1], interval)
+    if argv:
+        log("unknown arguments", argv=argv, allowed="none, or --probe alive|ready")
+        return CONFIG_ERROR
     if not host or not (account_dir / "token").is_file():
         log("no API server", host=host, account_dir=str(account_dir))
         return CONFIG_ERROR
@@ -277,10 +303,12 @@ def main() -> int:
     while True:
         try:
             sync(api)
+            _touch(state_dir / "ready")
         except (ApiError, OSError, ValueError) as e:  # the API server restarting, a timeout: the next pass retries
             log("pass failed", why=str(e))
+        _touch(state_dir / "alive")
         time.sleep(interval)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

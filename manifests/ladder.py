@@ -29,6 +29,7 @@ NAME = f"{PROJECT}-ladder"
 SCRIPT = Path(__file__).resolve().parent.parent / "controllers" / "ladder.py"
 SCRIPT_KEY = "ladder.py"
 MOUNT = "/ladder"
+STATE = "/run/ladder"  # where it writes the times its probes read (an emptyDir: the root file system is read-only)
 # Google's distroless Python 3 (Debian 12) as the non-root user 65532, pinned by digest; its entrypoint is
 # `python3` (https://github.com/GoogleContainerTools/distroless/blob/main/python3/README.md). It is served by
 # gcr.io, which a private cluster's nodes reach through Private Google Access as they reach Artifact Registry.
@@ -75,6 +76,11 @@ def config_map(namespace: str) -> dict:
     return _meta("ConfigMap", "v1", namespace, data={SCRIPT_KEY: SCRIPT.read_text()})
 
 
+def _probe(which: str, period: int, failures: int) -> dict:
+    return {"exec": {"command": ["python3", f"{MOUNT}/{SCRIPT_KEY}", "--probe", which]},
+            "periodSeconds": period, "failureThreshold": failures, "timeoutSeconds": 5}
+
+
 def deployment(namespace: str, system_pool: bool) -> dict:
     """One replica (Recreate: never two at once); the script's hash in the pod template rolls it on change."""
     script = hashlib.sha256(SCRIPT.read_bytes()).hexdigest()[:16]
@@ -82,16 +88,22 @@ def deployment(namespace: str, system_pool: bool) -> dict:
         "name": "ladder", "image": IMAGE, "imagePullPolicy": "IfNotPresent",
         "args": [f"{MOUNT}/{SCRIPT_KEY}"],
         "env": [{"name": "LADDER_POLL_SECONDS", "value": str(POLL_SECONDS)},
+                {"name": "LADDER_STATE_DIR", "value": STATE},
                 {"name": "PYTHONDONTWRITEBYTECODE", "value": "1"}],
         "resources": {"requests": dict(RESOURCES), "limits": dict(RESOURCES)},
         "securityContext": {**container_security_context(), "readOnlyRootFilesystem": True},
-        "volumeMounts": [{"name": "script", "mountPath": MOUNT, "readOnly": True}],
+        "volumeMounts": [{"name": "script", "mountPath": MOUNT, "readOnly": True},
+                         {"name": "state", "mountPath": STATE}],
+        # The file itself says whether its loop turns (restart it if not) and a pass succeeded lately.
+        "livenessProbe": _probe("alive", period=30, failures=4),
+        "readinessProbe": _probe("ready", period=10, failures=3),
     }
     spec: dict = {
         "serviceAccountName": NAME,
         "securityContext": {"runAsUser": NONROOT, "runAsGroup": NONROOT, "runAsNonRoot": True, **SECCOMP},
         "containers": [container],
-        "volumes": [{"name": "script", "configMap": {"name": NAME}}],
+        "volumes": [{"name": "script", "configMap": {"name": NAME}},
+                    {"name": "state", "emptyDir": {"medium": "Memory", "sizeLimit": "1Mi"}}],
     }
     if system_pool:
         spec["nodeSelector"] = {NODEPOOL_LABEL: SYSTEM_POOL}

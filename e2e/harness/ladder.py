@@ -37,7 +37,8 @@ def ladder_controller(cp: ControlPlane, kube: Kube, namespace: str) -> Iterator[
     server = urlparse(cp.server)
     cp.supervisor.start(NAME, [sys.executable, str(ROOT / "controllers" / "ladder.py")], env={
         "SERVICE_ACCOUNT_DIR": str(account), "KUBERNETES_SERVICE_HOST": server.hostname or "",
-        "KUBERNETES_SERVICE_PORT": str(server.port), "LADDER_POLL_SECONDS": POLL_SECONDS})
+        "KUBERNETES_SERVICE_PORT": str(server.port), "LADDER_POLL_SECONDS": POLL_SECONDS,
+        "LADDER_STATE_DIR": str(account)})
     try:
         yield NAME
     finally:

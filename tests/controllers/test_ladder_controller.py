@@ -192,3 +192,22 @@ def test_without_an_api_server_it_exits_78_and_it_needs_no_package_beyond_the_st
                           text=True, env={**env, "SERVICE_ACCOUNT_DIR": str(tmp_path)}, timeout=60)
     assert done.returncode == 78, done
     assert "no API server" in done.stdout
+
+
+def test_the_probes_read_the_times_of_the_last_pass(tmp_path):
+    assert ladder.probe(tmp_path, "ready", 2) == 1  # no pass yet
+    ladder._touch(tmp_path / "ready")
+    assert ladder.probe(tmp_path, "ready", 2) == 0
+    old = ladder.time.time() - ladder.PROBE_MIN_SECONDS - 1
+    os.utime(tmp_path / "ready", (old, old))
+    assert ladder.probe(tmp_path, "ready", 2) == 1  # the loop stalled
+    assert ladder.probe(tmp_path, "ready", 10) == 0  # ten polls of 10 s is longer
+
+
+def test_a_probe_is_the_file_run_with_its_flag(tmp_path):
+    (tmp_path / "alive").write_text("0")
+    run = [sys.executable, "-S", str(ROOT / "controllers" / "ladder.py")]
+    env = {**os.environ, "LADDER_STATE_DIR": str(tmp_path)}
+    assert subprocess.run([*run, "--probe", "alive"], env=env, timeout=60).returncode == 0
+    assert subprocess.run([*run, "--probe", "ready"], env=env, timeout=60).returncode == 1
+    assert subprocess.run([*run, "--probe", "other"], env=env, timeout=60, capture_output=True).returncode == 78

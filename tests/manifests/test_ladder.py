@@ -125,3 +125,15 @@ def test_the_role_grants_exactly_the_requests_the_controller_makes():
 def test_every_object_is_in_the_stack_namespace(kind):
     (manifest,) = [m for m in _objects().values() if m["kind"] == kind]
     assert manifest["metadata"]["namespace"] == _config().runs_namespace
+
+
+@pytest.mark.parametrize("stack", render.shipped_stacks())
+def test_no_pod_but_the_controller_mounts_a_service_account_token(stack):
+    """The reason tools/scan_skips.yaml gives for skipping checkov's CKV_K8S_38 everywhere."""
+    objects = {**render.stack_manifests(stack), **render.staging_manifests(stack),
+               **render.stack_serve_manifests(stack)}
+    specs = [rj["template"]["spec"]["template"]["spec"] for m in objects.values() if m["kind"] == "JobSet"
+             for rj in m["spec"]["replicatedJobs"]]
+    specs += [m["spec"]["template"]["spec"] for m in objects.values() if m["kind"] in ("Job", "Deployment")]
+    assert specs, stack
+    assert all(spec.get("automountServiceAccountToken") is False for spec in specs), stack
