@@ -22,8 +22,7 @@ PYTEST_ARGS ?=
 # trained run, a real checkpoint), and only one file loads the real 270M weights (about 10 GB).
 TEST_WORKERS ?= 2
 # The platform's tests, by layer (ARCHITECTURE.md).
-PLATFORM_TESTS := tests/core tests/stack tests/manifests tests/admission tests/components tests/tools tests/staging tests/sft_data tests/progress \
-  tests/controllers
+PLATFORM_TESTS := tests/core tests/stack tests/manifests tests/admission tests/components tests/tools tests/staging tests/sft_data tests/progress tests/controllers
 
 # Pulumi keeps its state where Pulumi.yaml's `backend` says (.pulumi-state/ here), for make and a bare
 # `pulumi` alike, unless PULUMI_BACKEND_URL points elsewhere.

@@ -124,8 +124,12 @@ def test_controllers_existing_declares_no_release_and_the_runs_wait_on_none():
     d = run_stack(STACK, overrides={**existing(controllers="existing"), **queued_pools()})
     assert not d.of_type(RELEASE)
     assert d.of_type("kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue")  # the queues are the stack's own
-    assert {r.type for r in d.resources if r.custom} <= IN_CLUSTER | {
+    # The ladder controller (manifests/ladder.py) is the stack's own too: namespaced objects only.
+    ladder = {"kubernetes:apps/v1:Deployment", "kubernetes:core/v1:ConfigMap",
+              "kubernetes:rbac.authorization.k8s.io/v1:Role", "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding"}
+    assert {r.type for r in d.resources if r.custom} <= IN_CLUSTER | ladder | {
         f"kubernetes:kueue.x-k8s.io/v1beta2:{k}" for k in ("ResourceFlavor", "ClusterQueue", "LocalQueue", "WorkloadPriorityClass")}
+    assert all(r.inputs["metadata"]["namespace"] == "ml-team" for t in ladder for r in d.of_type(t))
     run = d.of_type(JOBSET)[0]
     on = {r.urn: r.type for r in d.resources}
     assert RELEASE not in {on[u] for u in run.dependencies}

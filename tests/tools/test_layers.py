@@ -16,7 +16,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 LINT = Path(sys.executable).with_name("lint-imports")
-PACKAGES = ("core", "stack", "manifests", "admission", "components", "tools", "trainers", "tests", "bench", "policy", "e2e")
+PACKAGES = ("core", "stack", "manifests", "admission", "components", "tools", "trainers", "controllers", "tests", "bench", "policy", "e2e")
 TRAINER_NAMES = ("gemma-jax", "trl-gpu")
 
 

@@ -22,7 +22,7 @@ from tools.plan.show import render, write_manifests
 from tools.plan.tree import key_inputs
 
 # What a planned tree needs: the program, its stack files, and the sources it reads.
-TREE = ("Pulumi.yaml", "__main__.py", "core", "stack", "manifests", "admission", "components", "trainers", "docker", "tools")
+TREE = ("Pulumi.yaml", "__main__.py", "core", "stack", "manifests", "admission", "components", "trainers", "controllers", "docker", "tools")
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,7 @@ from tools.plan.show import render
 from tools.offline import ROOT
 
 PLAN_TREE = ("Pulumi.yaml", "Pulumi.dev.yaml", "__main__.py", "core", "stack", "manifests", "admission", "components",
-             "trainers", "docker", "tools")
+             "trainers", "controllers", "docker", "tools")
 NODE_POOL_CREATE = "container v1beta1 rev 20261027 container.projects.locations.clusters.nodePools.create"
 CLUSTER_CREATE = "container v1beta1 rev 20261027 container.projects.locations.clusters.create"
 FIREWALL_INSERT = "compute beta rev 20261106 compute.firewalls.insert"
