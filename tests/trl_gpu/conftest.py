@@ -118,7 +118,7 @@ def tail(proc, n: int = 4000) -> str:
 # Seconds per test file (setups, calls, teardowns), rounded from a measured run (`--durations=60`, two
 # workers, this machine under other load too); they only order the files (tests/support/xdist_order.py).
 FILE_SECONDS = {
-    "test_real_weights.py": 365, "test_distributed.py": 130, "test_trl_parity.py": 110, "test_train.py": 100,
+    "test_real_weights.py": 250, "test_distributed.py": 130, "test_trl_parity.py": 110, "test_train.py": 100,
     "test_fsdp_cpu.py": 55, "test_export.py": 25, "test_check_data_tokens.py": 25, "test_sft_formats.py": 20,
     "test_errors.py": 20, "test_data_mix.py": 10,
 }

@@ -12,7 +12,7 @@ import json
 import pytest
 import torch
 from peft import PeftModel
-from transformers import AutoModelForCausalLM, GenerationConfig
+from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
 
 from trainers.sft_data import formats, parts
 from trainers.trl_gpu import data, evaluation, model as model_lib
@@ -21,7 +21,7 @@ from trainers.trl_gpu.training import build, save_final
 
 from . import tiny
 from .test_data import _former_recipe
-from tests.support.own_data_rows import conversation, prompt_completion
+from tests.support.own_data_rows import conversation
 
 pytestmark = pytest.mark.slow
 
@@ -68,50 +68,19 @@ def test_the_shipped_text_to_sql_settings_give_the_former_recipe_s_ids_on_the_re
         assert data.tokenize_example(row, tokenizer, tiny.sql_spec(), index) == _former_recipe(row, tokenizer), index
 
 
-def test_short_lora_run_lowers_held_out_loss_and_the_adapter_reloads(gemma3_270m_dir, tmp_path):
-    rows = tiny.write_dataset(tmp_path / "sql.jsonl", n=60, seed=5)
-    script, training = parse_args(
-        ["--model_id", str(gemma3_270m_dir), "--chat_template", "gemma3", "--dataset_name", str(rows),
-         "--output_dir", str(tmp_path / "run"), "--max_samples", "60", "--eval_fraction", "0.1",
-         "--max_steps", "5", "--per_device_train_batch_size", "4", "--gradient_accumulation_steps", "1",
-         "--per_device_eval_batch_size", "6", "--learning_rate", "1e-3", "--lora_dropout", "0",
-         "--activation_checkpointing", "false", "--eval_strategy", "no", "--save_strategy", "no",
-         "--dataloader_num_workers", "0", "--report_to", "none", "--logging_steps", "5", *tiny.sql_flags()]
-    )  # fmt: skip
-    trainer, _, _ = build(script, training)
-    before = trainer.evaluate()["eval_loss"]
-    trainer.train()
-    after = trainer.evaluate()["eval_loss"]
-    print(f"Gemma 3 270M: held-out answer loss {before:.3f} -> {after:.3f}")
-    assert after < 0.7 * before, (before, after)
-
-    tokenizer = trainer.processing_class
-    ids = torch.tensor([data.tokenize_example(tiny.sql_rows(1, seed=77)[0], tokenizer, tiny.sql_spec())["input_ids"]])
-    trainer.model.eval()
-    with torch.no_grad():
-        trained_logits = trainer.model(input_ids=ids).logits
-    save_final(trainer, training.output_dir)
-    del trainer
-    base = AutoModelForCausalLM.from_pretrained(gemma3_270m_dir, dtype=torch.float32)
-    reloaded = PeftModel.from_pretrained(base, training.output_dir).eval()
-    with torch.no_grad():
-        reloaded_logits = reloaded(input_ids=ids).logits
-    torch.testing.assert_close(reloaded_logits, trained_logits, rtol=0, atol=1e-4)
-    with torch.no_grad(), reloaded.disable_adapter():
-        base_logits = reloaded(input_ids=ids).logits
-    assert not torch.allclose(base_logits, trained_logits, atol=1e-2)  # the adapter is not a no-op
-    # The saved tokenizer carries the template the adapter was trained with.
-    from transformers import AutoTokenizer
-
-    assert "<start_of_turn>model" in AutoTokenizer.from_pretrained(training.output_dir).chat_template
-
-
 # --- your own data: a conversational set and a prompt-completion set, made here ---------------------
 
+def _sql_row(i: int) -> dict:
+    return tiny.sql_rows(60, seed=5)[i]
+
+
+# Each set: its rows, the flags that read it, its file, and the answers a row's loss must fall on. The
+# prompt-completion set is the shipped text-to-SQL run's (its columns, template and system prompt:
+# tiny.sql_flags), from a CSV file.
 OWN_DATA = {
-    "conversational": (conversation, ["--data_format", "conversational"], ".jsonl"),
-    "prompt-completion": (prompt_completion, ["--data_format", "prompt-completion", "--columns",
-                                               "completion=answer", "--prompt_template", "{question}"], ".csv"),
+    "conversational": (conversation, ["--data_format", "conversational"], ".jsonl",
+                       lambda row: [m["content"] for m in row["messages"] if m["role"] == "assistant"]),
+    "text-to-sql": (_sql_row, tiny.sql_flags(), ".csv", lambda row: [row["sql"]]),
 }  # fmt: skip
 # Resume and the merged export are the same code for every format (a format only changes how a record
 # becomes ids and labels, checked token by token below): they are shown once, on the multi-turn chats,
@@ -147,7 +116,7 @@ def test_own_data_masks_loss_resume_and_export_on_real_weights(kind, gemma3_270m
 
     from trainers.trl_gpu.training import run as run_training
 
-    make, flags, suffix = OWN_DATA[kind]
+    make, flags, suffix, answers_of = OWN_DATA[kind]
     rows = [make(i) for i in range(60)]
     dataset = tmp_path / f"own{suffix}"
     if suffix == ".csv":
@@ -165,8 +134,7 @@ def test_own_data_masks_loss_resume_and_export_on_real_weights(kind, gemma3_270m
     prompt_ids = tokenizer.apply_chat_template(prompt, tokenize=True, return_dict=True, add_generation_prompt=True)[
         "input_ids"]
     assert example["input_ids"][: len(prompt_ids)] == list(prompt_ids)
-    answers = [m["content"] for m in rows[7]["messages"] if m["role"] == "assistant"] if kind == "conversational" \
-        else [rows[7]["answer"]]
+    answers = answers_of(rows[7])
     assert [tokenizer.decode(r) for r in _trained_runs(example["input_ids"], example["labels"])] == [
         f"{a}<end_of_turn>" for a in answers]
     assert answers[-1] == answer
@@ -188,9 +156,13 @@ def test_own_data_masks_loss_resume_and_export_on_real_weights(kind, gemma3_270m
     reloaded = PeftModel.from_pretrained(base, tmp_path / "a").eval()
     with torch.no_grad():  # the adapter loads onto the base in transformers
         torch.testing.assert_close(reloaded(input_ids=ids).logits, trained_logits, rtol=0, atol=1e-4)
+        with reloaded.disable_adapter():  # and it is not a no-op
+            assert not torch.allclose(reloaded(input_ids=ids).logits, trained_logits, atol=1e-2)
     del base, reloaded
+    # The saved tokenizer carries the template the adapter was trained with.
+    assert "<start_of_turn>model" in AutoTokenizer.from_pretrained(training.output_dir).chat_template
     if kind != RESUMED_KIND:
-        return  # the prompt-completion set: its mask, learning and adapter are shown above
+        return  # the text-to-SQL set: its mask, learning and adapter are shown above
 
     # Stopped after step 3 (its checkpoint), then resumed to step 6: the same adapter, with the merged
     # export written at the end.
