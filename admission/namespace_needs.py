@@ -1,7 +1,7 @@
 """What a stack's pods need from the namespace they run in: its Pod Security level, and room in its quota.
 
 Every pod the stack makes there, each run's (one per host and slice), each
-dataset's staging Job's and the model server's, built by the builders the program applies. The level
+dataset's staging Job's, the model server's and the ladder controller's, built by the builders the program applies. The level
 the namespace must allow is the least strict level that admits all of them
 (admission/pod_security.py); what a quota must hold is in admission/quota.py.
 The namespace's own labels and quota come from the cluster (components/namespace_policy.py
@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from admission import pod_security
 from admission.pod_security import ENFORCE_LABEL, PRIVILEGED, Violation
 from admission.serving import serve_manifests
+from manifests.ladder import controller_manifests
 from manifests.run import build_runs, platform_facts
 from manifests.staging import stack_staging_jobs
 from stack.config import StackConfig
@@ -56,6 +57,10 @@ def stack_pod_sets(config: StackConfig) -> list[PodSet]:
     for manifest in serve_manifests(config).values():  # the model server's pods (`serve:`)
         if manifest["kind"] == "Deployment":
             sets.append(PodSet("serve", config.serve.run, f"the server of run {config.serve.run!r}",
+                               manifest["spec"]["template"], manifest["spec"]["replicas"], 0))
+    for manifest in controller_manifests(config).values():  # the ladder controller's pod (manifests/ladder.py)
+        if manifest["kind"] == "Deployment":
+            sets.append(PodSet("runs", manifest["metadata"]["name"], "the ladder controller of the runs' ladders",
                                manifest["spec"]["template"], manifest["spec"]["replicas"], 0))
     return sets
 

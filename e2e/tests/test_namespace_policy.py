@@ -30,14 +30,15 @@ from e2e.harness.session import control_plane
 from e2e.harness.tools import ROOT
 from e2e.tests.reports import Report
 from e2e.tests.settings import LIFETIME
+from manifests.ladder import NAME as LADDER_ACCOUNT
 from manifests.serving import priority_class
 from stack import reader
 from tools.offline import SHIPPED_STACKS
 
 POLICY_REPORT = Report("namespace policy")
 TOOLS = ("etcd", "kubernetes", "kwok")
-# The service accounts the stacks' pods name (the trainer's, the stager's, the model server's): the
-# ServiceAccount admission plugin wants them to exist.
+# The service accounts the stacks' pods name (the trainer's, the stager's, the model server's, the ladder
+# controller's): the ServiceAccount admission plugin wants them to exist.
 ACCOUNTS = ("trainer", "stager", "server")
 
 
@@ -55,7 +56,8 @@ def _create(kube, pod: dict, dry_run: bool = True) -> None:
 def _namespace(kube, name: str, labels: dict, stacks: list) -> None:
     kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}})
     for config in stacks:
-        for account in (config.trainer_account, config.stager_account, server_service_account(config.stack)):
+        for account in (config.trainer_account, config.stager_account, server_service_account(config.stack),
+                        LADDER_ACCOUNT):
             kube.apply({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": account, "namespace": name}})
         if config.serve is not None:  # the server's pods name the stack's PriorityClass (the Priority plugin)
             kube.apply(priority_class(config.runs_namespace))
