@@ -37,8 +37,11 @@ class Resource:
 
 
 class Kube:
-    def __init__(self, server: str, token: str, ca_file: str, timeout: float = 30.0):
+    def __init__(self, server: str, token: str, ca_file: str, timeout: float = 30.0, impersonate: str = ""):
         self.server, self.token, self.timeout = server.rstrip("/"), token, timeout
+        # Requests made as another user (the API server authorizes them as that user): the admin's right to
+        # impersonate. https://kubernetes.io/docs/reference/access-authn-authz/authentication/#user-impersonation
+        self.impersonate = impersonate
         self._ssl = ssl.create_default_context(cafile=ca_file)
         self._resources: dict[tuple[str, str], Resource] = {}
 
@@ -46,8 +49,10 @@ class Kube:
                 query: Mapping[str, str] | None = None) -> dict:
         url = self.server + path + (("?" + urllib.parse.urlencode(query)) if query else "")
         data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(url, data=data, method=method, headers={
-            "Authorization": f"Bearer {self.token}", "Content-Type": content_type, "Accept": "application/json"})
+        headers = {"Authorization": f"Bearer {self.token}", "Content-Type": content_type, "Accept": "application/json"}
+        if self.impersonate:
+            headers["Impersonate-User"] = self.impersonate
+        req = urllib.request.Request(url, data=data, method=method, headers=headers)
         try:
             with urllib.request.urlopen(req, context=self._ssl, timeout=self.timeout) as resp:
                 raw = resp.read()
