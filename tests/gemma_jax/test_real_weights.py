@@ -174,7 +174,6 @@ def test_own_data_masks_loss_resume_and_export_on_real_weights(real, kind, tmp_p
     kept = {"keep_checkpoints": 2} if shown_once else {}
     whole = run_train(_args(real, d / "whole", steps=6, data_path=data, **export, **kept, **kw), timeout=2400)
     assert whole.returncode == 0, whole.stdout + whole.stderr
-    import time as _t; print("WHOLE-STDOUT", _t.time(), whole.stdout, whole.stderr[-3000:])
     assert "[train] done: 6 steps" in whole.stdout, whole.stdout
     first = float(re.search(r"\[train\] step 1 loss=([0-9.]+)", whole.stdout).group(1))
     assert re.search(r"\[eval\] step 0 loss=", whole.stdout)  # the base model's held-out loss, before training
@@ -185,9 +184,7 @@ def test_own_data_masks_loss_resume_and_export_on_real_weights(real, kind, tmp_p
     assert evals[-1] < 0.7 * evals[0], evals
     # transformers' losses of the batch, from one process: the base model's, and for the chats the export's.
     pairs = [(real["hf"], str(d / "b.npz"))] + ([(str(d / "export"), str(d / "b.npz"))] if shown_once else [])
-    print("BEFORE-TF", __import__("time").time())
     reference, *loaded = real_weights.transformers_losses(pairs)
-    print("AFTER-TF", __import__("time").time())
     # The first step's loss is transformers' on the same batch, the loss mask applied.
     assert abs(first - reference["loss"]) <= TOLERANCE, (first, reference)
 
@@ -196,10 +193,8 @@ def test_own_data_masks_loss_resume_and_export_on_real_weights(real, kind, tmp_p
     # A run stopped after step 3's checkpoint: a folder holding that step alone (hard links to the uninterrupted
     # run's files, which a restore only reads), restarted to step 6.
     shutil.copytree(d / "whole" / "3", d / "resumed" / "3", copy_function=os.link)
-    print("BEFORE-REST", __import__("time").time())
     rest = run_train(_args(real, d / "resumed", steps=6, data_path=data, **kw), timeout=2400)
     assert rest.returncode == 0 and "resumed from step 3" in rest.stdout, rest.stdout + rest.stderr
-    print("REST-STDOUT", __import__("time").time(), rest.stdout)
     assert max_abs_diff(load_params(str(d / "whole"), 6), load_params(str(d / "resumed"), 6)) == 0
 
     # The export of step 6: the trained weights, exactly, in float32 ...
@@ -208,7 +203,6 @@ def test_own_data_masks_loss_resume_and_export_on_real_weights(real, kind, tmp_p
     assert set(exported) == set(expected) and all(np.array_equal(exported[k], expected[k]) for k in expected)
     del exported, expected
     # ... which transformers loads, finding the trainer's own (masked) loss of the trained weights.
-    print("BEFORE-JAXLOSS", __import__("time").time())
     trained = _jax_loss(str(d / "whole"), 6, str(d / "b.npz"))
     assert abs(trained - loaded[0]["loss"]) <= TOLERANCE, (trained, loaded)
     assert trained != pytest.approx(first, abs=1e-7)  # the steps did change the weights
