@@ -54,6 +54,7 @@ JOBSETS = "/apis/jobset.x-k8s.io/v1alpha2/namespaces/{ns}/jobsets"
 WORKLOADS = "/apis/kueue.x-k8s.io/v1beta2/namespaces/{ns}/workloads"
 EVENTS = "/api/v1/namespaces/{ns}/events"
 NOT_READY = "PodsReadyTimeout"
+MANAGER = "gke-finetune-ladder"
 CONFIG_ERROR = 78  # trainers/exit_codes.py: a restart can't fix it
 PROBE_MIN_SECONDS = 60  # a probe fails once the last pass is older than this (or 10 polls)
 
@@ -197,11 +198,13 @@ class Api:
         token = (self.account_dir / "token").read_text().strip()
         conn = http.client.HTTPSConnection(self.host, self.port, context=self._ssl, timeout=self.timeout)
         try:
-            headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
+            # The name its changes carry in the objects' managedFields (beside Pulumi's and Kueue's).
+            headers = {"Authorization": f"Bearer {token}", "Accept": "application/json", "User-Agent": MANAGER}
             data = None if body is None else json.dumps(body).encode()
             if data is not None:
                 headers["Content-Type"] = content_type
-            conn.request(method, path.format(ns=self.namespace), body=data, headers=headers)
+            query = f"?fieldManager={MANAGER}" if method == "PATCH" else ""
+            conn.request(method, path.format(ns=self.namespace) + query, body=data, headers=headers)
             response = conn.getresponse()
             payload = response.read()
             if response.status >= 300:
@@ -229,7 +232,7 @@ def event(jobset: dict, moved: tuple[str | None, str], namespace: str) -> dict:
         "reason": "NextRung", "type": "Normal",
         "message": f"pods not ready on rung {moved[0]} within Kueue's waitForPodsReady timeout: "
                    f"pinned to rung {moved[1]}",
-        "source": {"component": "gke-finetune-ladder"}, "firstTimestamp": now, "lastTimestamp": now, "count": 1,
+        "source": {"component": MANAGER}, "firstTimestamp": now, "lastTimestamp": now, "count": 1,
     }
 
 

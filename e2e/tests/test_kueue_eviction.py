@@ -23,7 +23,7 @@ from e2e.harness.ladder import ladder_controller
 from e2e.harness.observe import KUEUE, admissions
 from e2e.tests.scenario import variant
 from e2e.tests.test_kueue import LADDER_RUN, _ladder
-from controllers.ladder import ADMITTED, LADDER
+from controllers.ladder import ADMITTED, LADDER, MANAGER as LADDER_MANAGER
 from manifests.controllers import wait_for_pods_ready
 from stack.sharing import KueueSettings
 
@@ -140,6 +140,8 @@ def test_the_ladder_controller_moves_an_evicted_run_to_the_next_rung(queued, sub
         selectors = {rj["template"]["spec"]["template"]["spec"]["nodeSelector"].get(ladder["label"])
                      for rj in jobset["spec"]["replicatedJobs"]}
         assert selectors == {ladder["rungs"][1]}, selectors
+        # Its changes carry its own name beside Pulumi's and Kueue's.
+        assert LADDER_MANAGER in {f.get("manager") for f in jobset["metadata"].get("managedFields") or []}, jobset["metadata"]
         events = [e for e in kube.list("v1", "Event", ns)
                   if e.get("reason") == "NextRung" and e["involvedObject"]["name"] == "moved"]
         assert events and ladder["rungs"][1] in events[0]["message"], events
