@@ -94,7 +94,12 @@ class Kueue(pulumi.ComponentResource):
         ) if args.install else None
         manifests = {**kueue_manifests(args.flavors), **args.ladder}
         renamed = renamed_from(args.flavors)
-        self.objects = {key: self._object(name, key, m, args, renamed.get(key)) for key, m in manifests.items()}
+        self.objects = {}
+        for key, manifest in manifests.items():
+            # A Deployment after what its pods use (the ladder controller's ConfigMap, service account, Role).
+            before = [o for k, o in self.objects.items() if manifest["kind"] == "Deployment" and
+                      k.split("-", 1)[0] in ("configmap", "serviceaccount", "role", "rolebinding")]
+            self.objects[key] = self._object(name, key, manifest, args, renamed.get(key), before)
         self.register_outputs({"version": KUEUE_CHART_VERSION, "objects": sorted(self.objects)})
 
     @property
@@ -102,9 +107,10 @@ class Kueue(pulumi.ComponentResource):
         """What a queued run waits for: the controller (where the stack installs it) and every queueing object."""
         return [*([self.release] if self.release else []), *self.objects.values()]
 
-    def _object(self, name: str, key: str, manifest: Mapping, args: KueueArgs, old_key: str | None) -> KubernetesObject:
+    def _object(self, name: str, key: str, manifest: Mapping, args: KueueArgs, old_key: str | None,
+                before: Sequence[pulumi.Resource] = ()) -> KubernetesObject:
         # The CRDs and webhooks come with the chart; a LocalQueue also needs its namespace.
-        depends = [self.release] if self.release else list(args.depends_on)
+        depends = [*([self.release] if self.release else args.depends_on), *before]
         depends += args.namespace_dependencies if "namespace" in manifest["metadata"] else []
         return KubernetesObject(
             f"{name}-{key}", manifest,

@@ -72,8 +72,18 @@ def role_binding(namespace: str) -> dict:
                  subjects=[{"kind": "ServiceAccount", "name": NAME, "namespace": namespace}])
 
 
+def config_map_name() -> str:
+    """Named after the file's content: a changed file is a new ConfigMap, which the Deployment then names (a
+    rollout), and the old one is deleted. The Kubernetes provider replaces a ConfigMap whose data changed
+    rather than update it (pulumi/pulumi-kubernetes#1567; `enableConfigMapMutable` is off), and a replacement
+    under the same name would have to delete the old one first."""
+    return f"{NAME}-{hashlib.sha256(SCRIPT.read_bytes()).hexdigest()[:10]}"
+
+
 def config_map(namespace: str) -> dict:
-    return _meta("ConfigMap", "v1", namespace, data={SCRIPT_KEY: SCRIPT.read_text()})
+    manifest = _meta("ConfigMap", "v1", namespace, data={SCRIPT_KEY: SCRIPT.read_text()})
+    manifest["metadata"]["name"] = config_map_name()
+    return manifest
 
 
 def _probe(which: str, period: int, failures: int) -> dict:
@@ -82,8 +92,7 @@ def _probe(which: str, period: int, failures: int) -> dict:
 
 
 def deployment(namespace: str, system_pool: bool) -> dict:
-    """One replica (Recreate: never two at once); the script's hash in the pod template rolls it on change."""
-    script = hashlib.sha256(SCRIPT.read_bytes()).hexdigest()[:16]
+    """One replica (Recreate: never two at once); a changed file is a ConfigMap of another name, which rolls it."""
     container = {
         "name": "ladder", "image": IMAGE, "imagePullPolicy": "IfNotPresent",
         "args": [f"{MOUNT}/{SCRIPT_KEY}"],
@@ -102,7 +111,7 @@ def deployment(namespace: str, system_pool: bool) -> dict:
         "serviceAccountName": NAME,
         "securityContext": {"runAsUser": NONROOT, "runAsGroup": NONROOT, "runAsNonRoot": True, **SECCOMP},
         "containers": [container],
-        "volumes": [{"name": "script", "configMap": {"name": NAME}},
+        "volumes": [{"name": "script", "configMap": {"name": config_map_name()}},
                     {"name": "state", "emptyDir": {"medium": "Memory", "sizeLimit": "1Mi"}}],
     }
     if system_pool:
@@ -111,8 +120,7 @@ def deployment(namespace: str, system_pool: bool) -> dict:
         "replicas": 1,
         "strategy": {"type": "Recreate"},
         "selector": {"matchLabels": dict(COMPONENT)},
-        "template": {"metadata": {"labels": dict(COMPONENT), "annotations": {f"{PROJECT}/script": script}},
-                     "spec": spec},
+        "template": {"metadata": {"labels": dict(COMPONENT)}, "spec": spec},
     })
 
 

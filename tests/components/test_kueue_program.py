@@ -120,3 +120,13 @@ def test_a_shared_pools_flavor_is_applied_and_relinquished_never_created_or_dele
     assert flavor.inputs["metadata"]["name"].startswith("gke-finetune-shared-")
     assert queue.type == "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue"
     assert queue.inputs["spec"]["cohortName"].startswith("gke-finetune-shared-")
+
+
+def test_the_ladder_controller_s_deployment_waits_for_what_its_pod_uses():
+    """Its ConfigMap (a new name for each version of the file), service account and Role are there first."""
+    d = run_stack("tpu-queued")
+    [deployment] = d.of_type("kubernetes:apps/v1:Deployment")
+    used = {r.urn for t in ("core/v1:ConfigMap", "core/v1:ServiceAccount", "rbac.authorization.k8s.io/v1:Role",
+                            "rbac.authorization.k8s.io/v1:RoleBinding") for r in d.of_type(f"kubernetes:{t}")
+            if r.inputs["metadata"]["name"].startswith("gke-finetune-ladder")}
+    assert len(used) == 4 and used <= set(deployment.dependencies)

@@ -67,12 +67,18 @@ def test_the_controller_pod_meets_the_restricted_profile_with_limits_equal_to_re
     assert deployment["spec"]["strategy"] == {"type": "Recreate"}  # never two at once
 
 
-def test_the_configmap_holds_the_controller_file_and_a_change_rolls_the_pod():
+def test_the_configmap_holds_the_controller_file_and_a_change_is_a_new_name_the_pod_names(tmp_path, monkeypatch):
     objects = _objects()
     script = (render.ROOT / "controllers" / "ladder.py").read_text()
-    assert objects["configmap-gke-finetune-ladder"]["data"] == {"ladder.py": script}
-    annotation = objects["deployment-gke-finetune-ladder"]["spec"]["template"]["metadata"]["annotations"]
-    assert annotation["gke-finetune/script"]
+    [config_map] = [m for m in objects.values() if m["kind"] == "ConfigMap"]
+    assert config_map["data"] == {"ladder.py": script}
+    volumes = objects["deployment-gke-finetune-ladder"]["spec"]["template"]["spec"]["volumes"]
+    assert {"name": "script", "configMap": {"name": config_map["metadata"]["name"]}} in volumes
+    changed = tmp_path / "ladder.py"
+    changed.write_text(script + "\n# changed\n")
+    monkeypatch.setattr(ladder, "SCRIPT", changed)
+    assert ladder.config_map_name() != config_map["metadata"]["name"]
+    assert ladder.config_map_name().startswith(ladder.NAME)
 
 
 # The collections controllers/ladder.py calls, as the (group, resource) a Role grants, and the verb of each method.
