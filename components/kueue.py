@@ -93,6 +93,7 @@ class Kueue(pulumi.ComponentResource):
             values={**kueue_chart_values(args.namespace, args.settings), **args.owner},
         ) if args.install else None
         manifests = {**kueue_manifests(args.flavors), **args.ladder}
+        self._ladder_keys = set(args.ladder)
         renamed = renamed_from(args.flavors)
         self.objects = {}
         for key, manifest in manifests.items():
@@ -104,8 +105,10 @@ class Kueue(pulumi.ComponentResource):
 
     @property
     def ready(self) -> list[pulumi.Resource]:
-        """What a queued run waits for: the controller (where the stack installs it) and every queueing object."""
-        return [*([self.release] if self.release else []), *self.objects.values()]
+        """What a queued run waits for: the controller (where the stack installs it) and every queueing object;
+        not the ladder controller, which acts only once a run is evicted (its Deployment is awaited on its own)."""
+        return [*([self.release] if self.release else []),
+                *(o for key, o in self.objects.items() if key not in self._ladder_keys)]
 
     def _object(self, name: str, key: str, manifest: Mapping, args: KueueArgs, old_key: str | None,
                 before: Sequence[pulumi.Resource] = ()) -> KubernetesObject:

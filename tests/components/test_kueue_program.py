@@ -130,3 +130,8 @@ def test_the_ladder_controller_s_deployment_waits_for_what_its_pod_uses():
                             "rbac.authorization.k8s.io/v1:RoleBinding") for r in d.of_type(f"kubernetes:{t}")
             if r.inputs["metadata"]["name"].startswith("gke-finetune-ladder")}
     assert len(used) == 4 and used <= set(deployment.dependencies)
+    # The runs wait for the queues, not for it: it acts only once a run is evicted.
+    [queue] = d.of_type("kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue")
+    for jobset in d.of_type("kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"):
+        assert deployment.urn not in jobset.dependencies and not used & set(jobset.dependencies)
+    assert any(queue.urn in j.dependencies for j in d.of_type("kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"))
