@@ -99,7 +99,7 @@ class Kueue(pulumi.ComponentResource):
         for key, manifest in manifests.items():
             # A Deployment after what its pods use (the ladder controller's ConfigMap, service account, Role).
             before = [o for k, o in self.objects.items() if manifest["kind"] == "Deployment" and
-                      k.split("-", 1)[0] in ("configmap", "serviceaccount", "role", "rolebinding")]
+                      manifests[k]["kind"] in ("ConfigMap", "ServiceAccount", "Role", "RoleBinding")]
             self.objects[key] = self._object(name, key, manifest, args, renamed.get(key), before)
         self.register_outputs({"version": KUEUE_CHART_VERSION, "objects": sorted(self.objects)})
 

@@ -53,6 +53,8 @@ MERGE_PATCH = "application/merge-patch+json"
 JOBSETS = "/apis/jobset.x-k8s.io/v1alpha2/namespaces/{ns}/jobsets"
 WORKLOADS = "/apis/kueue.x-k8s.io/v1beta2/namespaces/{ns}/workloads"
 EVENTS = "/api/v1/namespaces/{ns}/events"
+# The Evicted condition's reason for a pods-ready timeout (Kueue v0.19.2 apis/kueue/v1beta2/workload_types.go,
+# WorkloadEvictedByPodsReadyTimeout).
 NOT_READY = "PodsReadyTimeout"
 MANAGER = "gke-finetune-ladder"
 CONFIG_ERROR = 78  # trainers/exit_codes.py: a restart can't fix it
@@ -66,7 +68,7 @@ class Ladder:
 
     @classmethod
     def of(cls, jobset: dict) -> Ladder | None:
-        text = ((jobset.get("metadata") or {}).get("annotations") or {}).get(LADDER)
+        text = _annotations(jobset).get(LADDER)
         if not text:
             return None
         value = json.loads(text)
@@ -76,6 +78,14 @@ class Ladder:
         """The rung after `rung` (after the first where `rung` is unknown); None past the last."""
         i = self.rungs.index(rung) if rung in self.rungs else 0
         return self.rungs[i + 1] if i + 1 < len(self.rungs) else None
+
+
+def _annotations(obj: dict) -> dict:
+    return (obj.get("metadata") or {}).get("annotations") or {}
+
+
+def _jobset_path(jobset: dict) -> str:
+    return f"{JOBSETS}/{jobset['metadata']['name']}"
 
 
 def _pod_specs(jobset: dict) -> list[dict]:
@@ -124,10 +134,10 @@ class Step:
 def _record(jobset: dict, ladder: Ladder) -> Step | None:
     """An admitted run: the rung Kueue put it on, recorded once (durable across restarts of this process)."""
     on = _on(jobset, ladder.label)
-    if on not in ladder.rungs or (jobset["metadata"].get("annotations") or {}).get(ADMITTED) == on:
+    if on not in ladder.rungs or _annotations(jobset).get(ADMITTED) == on:
         return None
     op = {"op": "add", "path": f"/metadata/annotations/{_pointer(ADMITTED)}", "value": on}
-    return Step((Action("PATCH", f"{JOBSETS}/{jobset['metadata']['name']}", [op], JSON_PATCH),))
+    return Step((Action("PATCH", _jobset_path(jobset), [op], JSON_PATCH),))
 
 
 def _pin(jobset: dict, ladder: Ladder, target: str) -> list[Action]:
@@ -142,7 +152,7 @@ def _pin(jobset: dict, ladder: Ladder, target: str) -> list[Action]:
             ops.append({"op": "add", "path": f"{base}/{_pointer(ladder.label)}", "value": target})
         else:
             ops.append({"op": "add", "path": base, "value": {ladder.label: target}})
-    return [Action("PATCH", f"{JOBSETS}/{jobset['metadata']['name']}", ops, JSON_PATCH)]
+    return [Action("PATCH", _jobset_path(jobset), ops, JSON_PATCH)]
 
 
 def _replace(jobset: dict, ladder: Ladder, workload: dict, target: str) -> list[Action]:
@@ -159,23 +169,24 @@ def next_step(jobset: dict, workloads: list[dict]) -> Step | None:
 
     A move is three requests, each safe to repeat, so that a pass cut short is finished by the next:
     mark the evicted Workload with its target rung and deactivate it (`spec.active: false`: Kueue admits
-    it no more, and evicts it if it was admitted meanwhile), pin the JobSet to the target, delete the
-    marked Workload."""
+    it no more, and evicts it if it was admitted meanwhile, reason `Deactivated`: v0.19.2
+    pkg/controller/core/workload_controller.go, WorkloadEvictedByDeactivation), pin the JobSet to the
+    target, delete the marked Workload."""
     ladder = Ladder.of(jobset)
     if ladder is None or jobset["metadata"].get("deletionTimestamp"):
         return None
     owned = [w for w in workloads if owned_by(w, jobset)]
-    marked = [w for w in owned if (w["metadata"].get("annotations") or {}).get(MOVING)]
+    marked = [w for w in owned if _annotations(w).get(MOVING)]
     if not jobset["spec"].get("suspend"):
         # Admitted; or admitted again before a move was done, which the marked Workload's deactivation undoes.
         return None if marked else _record(jobset, ladder)
     if marked:
-        target = marked[0]["metadata"]["annotations"][MOVING]
+        target = _annotations(marked[0])[MOVING]
         return Step(tuple(a for w in marked for a in _replace(jobset, ladder, w, target)))
     evicted = [w for w in owned if evicted_not_ready(w)]
     if not evicted:
         return None
-    left = (jobset["metadata"].get("annotations") or {}).get(ADMITTED) or _on(jobset, ladder.label)
+    left = _annotations(jobset).get(ADMITTED) or _on(jobset, ladder.label)
     target = ladder.after(left)
     if target is None:
         return None  # the last rung: Kueue's backoff and requeueLimit apply there

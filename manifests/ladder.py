@@ -12,6 +12,7 @@ single value pins it) gets no controller; such a run is requeued as Kueue does (
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Sequence
@@ -21,6 +22,7 @@ from controllers.ladder import LADDER
 from core.catalog import NODEPOOL_LABEL
 from core.contract import SchedulingContract
 from core.names import APP_LABEL, PROJECT, SYSTEM_POOL
+from manifests.kueue import manifest_key
 from manifests.pod import SECCOMP, container_security_context
 from stack.config import StackConfig
 from stack.queueing import run_contract
@@ -72,16 +74,22 @@ def role_binding(namespace: str) -> dict:
                  subjects=[{"kind": "ServiceAccount", "name": NAME, "namespace": namespace}])
 
 
+@functools.cache
+def _script(path: Path) -> str:
+    """The controller's file, read once per process (the ConfigMap's data and name both come from it)."""
+    return path.read_text()
+
+
 def config_map_name() -> str:
     """Named after the file's content: a changed file is a new ConfigMap, which the Deployment then names (a
     rollout), and the old one is deleted. The Kubernetes provider replaces a ConfigMap whose data changed
     rather than update it (pulumi/pulumi-kubernetes#1567; `enableConfigMapMutable` is off), and a replacement
     under the same name would have to delete the old one first."""
-    return f"{NAME}-{hashlib.sha256(SCRIPT.read_bytes()).hexdigest()[:10]}"
+    return f"{NAME}-{hashlib.sha256(_script(SCRIPT).encode()).hexdigest()[:10]}"
 
 
 def config_map(namespace: str) -> dict:
-    manifest = _meta("ConfigMap", "v1", namespace, data={SCRIPT_KEY: SCRIPT.read_text()})
+    manifest = _meta("ConfigMap", "v1", namespace, data={SCRIPT_KEY: _script(SCRIPT)})
     manifest["metadata"]["name"] = config_map_name()
     return manifest
 
@@ -132,7 +140,7 @@ def ladder_manifests(runs: Sequence[SchedulingContract], namespace: str, system_
         _meta("ServiceAccount", "v1", namespace), role(namespace), role_binding(namespace),
         config_map(namespace), deployment(namespace, system_pool),
     ]
-    return {f"{m['kind'].lower()}-{m['metadata']['name']}": m for m in objects}
+    return {manifest_key(m): m for m in objects}
 
 
 

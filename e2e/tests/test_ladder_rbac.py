@@ -12,27 +12,22 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-import yaml
 
 from e2e.harness.kube import ApiError
 from e2e.harness.session import control_plane
 from e2e.harness.tools import ROOT
 from e2e.tests.settings import LIFETIME
+from tests.support.ladder_stack import STACK, ladder_overrides
 from tools import offline
 from tools.plan import rbac
 
 TOOLS = ("etcd", "kubernetes", "kwok")
 NAMESPACE = "ml-team"  # Pulumi.existing-dev.yaml's
-PREFIX = offline.PROJECT
 
 
 def _ladder_stack() -> list[dict]:
-    """The existing-dev stack's run on a ladder: a Spot node pool, then its pool."""
-    config = yaml.safe_load((ROOT / "Pulumi.existing-dev.yaml").read_text())["config"]
-    pool, run = config[f"{PREFIX}:pools"][0], config[f"{PREFIX}:runs"][0]
-    spot = {**pool, "name": "spot-v6e-1x1", "capacity": "spot", "nodePool": "tpu-v6e-1x1-spot"}
-    deployment = offline.run_stack("existing-dev", overrides={
-        f"{PREFIX}:pools": [spot, pool], f"{PREFIX}:runs": [{**run, "pool": spot["name"], "ladder": [pool["name"]]}]})
+    """The existing-dev stack's run on a ladder (tests/support/ladder_stack.py), as the program declares it."""
+    deployment = offline.run_stack(STACK, overrides=ladder_overrides(ROOT))
     return [{"type": r.type, "name": r.name, "inputs": r.inputs} for r in deployment.resources]
 
 

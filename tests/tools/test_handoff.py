@@ -17,6 +17,7 @@ from tools.offline import ROOT
 from tools.plan import rbac
 from tools.plan.handoff import PLACEHOLDER, Subjects, handoff
 from tools.plan.rbac import WATCH, WRITE
+from tests.support.ladder_stack import ladder_overrides
 from stack.controller_releases import DEFAULT_INSTALLS, ControllerInstall
 
 PREFIX = offline.PROJECT
@@ -189,11 +190,7 @@ def test_a_renamed_kueue_release_is_granted_under_its_chart_s_names():
 def test_a_ladder_s_controller_role_is_granted_to_the_deployer_who_creates_it():
     """RBAC lets only a user who holds a Role's rights create it and bind it: the ladder controller's
     (manifests/ladder.py) are in the deployer's Role."""
-    config = yaml.safe_load((ROOT / "Pulumi.existing-dev.yaml").read_text())["config"]
-    pool, run = config[f"{PREFIX}:pools"][0], config[f"{PREFIX}:runs"][0]
-    spot = {**pool, "name": "spot-v6e-1x1", "capacity": "spot", "nodePool": "tpu-v6e-1x1-spot"}
-    found = _rights({f"{PREFIX}:pools": [spot, pool], f"{PREFIX}:runs": [{**run, "pool": spot["name"],
-                                                                          "ladder": [pool["name"]]}]})
+    found = _rights(ladder_overrides(ROOT))
     held = {(r.group, res, v) for r in found.namespaced for res in r.resources for v in r.verbs}
     assert {("jobset.x-k8s.io", "jobsets", "patch"), ("kueue.x-k8s.io", "workloads", "list"),
             ("", "events", "create")} <= held
