@@ -114,18 +114,13 @@ def read_samples(path: str) -> dict[int, list[list[int]]]:
 
 
 def load_params(ckpt_dir: str, step: int):
-    """The trained params of one saved step, as numpy arrays."""
+    """The trained params of one saved step, as numpy arrays in their saved dtype, onto one local device
+    whatever mesh wrote them (the export's own reader; the optimizer state is not read)."""
     import jax  # pylint: disable=g-import-not-at-top
-    import orbax.checkpoint as ocp  # pylint: disable=g-import-not-at-top
 
-    path = os.path.join(os.path.abspath(ckpt_dir), str(step), "state")
-    with ocp.StandardCheckpointer() as ckptr:
-        meta = ckptr.metadata(path).item_metadata.tree
-        # Read everything onto one local device, whatever mesh wrote it.
-        one = jax.sharding.SingleDeviceSharding(jax.devices()[0])
-        target = jax.tree.map(lambda m: jax.ShapeDtypeStruct(m.shape, m.dtype, sharding=one), meta)
-        state = ckptr.restore(path, target)
-    return jax.tree.map(np.asarray, state["params"])
+    from trainers.gemma_jax import export_hf  # pylint: disable=g-import-not-at-top
+
+    return jax.tree.map(np.asarray, export_hf.restore_params(os.path.join(os.path.abspath(ckpt_dir), str(step), "state")))
 
 
 def max_abs_diff(a, b) -> float:

@@ -64,6 +64,9 @@ def _args(real, ckpt, **overrides):
         # One step kept: a float32 step of the 270M with its optimizer state is over 3 GB on disk.
         "keep_checkpoints": 1,
         "param_dtype": "float32",
+        # eval.json's generations (--export_hf) are shown on the tiny model (test_export.py); here a few tokens
+        # keep the real model's sampler in the path without 256 greedy steps of it before and after training.
+        "eval_max_new_tokens": 8,
     }
     kw.update(overrides)
     return base_args(real["stories"], real["spm"], ckpt, real["dir"] / "logs", **kw)
@@ -163,12 +166,14 @@ def test_own_data_masks_loss_resume_and_export_on_real_weights(real, kind, tmp_p
         assert ids.tolist() == gpu_ids and mask.tolist() == gpu_mask
 
     d = tmp_path
-    kw = {"datacount": 180, "eval_stories": 8, "maxlen": 160, "learning_rate": 1e-4, "save_every": 3, **flags}
+    # Resume and export are the same code for every format (a format only changes how a record becomes ids and
+    # a loss mask, checked above token by token): they are shown once, on the multi-turn chats, which alone
+    # need step 3's checkpoint (a float32 step with its optimizer state is about 3 GB to write).
+    shown_once = kind == RESUMED_KIND
+    kw = {"datacount": 180, "eval_stories": 8, "maxlen": 160, "learning_rate": 1e-4,
+          "save_every": 3 if shown_once else 6, **flags}
     inspect = run_train(_args(real, d / "inspect", inspect_batches=1, inspect_out=d / "b.npz", data_path=data, **kw))
     assert inspect.returncode == 0, inspect.stdout + inspect.stderr
-    # Resume and export are the same code for every format (a format only changes how a record becomes ids and
-    # a loss mask, checked above token by token): they are shown once, on the multi-turn chats.
-    shown_once = kind == RESUMED_KIND
     export = {"export_hf": d / "export"} if shown_once else {}
     # The chats keep step 3's checkpoint too: a run restarted from it must reach the very same step 6.
     kept = {"keep_checkpoints": 2} if shown_once else {}

@@ -40,9 +40,6 @@ def read_step(checkpoint_dir: str, step: int | None):
     """(step, params as numpy, run metadata) of one saved step, on one device."""
     import jax  # pylint: disable=g-import-not-at-top
     import numpy as np  # pylint: disable=g-import-not-at-top
-    import orbax.checkpoint as ocp  # pylint: disable=g-import-not-at-top
-
-    from trainers.gemma_jax import agree  # pylint: disable=g-import-not-at-top
 
     directory = os.path.abspath(checkpoint_dir)
     steps = sorted(int(n) for n in os.listdir(directory) if n.isdigit()) if os.path.isdir(directory) else []
@@ -54,15 +51,32 @@ def read_step(checkpoint_dir: str, step: int | None):
         raise ExportError(f"--step={step}: not among the complete steps {steps}")
     with open(os.path.join(directory, str(step), "meta", "metadata"), encoding="utf-8") as f:
         meta = json.load(f)
-    path = os.path.join(directory, str(step), "state")
+    params = restore_params(os.path.join(directory, str(step), "state"))
+    return step, jax.tree.map(lambda x: np.asarray(x, np.float32), params), meta
+
+
+def restore_params(path: str):
+    """The params of one saved step's `state` folder, on this process's first device, as saved.
+
+    Only this process restores (process 0 of a multi-host run): Orbax's default restore would wait for
+    every process in a barrier (agree.py). The params alone are read: the optimizer's moments (twice the
+    params' bytes for AdamW) stay on storage. A partial restore reads only the keys of `item`
+    (orbax-checkpoint 0.12.8, pytree_checkpoint_handler.py `_get_restore_parameters`: with partial_restore
+    the checkpoint's other keys are skip_deserialize)."""
+    import jax  # pylint: disable=g-import-not-at-top
+    import orbax.checkpoint as ocp  # pylint: disable=g-import-not-at-top
+
+    from trainers.gemma_jax import agree  # pylint: disable=g-import-not-at-top
+
     one = jax.sharding.SingleDeviceSharding(jax.local_devices()[0])
-    # Only this process restores (process 0 of a multi-host run): Orbax's
-    # default restore would wait for every process in a barrier (agree.py).
-    with ocp.StandardCheckpointer(multiprocessing_options=agree.lone_process_options()) as ckptr:
+    options = agree.lone_process_options()
+    handler = ocp.PyTreeCheckpointHandler(multiprocessing_options=options)
+    with ocp.Checkpointer(handler, multiprocessing_options=options) as ckptr:
         tree = ckptr.metadata(path).item_metadata.tree
-        target = jax.tree.map(lambda m: jax.ShapeDtypeStruct(m.shape, m.dtype, sharding=one), tree)
-        state = ckptr.restore(path, target)
-    return step, jax.tree.map(lambda x: np.asarray(x, np.float32), state["params"]), meta
+        item = {"params": jax.tree.map(lambda m: jax.ShapeDtypeStruct(m.shape, m.dtype, sharding=one), tree["params"])}
+        restored = ckptr.restore(path, args=ocp.args.PyTreeRestore(
+            item=item, restore_args=ocp.checkpoint_utils.construct_restore_args(item), partial_restore=True))
+    return restored["params"]
 
 
 def _copy_tokenizer(meta: dict, out: str) -> None:
