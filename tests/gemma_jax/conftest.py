@@ -108,14 +108,15 @@ def stacked_pretrained_dir(pretrained_dir) -> str:
     return pretrained_dir + "_stacked"
 
 
-# Seconds per test file (setups, calls, teardowns), rounded from a measured run (`--durations=60`, two
-# workers, this machine under other load too); they only order the files (tests/support/xdist_order.py).
+# Seconds per test file (setups, calls, teardowns), rounded from a measured run (`make test-jax
+# PYTEST_ARGS=--durations=0`, two workers, the environments cached); they only order the files
+# (tests/support/xdist_order.py).
 FILE_SECONDS = {
-    "test_real_weights.py": 510, "test_train.py": 205, "test_sft_data.py": 200, "test_multihost.py": 185,
-    "test_resume.py": 170, "test_gemma4_lora.py": 130, "test_data_mix.py": 100, "test_hf_gemma4.py": 80,
-    "test_memory.py": 70, "test_compiled_hbm.py": 70, "test_token_shards.py": 55, "test_multihost_agreement.py": 55,
-    "test_export.py": 30, "test_pretrained.py": 20, "test_real_tokenizer.py": 15, "test_check_data_tokens.py": 15,
-    "test_flops.py": 10,
+    "test_real_weights.py": 350, "test_train.py": 160, "test_resume.py": 100, "test_gemma4_lora.py": 85,
+    "test_sft_data.py": 85, "test_multihost.py": 75, "test_compiled_hbm.py": 75, "test_hf_gemma4.py": 65,
+    "test_data_mix.py": 45, "test_multihost_agreement.py": 40, "test_export.py": 35, "test_memory.py": 35,
+    "test_token_shards.py": 30, "test_pretrained.py": 15, "test_data.py": 12, "test_real_tokenizer.py": 6,
+    "test_check_data_tokens.py": 6, "test_flops.py": 3,
 }
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import json
+import os
+import shutil
 
 import pytest
 import torch
@@ -164,10 +166,10 @@ def test_own_data_masks_loss_resume_and_export_on_real_weights(kind, gemma3_270m
     if kind != RESUMED_KIND:
         return  # the text-to-SQL set: its mask, learning and adapter are shown above
 
-    # Stopped after step 3 (its checkpoint), then resumed to step 6: the same adapter, with the merged
-    # export written at the end.
+    # Stopped after step 3's checkpoint (that checkpoint alone, hard-linked from the uninterrupted run: a
+    # resume only reads it), then resumed to step 6: the same adapter, with the merged export written at the end.
     resumed = tmp_path / "b"
-    assert run_training(*parse_args(_own_data_args(gemma3_270m_dir, dataset, resumed, 3, flags))) == 0
+    shutil.copytree(tmp_path / "a" / "checkpoint-3", resumed / "checkpoint-3", copy_function=os.link)
     assert run_training(*parse_args([*_own_data_args(gemma3_270m_dir, dataset, resumed, 6, flags),
                                      "--merge_adapter", "true"])) == 0
     uninterrupted, again = load_file(tmp_path / "a" / "adapter_model.safetensors"), load_file(
