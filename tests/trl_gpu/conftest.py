@@ -14,6 +14,14 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+# torch's intra-op threads, a share of the cores per pytest-xdist worker: two workers of a 2-thread pool each
+# oversubscribe 2 cores, and OpenMP threads that wait spin (make test-gpu 407 s against 313 s with one thread
+# each, docs/benchmarks.md). OMP_NUM_THREADS is read when torch loads, so it is set before anything here imports
+# torch; a value set outside is kept. The trainer's own subprocesses take 1 (trainer_env).
+_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 0)
+if _WORKERS:
+    os.environ.setdefault("OMP_NUM_THREADS", str(max(1, len(os.sched_getaffinity(0)) // _WORKERS)))
+
 from . import tiny  # noqa: E402
 
 # Nothing may reach the Hub; a cache of its own keeps runs independent of ~/.cache.

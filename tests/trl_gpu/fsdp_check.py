@@ -84,6 +84,10 @@ def main(config_path: str, model_dir: str, out: str) -> None:
     }
     with open(os.path.join(out, f"rank-{rank}.json"), "w") as f:
         json.dump(report, f)
+    # Both ranks past their last collective before either tears down gloo: a rank that destroyed its group
+    # while the other still had a transfer in flight aborted under load ("terminate called without an
+    # active exception", exit -6).
+    dist.barrier()
     dist.destroy_process_group()
 
 
