@@ -5,15 +5,14 @@ source exits 78 naming it."""
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 
 import numpy as np
 import pytest
 
 from gemma_jax_helpers import load_params, max_abs_diff, run_train
 from test_sft_data import _args, _expected, _segments, _trained_runs, _write, chat_tokenizer, qa, support_chat  # noqa: F401
+from tests.support.checkpoints import stopped_after
 from trainers import exit_codes
 from trainers.sft_data import formats
 
@@ -79,8 +78,8 @@ def test_a_mixed_run_resumes_exactly(chat_tokenizer, tmp_path):
     kw = {"datacount": 150, "eval_stories": 8, "save_every": 3}
     whole = run_train(_mix_args(tmp_path, mix, chat_tokenizer, tmp_path / "whole", steps=6, **kw))
     assert whole.returncode == 0, whole.stdout + whole.stderr
-    # Stopped after step 3's checkpoint: that step alone, hard-linked from the uninterrupted run (a restore reads it).
-    shutil.copytree(tmp_path / "whole" / "3", tmp_path / "resumed" / "3", copy_function=os.link)
+    # Stopped after step 3's checkpoint, restarted to step 6.
+    stopped_after(tmp_path / "whole" / "3", tmp_path / "resumed")
     rest = run_train(_mix_args(tmp_path, mix, chat_tokenizer, tmp_path / "resumed", steps=6, **kw))
     assert rest.returncode == 0 and "resumed from step 3" in rest.stdout, rest.stdout + rest.stderr
     assert max_abs_diff(load_params(str(tmp_path / "whole"), 6), load_params(str(tmp_path / "resumed"), 6)) == 0

@@ -4,8 +4,6 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import sys
 
@@ -13,6 +11,7 @@ import numpy as np
 import pytest
 
 from gemma_jax_helpers import REPO, base_args, cpu_env, load_params, max_abs_diff, run_train
+from tests.support.checkpoints import stopped_after
 
 pytestmark = pytest.mark.slow
 STEPS = 8
@@ -141,8 +140,8 @@ def test_adapters_start_transparent_and_steps_move_only_them():
 
 def test_resume_is_exact(tmp_path, stories_file, tokenizer_file, gemma4_base, reference):
     ref_dir, _ = reference
-    # Stopped after step 4's checkpoint: that step alone, hard-linked from the reference run (a restore reads it).
-    shutil.copytree(ref_dir / "ckpt" / str(STEPS // 2), tmp_path / "ckpt" / str(STEPS // 2), copy_function=os.link)
+    # The reference run stopped after step 4's checkpoint, restarted to step 8.
+    stopped_after(ref_dir / "ckpt" / str(STEPS // 2), tmp_path / "ckpt")
     second = run_train(_args(stories_file, tokenizer_file, gemma4_base, tmp_path, STEPS))
     assert second.returncode == 0, second.stdout + second.stderr
     assert f"resumed from step {STEPS // 2}" in second.stdout

@@ -15,10 +15,8 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import random
 import re
-import shutil
 import subprocess
 import sys
 
@@ -28,6 +26,7 @@ import pytest
 import real_weights
 from gemma_jax_helpers import REPO, base_args, cpu_env, load_params, make_story, max_abs_diff, run_train, write_tinystories
 from tests.support.own_data_rows import conversation, prompt_completion
+from tests.support.checkpoints import stopped_after
 from trainers.gemma_jax import hf
 
 pytestmark = pytest.mark.slow
@@ -195,9 +194,8 @@ def test_own_data_masks_loss_resume_and_export_on_real_weights(real, kind, tmp_p
 
     if not shown_once:
         return  # the prompt-completion set: its ids, mask, first loss and learning are shown above
-    # A run stopped after step 3's checkpoint: a folder holding that step alone (hard links to the uninterrupted
-    # run's files, which a restore only reads), restarted to step 6.
-    shutil.copytree(d / "whole" / "3", d / "resumed" / "3", copy_function=os.link)
+    # A run stopped after step 3's checkpoint, restarted to step 6.
+    stopped_after(d / "whole" / "3", d / "resumed")
     rest = run_train(_args(real, d / "resumed", steps=6, data_path=data, **kw), timeout=2400)
     assert rest.returncode == 0 and "resumed from step 3" in rest.stdout, rest.stdout + rest.stderr
     assert max_abs_diff(load_params(str(d / "whole"), 6), load_params(str(d / "resumed"), 6)) == 0

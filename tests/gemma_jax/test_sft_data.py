@@ -8,14 +8,13 @@ at Gemma's ids; the real tokenizer and weights are in test_real_weights.py."""
 from __future__ import annotations
 
 import json
-import os
 import random
-import shutil
 
 import numpy as np
 import pytest
 
 from gemma_jax_helpers import base_args, load_params, max_abs_diff, run_train
+from tests.support.checkpoints import stopped_after
 from trainers import exit_codes
 from trainers.sft_data import formats, parts
 
@@ -163,9 +162,8 @@ def test_a_conversational_run_learns_and_resumes_exactly(chats, chat_tokenizer, 
     assert whole.returncode == 0, whole.stdout + whole.stderr
     losses = [float(x) for x in __import__("re").findall(r"\[eval\] step \d+ loss=([0-9.]+)", whole.stdout)]
     assert len(losses) == 2 and losses[1] < 0.6 * losses[0], whole.stdout
-    # A run stopped after step 6's checkpoint: a folder holding that step alone (hard links to the uninterrupted
-    # run's files, which a restore only reads), restarted to step 12.
-    shutil.copytree(tmp_path / "whole" / "6", tmp_path / "resumed" / "6", copy_function=os.link)
+    # A run stopped after step 6's checkpoint, restarted to step 12.
+    stopped_after(tmp_path / "whole" / "6", tmp_path / "resumed")
     rest = run_train(_args(chats, chat_tokenizer, tmp_path / "resumed", tmp_path / "l2", save_every=6))
     assert rest.returncode == 0 and "resumed from step 6" in rest.stdout, rest.stdout + rest.stderr
     assert max_abs_diff(load_params(str(tmp_path / "whole"), 12), load_params(str(tmp_path / "resumed"), 12)) == 0

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import yaml
 
+from core.names import PROJECT as PREFIX
+
 STACK = "existing-dev"
-PREFIX = "gke-finetune"
 
 
 def ladder_overrides(root: Path) -> dict:

@@ -8,8 +8,6 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import json
-import os
-import shutil
 
 import pytest
 import torch
@@ -24,6 +22,7 @@ from trainers.trl_gpu.training import build, save_final
 from . import tiny
 from .test_data import _former_recipe
 from tests.support.own_data_rows import conversation
+from tests.support.checkpoints import stopped_after
 
 pytestmark = pytest.mark.slow
 
@@ -166,10 +165,10 @@ def test_own_data_masks_loss_resume_and_export_on_real_weights(kind, gemma3_270m
     if kind != RESUMED_KIND:
         return  # the text-to-SQL set: its mask, learning and adapter are shown above
 
-    # Stopped after step 3's checkpoint (that checkpoint alone, hard-linked from the uninterrupted run: a
-    # resume only reads it), then resumed to step 6: the same adapter, with the merged export written at the end.
+    # Stopped after step 3's checkpoint, then resumed to step 6: the same adapter, with the merged export
+    # written at the end.
     resumed = tmp_path / "b"
-    shutil.copytree(tmp_path / "a" / "checkpoint-3", resumed / "checkpoint-3", copy_function=os.link)
+    stopped_after(tmp_path / "a" / "checkpoint-3", resumed)
     assert run_training(*parse_args([*_own_data_args(gemma3_270m_dir, dataset, resumed, 6, flags),
                                      "--merge_adapter", "true"])) == 0
     uninterrupted, again = load_file(tmp_path / "a" / "adapter_model.safetensors"), load_file(
